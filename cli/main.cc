@@ -1,0 +1,68 @@
+// The shardlab command line: parses arguments with CLI11 and dispatches to the
+// commands in cli/. Exit codes: 0 success, 1 user error (one line on stderr),
+// 2 usage error.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "sim/engine_info.h"
+
+namespace {
+
+constexpr int kUserError = 1;
+constexpr int kUsageError = 2;
+
+std::string VersionText() { return std::string("shardlab 0.1.0 (SimGrid ") + shardlab::SimGridVersion() + ")"; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace cli = shardlab::cli;
+  CLI::App app{"shardlab: simulate distributed deep-learning training on Ascend and GPU clusters"};
+  app.set_version_flag("--version", VersionText());
+  app.require_subcommand(1);
+  std::string log_level = "warn";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+
+  cli::SimulateArgs simulate;
+  auto* simulate_cmd = app.add_subcommand("simulate", "Simulate one training step of a run file");
+  simulate_cmd->add_option("run", simulate.run_file, "run file (JSON)")->required();
+  simulate_cmd->add_option("-o,--out", simulate.out_file, "write the result JSON here");
+  simulate_cmd->add_flag("--json", simulate.json, "print JSON instead of the text summary");
+
+  cli::GraphArgs graph;
+  auto* graph_cmd = app.add_subcommand("graph", "Summarise a model file: operators, parameters, FLOPs per sample");
+  graph_cmd->add_option("model", graph.model_file, "model file (JSON)")->required();
+  graph_cmd->add_option("--save", graph.save_file, "write the operator graph as a model file with a \"graph\"");
+  graph_cmd->add_option("--pipeline-stages", graph.pipeline_stages, "split the layers over this many stages")
+      ->check(CLI::Range(1, 4096));
+  graph_cmd->add_flag("--json", graph.json, "print JSON instead of text");
+
+  auto* models_cmd = app.add_subcommand("models", "List the model builders and their parameters");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : kUsageError;
+  }
+
+  auto logger = spdlog::stderr_color_st("shardlab");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  spdlog::set_pattern("[%l] %v");
+
+  try {
+    if (*simulate_cmd) return cli::Simulate(simulate);
+    if (*graph_cmd) return cli::GraphCommand(graph);
+    if (*models_cmd) return cli::Models();
+  } catch (const std::exception& e) {
+    std::cerr << "shardlab: error: " << e.what() << "\n";
+    return kUserError;
+  }
+  return kUsageError;
+}

@@ -1,0 +1,173 @@
+#include "core/config/cluster_config.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/config/units.h"
+#include "core/util/json_reader.h"
+#include "core/util/suggest.h"
+
+namespace shardlab {
+namespace {
+
+double Quantity(ObjectReader& reader, const std::string& key, Quantity kind) {
+  return ReadQuantity(reader.Required(key), kind);
+}
+
+DeviceSpec ReadDevice(const JsonNode& node) {
+  ObjectReader r(node);
+  DeviceSpec d;
+  d.kind = r.Required("kind").AsEnum({"npu", "gpu"});
+  d.model = r.Required("model").AsString();
+  const auto peak = r.Required("peak_flops");
+  ObjectReader peak_reader(peak);
+  for (const auto& [name, value] : peak.json().items()) {
+    const auto node_value = peak_reader.Required(name);
+    auto dtype = ParseDType(name);
+    if (!dtype)
+      node_value.Fail("\"" + name + "\" is not a dtype" + DidYouMean(name, DTypeNames()) +
+                      "; peak_flops maps dtypes to FLOP/s");
+    d.peak_flops[*dtype] = ReadQuantity(node_value, Quantity::kFlopsPerSecond);
+  }
+  peak_reader.Finish();
+  if (d.peak_flops.empty()) peak.Fail("expected at least one dtype, e.g. {\"float16\": \"312 TFLOP/s\"}");
+  d.memory_bytes = Quantity(r, "memory", Quantity::kBytes);
+  d.memory_bandwidth = Quantity(r, "memory_bandwidth", Quantity::kBytesPerSecond);
+  d.compute_efficiency = r.Number("compute_efficiency", 1.0, 1e-3, 1.0);
+  d.memory_efficiency = r.Number("memory_efficiency", 1.0, 1e-3, 1.0);
+  r.Finish();
+  return d;
+}
+
+HostSpec ReadHost(const JsonNode& node) {
+  ObjectReader r(node);
+  HostSpec h;
+  h.cpu_flops = Quantity(r, "cpu_flops", Quantity::kFlopsPerSecond);
+  h.memory_bytes = Quantity(r, "memory", Quantity::kBytes);
+  h.memory_bandwidth = Quantity(r, "memory_bandwidth", Quantity::kBytesPerSecond);
+  h.pcie_bandwidth = Quantity(r, "pcie_bandwidth", Quantity::kBytesPerSecond);
+  h.pcie_latency = Quantity(r, "pcie_latency", Quantity::kSeconds);
+  r.Finish();
+  return h;
+}
+
+IntraServerFabric ReadIntraServer(const JsonNode& node, int64_t devices_per_server) {
+  ObjectReader r(node);
+  IntraServerFabric f;
+  const std::string kind = r.Required("kind").AsEnum({"hccs_mesh", "nvswitch"});
+  f.kind = kind == "hccs_mesh" ? IntraServerFabric::Kind::kHccsMesh : IntraServerFabric::Kind::kNvSwitch;
+  f.link_bandwidth = Quantity(r, "link_bandwidth", Quantity::kBytesPerSecond);
+  f.latency = Quantity(r, "latency", Quantity::kSeconds);
+  if (f.kind == IntraServerFabric::Kind::kHccsMesh) {
+    const auto group = r.Required("group_size");
+    f.group_size = group.AsInt(1, devices_per_server);
+    if (devices_per_server % f.group_size != 0)
+      group.Fail(fmt::format("group_size {} does not divide devices_per_server {}", f.group_size, devices_per_server));
+    if (f.group_size < devices_per_server) {
+      f.cross_group_bandwidth = Quantity(r, "cross_group_bandwidth", Quantity::kBytesPerSecond);
+    }
+  } else {
+    f.group_size = devices_per_server;
+  }
+  r.Finish();
+  return f;
+}
+
+InterServerNetwork ReadInterServer(const JsonNode& node, int64_t servers, int64_t devices_per_server) {
+  ObjectReader r(node);
+  InterServerNetwork n;
+  n.nic_bandwidth = Quantity(r, "nic_bandwidth", Quantity::kBytesPerSecond);
+  n.nics_per_server = r.Int("nics_per_server", devices_per_server, 1, devices_per_server);
+  r.Required("topology").AsEnum({"fat_tree"});
+  n.levels = r.Int("levels", 2, 1, 3);
+  n.switch_radix = r.Int("switch_radix", 64, 4, 1024);
+  n.oversubscription = r.Number("oversubscription", 1.0, 1.0, 64.0);
+  n.rail_optimized = r.Bool("rail_optimized", false);
+  n.link_latency = Quantity(r, "link_latency", Quantity::kSeconds);
+  n.switch_latency = Quantity(r, "switch_latency", Quantity::kSeconds);
+  const int64_t nics = servers * n.nics_per_server;
+  const int64_t capacity = FatTreeCapacity(n.levels, n.switch_radix);
+  if (nics > capacity)
+    node.Child("levels").Fail(fmt::format(
+        "a {}-level fat tree of radix-{} switches connects at most {} NICs, the cluster has {}; "
+        "raise levels or switch_radix",
+        n.levels, n.switch_radix, capacity, nics));
+  r.Finish();
+  return n;
+}
+
+}  // namespace
+
+int64_t FatTreeCapacity(int64_t levels, int64_t radix) {
+  // A non-blocking fat tree of radix-k switches: one level k, two k^2/2, three k^3/4.
+  if (levels == 1) return radix;
+  if (levels == 2) return radix * radix / 2;
+  return radix * radix * radix / 4;
+}
+
+const char* ToString(IntraServerFabric::Kind kind) {
+  return kind == IntraServerFabric::Kind::kHccsMesh ? "hccs_mesh" : "nvswitch";
+}
+
+ClusterSpec ReadClusterSpec(const JsonNode& node) {
+  ObjectReader r(node);
+  ClusterSpec c;
+  c.name = r.Required("name").AsString();
+  c.servers = r.RequiredInt("servers", 1, 4096);
+  c.devices_per_server = r.RequiredInt("devices_per_server", 1, 64);
+  if (c.device_count() > 4096)
+    node.Child("servers").Fail(fmt::format("{} servers x {} devices is {} devices; shardlab simulates up to 4096",
+                                           c.servers, c.devices_per_server, c.device_count()));
+  c.device = ReadDevice(r.Required("device"));
+  c.host = ReadHost(r.Required("host"));
+  c.intra_server = ReadIntraServer(r.Required("intra_server"), c.devices_per_server);
+  c.inter_server = ReadInterServer(r.Required("inter_server"), c.servers, c.devices_per_server);
+  r.Finish();
+  return c;
+}
+
+nlohmann::json ToJson(const ClusterSpec& c) {
+  nlohmann::json peak = nlohmann::json::object();
+  for (const auto& [dtype, flops] : c.device.peak_flops) peak[ToString(dtype)] = flops;
+  nlohmann::json intra = {{"kind", ToString(c.intra_server.kind)},
+                          {"link_bandwidth", c.intra_server.link_bandwidth},
+                          {"latency", c.intra_server.latency}};
+  if (c.intra_server.kind == IntraServerFabric::Kind::kHccsMesh) {
+    intra["group_size"] = c.intra_server.group_size;
+    if (c.intra_server.group_size < c.devices_per_server)
+      intra["cross_group_bandwidth"] = c.intra_server.cross_group_bandwidth;
+  }
+  const auto& n = c.inter_server;
+  return {
+      {"name", c.name},
+      {"servers", c.servers},
+      {"devices_per_server", c.devices_per_server},
+      {"device",
+       {{"kind", c.device.kind},
+        {"model", c.device.model},
+        {"peak_flops", peak},
+        {"memory", c.device.memory_bytes},
+        {"memory_bandwidth", c.device.memory_bandwidth},
+        {"compute_efficiency", c.device.compute_efficiency},
+        {"memory_efficiency", c.device.memory_efficiency}}},
+      {"host",
+       {{"cpu_flops", c.host.cpu_flops},
+        {"memory", c.host.memory_bytes},
+        {"memory_bandwidth", c.host.memory_bandwidth},
+        {"pcie_bandwidth", c.host.pcie_bandwidth},
+        {"pcie_latency", c.host.pcie_latency}}},
+      {"intra_server", intra},
+      {"inter_server",
+       {{"nic_bandwidth", n.nic_bandwidth},
+        {"nics_per_server", n.nics_per_server},
+        {"topology", "fat_tree"},
+        {"levels", n.levels},
+        {"switch_radix", n.switch_radix},
+        {"oversubscription", n.oversubscription},
+        {"rail_optimized", n.rail_optimized},
+        {"link_latency", n.link_latency},
+        {"switch_latency", n.switch_latency}}},
+  };
+}
+
+}  // namespace shardlab

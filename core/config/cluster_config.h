@@ -1,0 +1,86 @@
+// A cluster: its devices (Ascend NPUs or GPUs), their host, how many servers
+// of how many devices, the fabric inside a server (HCCS groups or NVSwitch) and
+// the network between servers (per-device NICs on a fat tree).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/graph/dtype.h"
+
+namespace shardlab {
+
+class JsonNode;
+
+struct DeviceSpec {
+  std::string kind;  // "npu" or "gpu"
+  std::string model;
+  std::map<DType, double> peak_flops;  // FLOP/s per compute dtype
+  double memory_bytes = 0;
+  double memory_bandwidth = 0;    // bytes/s
+  double compute_efficiency = 1;  // achieved fraction of peak on large GEMMs
+  double memory_efficiency = 1;   // achieved fraction of memory bandwidth
+
+  bool operator==(const DeviceSpec&) const = default;
+};
+
+struct HostSpec {
+  double cpu_flops = 0;  // FLOP/s of the host CPUs together
+  double memory_bytes = 0;
+  double memory_bandwidth = 0;
+  double pcie_bandwidth = 0;  // host <-> one device, bytes/s each way
+  double pcie_latency = 0;
+
+  bool operator==(const HostSpec&) const = default;
+};
+
+struct IntraServerFabric {
+  enum class Kind { kHccsMesh, kNvSwitch };
+  Kind kind = Kind::kNvSwitch;
+  int64_t group_size = 0;         // HCCS: devices per full-mesh group
+  double link_bandwidth = 0;      // HCCS: per link; NVSwitch: per device, each way
+  double cross_group_bandwidth = 0;  // HCCS: between the groups of a server (PCIe through the CPUs)
+  double latency = 0;
+
+  bool operator==(const IntraServerFabric&) const = default;
+};
+
+struct InterServerNetwork {
+  double nic_bandwidth = 0;  // per NIC, each way
+  int64_t nics_per_server = 1;
+  int64_t levels = 2;        // fat-tree switch levels
+  int64_t switch_radix = 64;
+  double oversubscription = 1;  // downlink:uplink ratio at the leaf switches
+  bool rail_optimized = false;  // NIC i of every server on leaf switch group i
+  double link_latency = 0;
+  double switch_latency = 0;
+
+  bool operator==(const InterServerNetwork&) const = default;
+};
+
+struct ClusterSpec {
+  std::string name;
+  DeviceSpec device;
+  HostSpec host;
+  int64_t servers = 1;
+  int64_t devices_per_server = 1;
+  IntraServerFabric intra_server;
+  InterServerNetwork inter_server;
+
+  int64_t device_count() const { return servers * devices_per_server; }
+  bool operator==(const ClusterSpec&) const = default;
+};
+
+const char* ToString(IntraServerFabric::Kind kind);
+
+// Reads and validates a cluster object (a cluster file, or inline in a run).
+ClusterSpec ReadClusterSpec(const JsonNode& node);
+nlohmann::json ToJson(const ClusterSpec& cluster);
+
+// The most NICs a fat tree of `levels` levels of radix-`radix` switches connects.
+int64_t FatTreeCapacity(int64_t levels, int64_t radix);
+
+}  // namespace shardlab

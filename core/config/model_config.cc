@@ -1,0 +1,80 @@
+#include "core/config/model_config.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/graph/graph_json.h"
+#include "core/util/json_reader.h"
+#include "core/util/suggest.h"
+
+namespace shardlab {
+namespace {
+
+ParamValue ReadParam(const ParamSpec& spec, const JsonNode& node) {
+  if (std::holds_alternative<int64_t>(spec.fallback)) return node.AsInt(spec.min, spec.max);
+  if (std::holds_alternative<bool>(spec.fallback)) return node.AsBool();
+  return spec.choices.empty() ? node.AsString() : node.AsEnum(spec.choices);
+}
+
+void ReadParams(const ModelBuilder& builder, BuilderParams& params, const JsonNode& node) {
+  ObjectReader reader(node);
+  for (const auto& spec : builder.params)
+    if (auto value = reader.Optional(spec.name)) params.Set(spec.name, ReadParam(spec, *value));
+  reader.Finish();
+}
+
+}  // namespace
+
+ModelSpec ReadModelSpec(const JsonNode& node) {
+  ObjectReader reader(node);
+  ModelSpec model;
+  model.name = reader.Required("name").AsString();
+  const auto builder = reader.Optional("builder");
+  const auto params = reader.Optional("params");
+  const auto graph = reader.Optional("graph");
+  reader.Finish();
+  if (builder.has_value() == graph.has_value())
+    node.Fail("a model names either a \"builder\" (with \"params\") or an explicit \"graph\", exactly one of them");
+  if (graph) {
+    if (params) params->Fail("\"params\" belongs to builder models; this model has an explicit graph");
+    model.graph = GraphFromJson(*graph);
+    return model;
+  }
+  std::vector<std::string> names;
+  for (const auto& b : ModelBuilders()) names.push_back(b.name);
+  model.builder = builder->AsEnum(names);
+  const ModelBuilder* found = FindModelBuilder(model.builder);
+  model.params = found->Defaults();
+  if (params) ReadParams(*found, model.params, *params);
+  return model;
+}
+
+void ApplyModelParams(ModelSpec& model, const JsonNode& node) {
+  if (model.builder.empty()) node.Fail("model_params needs a builder model; this model has an explicit graph");
+  ReadParams(*FindModelBuilder(model.builder), model.params, node);
+}
+
+Graph BuildModelGraph(const ModelSpec& model, const BuildOptions& options, const JsonNode& where) {
+  if (model.graph) return *model.graph;
+  try {
+    return FindModelBuilder(model.builder)->build(model.name, model.params, options);
+  } catch (const GraphError& e) {
+    where.Fail(fmt::format("cannot build model \"{}\" ({}): {}", model.name, model.builder, e.what()));
+  }
+}
+
+nlohmann::json ToJson(const ModelSpec& model) {
+  nlohmann::json j = {{"name", model.name}};
+  if (model.graph) {
+    j["graph"] = GraphToJson(*model.graph);
+    return j;
+  }
+  j["builder"] = model.builder;
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [key, value] : model.params.values())
+    params[key] = std::visit([](const auto& v) { return nlohmann::json(v); }, value);
+  j["params"] = params;
+  return j;
+}
+
+}  // namespace shardlab

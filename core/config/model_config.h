@@ -1,0 +1,37 @@
+// A model file: either a builder with parameters ({"builder": "gpt",
+// "params": {...}}) or an explicit operator graph ({"graph": {...}}).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/graph/builders/model_builder.h"
+#include "core/graph/graph.h"
+
+namespace shardlab {
+
+class JsonNode;
+
+struct ModelSpec {
+  std::string name;
+  std::string builder;   // empty for an explicit graph
+  BuilderParams params;  // complete: defaults filled in
+  std::optional<Graph> graph;
+};
+
+ModelSpec ReadModelSpec(const JsonNode& node);
+
+// Overrides builder parameters from a run's "model_params" object, checking
+// names, types and ranges against the builder.
+void ApplyModelParams(ModelSpec& model, const JsonNode& node);
+
+// The model's operator graph. For builder models, `options` says how to split
+// layers into pipeline stages and whether to mark them for recompute; builder
+// errors (shapes that do not divide, too few layers) name `where`.
+Graph BuildModelGraph(const ModelSpec& model, const BuildOptions& options, const JsonNode& where);
+
+nlohmann::json ToJson(const ModelSpec& model);
+
+}  // namespace shardlab

@@ -1,0 +1,101 @@
+// MindSpore's parallel settings (`set_auto_parallel_context` and
+// `set_algo_parameters`), with MindSpore's key names, defaults and rules, plus
+// the step-shape keys shardlab needs (micro_batch_num, global_batch_size,
+// recompute).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace shardlab {
+
+class JsonNode;
+
+enum class ParallelMode { kStandAlone, kDataParallel, kSemiAutoParallel, kAutoParallel, kHybridParallel };
+enum class SearchMode { kDynamicProgramming, kRecursiveProgramming, kShardingPropagation };
+
+const char* ToString(ParallelMode mode);
+const char* ToString(SearchMode mode);
+
+// How gradients of one communication type are fused into buckets.
+struct FusionSetting {
+  enum class Mode {
+    kDefault,  // nothing configured: MindSpore fuses every gradient into one bucket
+    kAuto,     // "auto": 64 MB threshold
+    kSize,     // "size": threshold of `size_mb` MB
+    kIndex,    // "index" / all_reduce_fusion_config: inclusive split indices
+  };
+  Mode mode = Mode::kDefault;
+  int64_t size_mb = 64;
+  std::vector<int64_t> indices;
+
+  bool operator==(const FusionSetting&) const = default;
+};
+
+const char* ToString(FusionSetting::Mode mode);
+
+struct CommFusion {
+  bool openstate = true;  // false: no AllReduce/AllGather/ReduceScatter fusion at all
+  FusionSetting allreduce;
+  FusionSetting allgather;
+  FusionSetting reducescatter;
+
+  bool operator==(const CommFusion&) const = default;
+};
+
+struct ParallelOptimizerConfig {
+  bool gradient_accumulation_shard = true;
+  int64_t parallel_optimizer_threshold = 64;  // KB: smaller parameters stay unsharded
+  int64_t optimizer_weight_shard_size = -1;   // -1: shard across the whole repeated group
+
+  bool operator==(const ParallelOptimizerConfig&) const = default;
+};
+
+struct DatasetStrategy {
+  enum class Kind { kDataParallel, kFullBatch, kShard };
+  Kind kind = Kind::kDataParallel;
+  std::vector<std::vector<int64_t>> shard;  // one tuple per dataset input when kShard
+
+  bool operator==(const DatasetStrategy&) const = default;
+};
+
+struct ParallelConfig {
+  ParallelMode parallel_mode = ParallelMode::kStandAlone;
+  int64_t device_num = 1;
+  int64_t global_rank = 0;
+  bool gradients_mean = false;
+  bool gradient_fp32_sync = true;
+  SearchMode search_mode = SearchMode::kDynamicProgramming;
+  CommFusion comm_fusion;  // all_reduce_fusion_config lands in comm_fusion.allreduce (index mode)
+  bool enable_parallel_optimizer = false;
+  ParallelOptimizerConfig parallel_optimizer_config;
+  bool parameter_broadcast = false;
+  int64_t pipeline_stages = 1;
+  bool full_batch = false;
+  DatasetStrategy dataset_strategy;
+  std::string strategy_ckpt_load_file;  // resolved against the run file's folder
+  std::string strategy_ckpt_save_file;
+  int64_t micro_batch_num = 1;
+  int64_t global_batch_size = 0;
+  bool recompute = false;
+  bool fully_use_devices = true;
+  bool enable_alltoall = false;
+
+  int64_t devices_per_stage() const { return device_num / pipeline_stages; }
+  int64_t micro_batch_size() const { return global_batch_size / micro_batch_num; }
+  bool operator==(const ParallelConfig&) const = default;
+};
+
+// Reads and validates a "parallel" object. `world_size` is the device count
+// used when device_num is absent (MindSpore takes it from the communication
+// group; shardlab from the cluster). Relative checkpoint paths are resolved
+// against `base_dir`.
+ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size, const std::string& base_dir);
+
+// The settings as a JSON object with MindSpore's keys; ReadParallelConfig reads it back.
+nlohmann::json ToJson(const ParallelConfig& config);
+
+}  // namespace shardlab

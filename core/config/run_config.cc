@@ -1,0 +1,154 @@
+#include "core/config/run_config.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/util/json_reader.h"
+
+namespace shardlab {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kCollectives = {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"};
+const std::vector<std::string> kAlgorithms = {"auto", "ring", "halving_doubling", "hierarchical",
+                                              "double_binary_tree", "pairwise"};
+
+std::string Folder(const std::string& file) {
+  if (file.empty()) return "";
+  return fs::path(file).parent_path().string();
+}
+
+// A section given inline or as a path relative to the run file: returns the
+// document that holds it and where its errors should point.
+struct Section {
+  nlohmann::json document;  // only set for files
+  std::string file;         // the file the section came from, "" when inline
+};
+
+Section OpenSection(const JsonNode& node, const std::string& base_dir) {
+  if (node.json().is_object()) return {};
+  const std::string relative = node.AsString();
+  const std::string path = (fs::path(base_dir.empty() ? "." : base_dir) / relative).lexically_normal().string();
+  if (!fs::exists(path)) node.Fail("file \"" + path + "\" does not exist");
+  if (!fs::is_regular_file(path)) node.Fail("\"" + path + "\" is not a regular file");
+  return {ReadJsonFile(path), path};
+}
+
+SimulationOptions ReadSimulation(const JsonNode& node) {
+  ObjectReader r(node);
+  SimulationOptions s;
+  s.engine = r.Enum("engine", "simgrid", {"simgrid", "analytical", "both"});
+  s.mode = r.Enum("mode", "train", {"train", "infer"});
+  s.pipeline_schedule = r.Enum("pipeline_schedule", "1f1b", {"1f1b", "gpipe", "interleaved"});
+  const auto chunks = r.Optional("virtual_pipeline_chunks");
+  if (chunks) s.virtual_pipeline_chunks = chunks->AsInt(1, 64);
+  s.fidelity = r.Enum("fidelity", "aggregated", {"aggregated", "step"});
+  s.optimizer = r.Enum("optimizer", "adam", {"adam", "lamb", "momentum", "sgd"});
+  if (auto algos = r.Optional("collective_algorithms")) {
+    ObjectReader a(*algos);
+    for (const auto& type : kCollectives)
+      if (auto v = a.Optional(type)) s.collective_algorithms[type] = v->AsEnum(kAlgorithms);
+    a.Finish();
+  }
+  r.Finish();
+  if (s.virtual_pipeline_chunks > 1 && s.pipeline_schedule != "interleaved")
+    chunks->Fail("virtual_pipeline_chunks > 1 needs pipeline_schedule \"interleaved\"");
+  if (s.pipeline_schedule == "interleaved" && s.virtual_pipeline_chunks < 2)
+    node.Fail("pipeline_schedule \"interleaved\" needs virtual_pipeline_chunks >= 2");
+  return s;
+}
+
+// Rules between the sections: device counts, batch splits, dtypes.
+void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel_node) {
+  const auto& p = run.parallel;
+  if (p.device_num > run.cluster.device_count())
+    parallel_node.Child("device_num")
+        .Fail(fmt::format("cluster \"{}\" has {} devices, device_num asks for {}", run.cluster.name,
+                          run.cluster.device_count(), p.device_num));
+  const auto& values = run.model.params.values();
+  if (values.count("dtype")) {
+    const DType dtype = *ParseDType(run.model.params.String("dtype"));
+    if (!run.cluster.device.peak_flops.count(dtype))
+      root.Child("cluster").Fail(fmt::format("the {} has no peak_flops for the model's dtype {}",
+                                             run.cluster.device.model, ToString(dtype)));
+  }
+  if (values.count("data_parallel") && values.count("model_parallel")) {
+    const int64_t dp = run.model.params.Int("data_parallel"), mp = run.model.params.Int("model_parallel");
+    if (dp * mp > 1 && p.devices_per_stage() % (dp * mp) != 0)
+      root.Child("model_params")
+          .Fail(fmt::format("data_parallel x model_parallel = {} does not divide the {} devices of a pipeline stage",
+                            dp * mp, p.devices_per_stage()));
+    if (p.micro_batch_size() % dp != 0)
+      parallel_node.Child("global_batch_size")
+          .Fail(fmt::format("a micro-batch of {} samples cannot be split over data_parallel {}", p.micro_batch_size(),
+                            dp));
+  }
+}
+
+}  // namespace
+
+RunSpec LoadRunFile(const std::string& path) {
+  const nlohmann::json document = ReadJsonFile(path);
+  return ReadRunSpec(JsonNode(document, path));
+}
+
+RunSpec ReadRunSpec(const JsonNode& node) {
+  ObjectReader r(node);
+  RunSpec run;
+  run.file = node.file();
+  const std::string base_dir = Folder(node.file());
+  run.name = r.Required("name").AsString();
+
+  const auto cluster_node = r.Required("cluster");
+  const Section cluster = OpenSection(cluster_node, base_dir);
+  run.cluster_file = cluster.file;
+  run.cluster = ReadClusterSpec(cluster.file.empty() ? cluster_node : JsonNode(cluster.document, cluster.file));
+
+  const auto model_node = r.Required("model");
+  const Section model = OpenSection(model_node, base_dir);
+  run.model_file = model.file;
+  run.model = ReadModelSpec(model.file.empty() ? model_node : JsonNode(model.document, model.file));
+
+  const auto parallel_node = r.Required("parallel");
+  run.parallel = ReadParallelConfig(parallel_node, run.cluster.device_count(), base_dir);
+  if (auto params = r.Optional("model_params")) {
+    if (params->json().is_object() && params->json().contains("batch"))
+      params->Child("batch").Fail("the batch comes from the run: global_batch_size / micro_batch_num");
+    ApplyModelParams(run.model, *params);
+  }
+  if (auto simulation = r.Optional("simulation")) run.simulation = ReadSimulation(*simulation);
+  r.Finish();
+  if (!run.model.builder.empty()) run.model.params.Set("batch", run.parallel.micro_batch_size());
+  CheckRun(run, node, parallel_node);
+  return run;
+}
+
+Graph BuildRunGraph(const RunSpec& run) {
+  BuildOptions options;
+  options.pipeline_stages = run.parallel.pipeline_stages;
+  options.recompute = run.parallel.recompute;
+  const nlohmann::json empty = nlohmann::json::object();
+  return BuildModelGraph(run.model, options, JsonNode(empty, run.file, "/model"));
+}
+
+nlohmann::json ToJson(const RunSpec& run) {
+  nlohmann::json simulation = {{"engine", run.simulation.engine},
+                               {"mode", run.simulation.mode},
+                               {"pipeline_schedule", run.simulation.pipeline_schedule},
+                               {"virtual_pipeline_chunks", run.simulation.virtual_pipeline_chunks},
+                               {"fidelity", run.simulation.fidelity},
+                               {"optimizer", run.simulation.optimizer}};
+  if (!run.simulation.collective_algorithms.empty())
+    simulation["collective_algorithms"] = run.simulation.collective_algorithms;
+  nlohmann::json model = ToJson(run.model);
+  return {{"name", run.name},
+          {"cluster", ToJson(run.cluster)},
+          {"model", model},
+          {"parallel", ToJson(run.parallel)},
+          {"simulation", simulation}};
+}
+
+}  // namespace shardlab

@@ -1,0 +1,24 @@
+// Physical quantities in config files: a plain number in base units (bytes,
+// bytes/s, seconds, FLOP/s) or a string with a unit, such as "32 GiB",
+// "100 Gb/s", "1.5 us" or "256 TFLOP/s".
+#pragma once
+
+#include <string>
+
+#include "core/util/json_reader.h"
+
+namespace shardlab {
+
+enum class Quantity { kBytes, kBytesPerSecond, kSeconds, kFlopsPerSecond };
+
+// Parses "<number> <unit>" (the space is optional). Returns false when the
+// text is not a quantity of that kind.
+bool ParseQuantity(const std::string& text, Quantity kind, double* value);
+
+// Reads a positive quantity from a config value; errors name the expected units.
+double ReadQuantity(const JsonNode& node, Quantity kind);
+
+// "64 MiB", "12.5 GB/s", "1.5 us", "256 TFLOP/s": a short human rendering.
+std::string FormatQuantity(double value, Quantity kind);
+
+}  // namespace shardlab

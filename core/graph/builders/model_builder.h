@@ -1,0 +1,73 @@
+// The model builders users simulate (GPT/Transformer decoders, BERT, ResNet-50,
+// Wide&Deep, the seeds' FFN): each declares its parameters with defaults and
+// ranges, and builds an operator graph from them.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/graph/graph.h"
+
+namespace shardlab {
+
+using ParamValue = std::variant<int64_t, bool, std::string>;
+
+struct ParamSpec {
+  std::string name;
+  ParamValue fallback;
+  std::string help;
+  int64_t min = 0;  // integer parameters only
+  int64_t max = std::numeric_limits<int32_t>::max();
+  std::vector<std::string> choices = {};  // string parameters only
+};
+
+// A complete set of parameter values (defaults filled in).
+class BuilderParams {
+ public:
+  BuilderParams() = default;
+  explicit BuilderParams(std::map<std::string, ParamValue> values) : values_(std::move(values)) {}
+
+  int64_t Int(const std::string& name) const { return std::get<int64_t>(values_.at(name)); }
+  bool Bool(const std::string& name) const { return std::get<bool>(values_.at(name)); }
+  const std::string& String(const std::string& name) const { return std::get<std::string>(values_.at(name)); }
+  const std::map<std::string, ParamValue>& values() const { return values_; }
+  void Set(const std::string& name, ParamValue value) { values_[name] = std::move(value); }
+
+ private:
+  std::map<std::string, ParamValue> values_;
+};
+
+// Settings of the run the model is built for, rather than of the model.
+struct BuildOptions {
+  int64_t pipeline_stages = 1;  // layers are assigned to stages evenly
+  bool recompute = false;       // mark the repeated layers' forward for recomputation
+};
+
+struct ModelBuilder {
+  std::string name;
+  std::string description;
+  std::vector<ParamSpec> params;
+  Graph (*build)(const std::string& graph_name, const BuilderParams& params, const BuildOptions& options);
+
+  // The defaults of every parameter.
+  BuilderParams Defaults() const;
+};
+
+const std::vector<ModelBuilder>& ModelBuilders();
+const ModelBuilder* FindModelBuilder(const std::string& name);
+
+// The builders, one file each under core/graph/builders/.
+ModelBuilder GptBuilder();
+ModelBuilder BertBuilder();
+ModelBuilder ResNet50Builder();
+ModelBuilder WideDeepBuilder();
+ModelBuilder FfnBuilder();
+
+// The stage of layer `layer` of `layers` when split evenly over `stages`.
+int64_t StageOfLayer(int64_t layer, int64_t layers, int64_t stages);
+
+}  // namespace shardlab

@@ -1,0 +1,73 @@
+// Builds operator graphs with MindSpore primitive semantics: each call adds
+// one operator, infers its output shape and checks its input shapes. Model
+// builders (core/graph/builders) and tests use it; the current pipeline stage,
+// recompute flag and name scope apply to every operator added.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/graph/graph.h"
+
+namespace shardlab {
+
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(std::string graph_name) : graph_(std::move(graph_name)) {}
+
+  Graph Finish() { return std::move(graph_); }
+  const Graph& graph() const { return graph_; }
+
+  void set_stage(int64_t stage) { stage_ = stage; }
+  void set_recompute(bool recompute) { recompute_ = recompute; }
+  // Operators added while on run on the host CPU (MindSpore's primitive_target "CPU").
+  void set_on_host(bool on_host) { on_host_ = on_host; }
+  // Prefix for operator and parameter names, e.g. "layer3/".
+  void set_scope(std::string scope) { scope_ = std::move(scope); }
+  const Shape& shape(int tensor) const { return graph_.tensor(tensor).shape; }
+
+  int Input(const std::string& name, Shape shape, DType dtype);
+  // A weight; non-trainable ones (BatchNorm's moving statistics) get no gradient.
+  int Parameter(const std::string& name, Shape shape, DType dtype, bool trainable = true);
+
+  using OptStrategy = std::optional<Strategy>;
+  int MatMul(const std::string& name, int a, int b, bool transpose_a, bool transpose_b, OptStrategy s = {});
+  int BatchMatMul(const std::string& name, int a, int b, bool transpose_a, bool transpose_b, OptStrategy s = {});
+  // Add, Sub, Mul, RealDiv, Maximum, Minimum with numpy broadcasting.
+  int Binary(const std::string& type, const std::string& name, int a, int b, OptStrategy s = {});
+  int BiasAdd(const std::string& name, int x, int bias, OptStrategy s = {});
+  // ReLU, GeLU, FastGeLU, Tanh, Sigmoid.
+  int Activation(const std::string& type, const std::string& name, int x, OptStrategy s = {});
+  int Cast(const std::string& name, int x, DType dtype, OptStrategy s = {});
+  int Softmax(const std::string& name, int x, int64_t axis = -1, OptStrategy s = {});
+  int LayerNorm(const std::string& name, int x, int gamma, int beta, OptStrategy s = {});
+  int Dropout(const std::string& name, int x, double keep_prob, OptStrategy s = {});
+  // ReduceSum, ReduceMean, ReduceMax, ReduceMin; empty axes = all.
+  int Reduce(const std::string& type, const std::string& name, int x, std::vector<int64_t> axes, bool keep_dims,
+             OptStrategy s = {});
+  int Gather(const std::string& name, int params, int indices, int64_t axis, OptStrategy s = {});
+  int Reshape(const std::string& name, int x, Shape shape);
+  int Flatten(const std::string& name, int x);
+  int Transpose(const std::string& name, int x, std::vector<int64_t> perm, OptStrategy s = {});
+  int OneHot(const std::string& name, int indices, int64_t depth, DType dtype, OptStrategy s = {});
+  // Returns the per-sample loss ([batch]).
+  int SoftmaxCrossEntropy(const std::string& name, int logits, int labels, OptStrategy s = {});
+  int SigmoidCrossEntropy(const std::string& name, int logits, int labels, OptStrategy s = {});
+  // NCHW input, [out_channels, in_channels, kh, kw] weight.
+  int Conv2D(const std::string& name, int x, int weight, int64_t stride, int64_t pad, OptStrategy s = {});
+  // MaxPool or AvgPool over NCHW.
+  int Pool(const std::string& type, const std::string& name, int x, int64_t kernel, int64_t stride, int64_t pad,
+           OptStrategy s = {});
+  int BatchNorm(const std::string& name, int x, int scale, int bias, int mean, int variance, OptStrategy s = {});
+
+ private:
+  int Add(const std::string& type, const std::string& name, std::vector<int> inputs, Attrs attrs, OptStrategy s);
+
+  Graph graph_;
+  int64_t stage_ = 0;
+  bool recompute_ = false;
+  bool on_host_ = false;
+  std::string scope_;
+};
+
+}  // namespace shardlab

@@ -1,0 +1,21 @@
+// The operator types shardlab knows, with MindSpore's primitive names and how
+// many inputs each takes. Graphs may only use these types.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace shardlab {
+
+struct OpTypeInfo {
+  std::string name;
+  int min_inputs;
+  int max_inputs;
+  const char* family;  // the core/ops family that gives its sharding rules
+};
+
+const std::vector<OpTypeInfo>& OpTypes();
+const OpTypeInfo* FindOpType(const std::string& name);
+std::vector<std::string> OpTypeNames();
+
+}  // namespace shardlab

@@ -1,0 +1,220 @@
+#include "core/graph/shape_inference.h"
+
+#include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace shardlab {
+namespace {
+
+[[noreturn]] void Fail(const Operator& op, const std::string& message) {
+  throw GraphError(fmt::format("operator \"{}\" ({}): {}", op.name, op.type, message));
+}
+
+std::string Str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
+
+void RequireRank(const Operator& op, const TensorType& t, size_t min_rank, size_t max_rank, const char* what) {
+  if (t.shape.size() < min_rank || t.shape.size() > max_rank)
+    Fail(op, fmt::format("{} must have {}..{} dimensions, got {}", what, min_rank, max_rank, Str(t.shape)));
+}
+
+DType DTypeAttr(const Operator& op, DType fallback) {
+  if (!op.Has("dtype")) return fallback;
+  const std::string name = op.StringAttr("dtype", "");
+  auto dtype = ParseDType(name);
+  if (!dtype) Fail(op, "unknown dtype \"" + name + "\"");
+  return *dtype;
+}
+
+TensorType InferMatMul(const Operator& op, const TensorType& a, const TensorType& b, bool batched) {
+  const bool ta = op.BoolAttr("transpose_a", false);
+  const bool tb = op.BoolAttr("transpose_b", false);
+  if (batched) {
+    RequireRank(op, a, 2, 8, "input a");
+    RequireRank(op, b, 2, 8, "input b");
+    if (a.shape.size() < 3 && b.shape.size() < 3) Fail(op, "BatchMatMul needs an input with batch dimensions");
+  } else {
+    RequireRank(op, a, 2, 2, "input a");
+    RequireRank(op, b, 2, 2, "input b");
+  }
+  const size_t ra = a.shape.size(), rb = b.shape.size();
+  const int64_t m = ta ? a.shape[ra - 1] : a.shape[ra - 2];
+  const int64_t ka = ta ? a.shape[ra - 2] : a.shape[ra - 1];
+  const int64_t kb = tb ? b.shape[rb - 1] : b.shape[rb - 2];
+  const int64_t n = tb ? b.shape[rb - 2] : b.shape[rb - 1];
+  if (ka != kb)
+    Fail(op, fmt::format("reduction dimensions differ: {} x {} (transpose_a={}, transpose_b={})", Str(a.shape),
+                         Str(b.shape), ta, tb));
+  Shape batch_a(a.shape.begin(), a.shape.end() - 2), batch_b(b.shape.begin(), b.shape.end() - 2);
+  auto batch = BroadcastShapes(batch_a, batch_b);
+  if (!batch) Fail(op, fmt::format("batch dimensions {} and {} do not broadcast", Str(batch_a), Str(batch_b)));
+  Shape out = *batch;
+  out.push_back(m);
+  out.push_back(n);
+  return {out, a.dtype};
+}
+
+std::vector<int64_t> ReduceAxes(const Operator& op, int64_t rank) {
+  std::vector<int64_t> axes = op.IntsAttr("axis");
+  if (axes.empty())
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  for (auto& axis : axes) {
+    auto normalized = NormalizeAxis(axis, rank);
+    if (!normalized) Fail(op, fmt::format("axis {} is out of range for rank {}", axis, rank));
+    axis = *normalized;
+  }
+  return axes;
+}
+
+int64_t WindowOutput(const Operator& op, int64_t size, int64_t kernel, int64_t stride, int64_t pad) {
+  if (kernel < 1 || stride < 1 || pad < 0) Fail(op, "kernel and stride must be >= 1 and pad >= 0");
+  const int64_t span = size + 2 * pad - kernel;
+  if (span < 0) Fail(op, fmt::format("window {} is larger than the padded input {}", kernel, size + 2 * pad));
+  return span / stride + 1;
+}
+
+}  // namespace
+
+std::optional<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    out[i] = std::max(da, db);
+  }
+  return out;
+}
+
+std::optional<int64_t> NormalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::vector<TensorType> InferOutputs(const Operator& op, const std::vector<TensorType>& in) {
+  const std::string& t = op.type;
+  if (t == "MatMul") return {InferMatMul(op, in[0], in[1], false)};
+  if (t == "BatchMatMul") return {InferMatMul(op, in[0], in[1], true)};
+  if (t == "Add" || t == "Sub" || t == "Mul" || t == "RealDiv" || t == "Maximum" || t == "Minimum") {
+    auto shape = BroadcastShapes(in[0].shape, in[1].shape);
+    if (!shape) Fail(op, fmt::format("shapes {} and {} do not broadcast", Str(in[0].shape), Str(in[1].shape)));
+    return {{*shape, in[0].dtype}};
+  }
+  if (t == "BiasAdd") {
+    RequireRank(op, in[0], 2, 5, "input");
+    if (in[1].shape != Shape{in[0].shape[1]})
+      Fail(op, fmt::format("bias {} must match the channel dimension (dim 1) of {}", Str(in[1].shape),
+                           Str(in[0].shape)));
+    return {in[0]};
+  }
+  if (t == "ReLU" || t == "GeLU" || t == "FastGeLU" || t == "Tanh" || t == "Sigmoid") return {in[0]};
+  if (t == "Cast") return {{in[0].shape, DTypeAttr(op, in[0].dtype)}};
+  if (t == "Dropout") {
+    const double keep = op.NumberAttr("keep_prob", 0.9);
+    if (!(keep > 0 && keep <= 1)) Fail(op, fmt::format("keep_prob must be in (0, 1], got {}", keep));
+    return {in[0]};
+  }
+  if (t == "Softmax" || t == "LogSoftmax") {
+    ReduceAxes(op, static_cast<int64_t>(in[0].shape.size()));
+    return {in[0]};
+  }
+  if (t == "LayerNorm") {
+    const int64_t rank = static_cast<int64_t>(in[0].shape.size());
+    auto begin = NormalizeAxis(op.IntAttr("begin_params_axis", -1), rank);
+    if (!begin) Fail(op, "begin_params_axis is out of range");
+    const Shape params(in[0].shape.begin() + *begin, in[0].shape.end());
+    if (in[1].shape != params || in[2].shape != params)
+      Fail(op, fmt::format("gamma {} and beta {} must have shape {}", Str(in[1].shape), Str(in[2].shape), Str(params)));
+    return {in[0]};
+  }
+  if (t == "ReduceSum" || t == "ReduceMean" || t == "ReduceMax" || t == "ReduceMin") {
+    const auto axes = ReduceAxes(op, static_cast<int64_t>(in[0].shape.size()));
+    const bool keep = op.BoolAttr("keep_dims", false);
+    Shape out;
+    for (size_t i = 0; i < in[0].shape.size(); ++i) {
+      const bool reduced = std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
+      if (!reduced) out.push_back(in[0].shape[i]);
+      else if (keep) out.push_back(1);
+    }
+    return {{out, in[0].dtype}};
+  }
+  if (t == "Gather") {
+    if (in[1].dtype != DType::kInt32 && in[1].dtype != DType::kInt64) Fail(op, "indices must be int32 or int64");
+    auto axis = NormalizeAxis(op.IntAttr("axis", 0), static_cast<int64_t>(in[0].shape.size()));
+    if (!axis) Fail(op, "axis is out of range");
+    Shape out(in[0].shape.begin(), in[0].shape.begin() + *axis);
+    out.insert(out.end(), in[1].shape.begin(), in[1].shape.end());
+    out.insert(out.end(), in[0].shape.begin() + *axis + 1, in[0].shape.end());
+    return {{out, in[0].dtype}};
+  }
+  if (t == "Reshape") {
+    const Shape shape = op.IntsAttr("shape");
+    if (shape.empty() || ElementCount(shape) != ElementCount(in[0].shape) ||
+        std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 1; }))
+      Fail(op, fmt::format("cannot reshape {} to {}", Str(in[0].shape), Str(shape)));
+    return {{shape, in[0].dtype}};
+  }
+  if (t == "Flatten") {
+    RequireRank(op, in[0], 1, 8, "input");
+    return {{{in[0].shape[0], ElementCount(in[0].shape) / in[0].shape[0]}, in[0].dtype}};
+  }
+  if (t == "Transpose") {
+    const auto perm = op.IntsAttr("perm");
+    Shape sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < sorted.size(); ++i)
+      if (sorted[i] != static_cast<int64_t>(i) || sorted.size() != in[0].shape.size())
+        Fail(op, fmt::format("perm {} is not a permutation of the {} dimensions", Str(perm), in[0].shape.size()));
+    Shape out;
+    for (int64_t p : perm) out.push_back(in[0].shape[p]);
+    return {{out, in[0].dtype}};
+  }
+  if (t == "OneHot") {
+    const int64_t depth = op.IntAttr("depth", 0);
+    if (depth < 1) Fail(op, "depth must be >= 1");
+    Shape out = in[0].shape;
+    out.push_back(depth);
+    return {{out, DTypeAttr(op, DType::kFloat32)}};
+  }
+  if (t == "SoftmaxCrossEntropyWithLogits") {
+    RequireRank(op, in[0], 2, 2, "logits");
+    if (in[0].shape != in[1].shape) Fail(op, "logits and labels must have the same shape");
+    return {{{in[0].shape[0]}, in[0].dtype}};
+  }
+  if (t == "SigmoidCrossEntropyWithLogits") {
+    if (in[0].shape != in[1].shape) Fail(op, "logits and labels must have the same shape");
+    return {in[0]};
+  }
+  if (t == "Conv2D") {
+    RequireRank(op, in[0], 4, 4, "input (NCHW)");
+    RequireRank(op, in[1], 4, 4, "weight (OIHW)");
+    const int64_t group = op.IntAttr("group", 1);
+    if (group < 1 || in[0].shape[1] != in[1].shape[1] * group)
+      Fail(op, fmt::format("input channels {} do not match weight {} with group {}", in[0].shape[1], Str(in[1].shape),
+                           group));
+    const int64_t stride = op.IntAttr("stride", 1), pad = op.IntAttr("pad", 0);
+    return {{{in[0].shape[0], in[1].shape[0], WindowOutput(op, in[0].shape[2], in[1].shape[2], stride, pad),
+              WindowOutput(op, in[0].shape[3], in[1].shape[3], stride, pad)},
+             in[0].dtype}};
+  }
+  if (t == "MaxPool" || t == "AvgPool") {
+    RequireRank(op, in[0], 4, 4, "input (NCHW)");
+    const int64_t k = op.IntAttr("kernel_size", 1), s = op.IntAttr("stride", 1), p = op.IntAttr("pad", 0);
+    return {{{in[0].shape[0], in[0].shape[1], WindowOutput(op, in[0].shape[2], k, s, p),
+              WindowOutput(op, in[0].shape[3], k, s, p)},
+             in[0].dtype}};
+  }
+  if (t == "BatchNorm") {
+    RequireRank(op, in[0], 2, 4, "input");
+    for (size_t i = 1; i < 5; ++i)
+      if (in[i].shape != Shape{in[0].shape[1]})
+        Fail(op, fmt::format("scale, bias, mean and variance must have shape [{}]", in[0].shape[1]));
+    return {in[0]};
+  }
+  Fail(op, "no shape rule for this operator type");
+}
+
+}  // namespace shardlab

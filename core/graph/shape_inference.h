@@ -1,0 +1,27 @@
+// Output shapes and dtypes of every operator type from its input tensors and
+// attributes, with MindSpore's shape rules. The graph builder and the graph
+// JSON loader both go through here, so a graph is always shape-consistent.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "core/graph/graph.h"
+
+namespace shardlab {
+
+struct TensorType {
+  Shape shape;
+  DType dtype = DType::kFloat32;
+};
+
+// Throws GraphError naming the operator and the rule it breaks.
+std::vector<TensorType> InferOutputs(const Operator& op, const std::vector<TensorType>& inputs);
+
+// The shape numpy broadcasting gives two shapes, or nullopt if incompatible.
+std::optional<Shape> BroadcastShapes(const Shape& a, const Shape& b);
+
+// A possibly negative axis made non-negative; nullopt when out of range.
+std::optional<int64_t> NormalizeAxis(int64_t axis, int64_t rank);
+
+}  // namespace shardlab

@@ -1,0 +1,75 @@
+#include "core/ops/flops.h"
+
+#include <string>
+
+namespace shardlab {
+namespace {
+
+double Elements(const TensorType& t) { return static_cast<double>(ElementCount(t.shape)); }
+double Bytes(const TensorType& t) { return Elements(t) * static_cast<double>(DTypeBytes(t.dtype)); }
+
+// FLOPs per output element of the element-wise families (forward, backward).
+// Transcendentals count as a handful of FLOPs, as vendor profilers report them.
+std::pair<double, double> PerElement(const std::string& type) {
+  if (type == "ReLU") return {1, 1};
+  if (type == "GeLU") return {8, 12};
+  if (type == "FastGeLU") return {6, 10};
+  if (type == "Tanh" || type == "Sigmoid") return {4, 3};
+  if (type == "Add" || type == "Sub" || type == "Maximum" || type == "Minimum" || type == "BiasAdd") return {1, 1};
+  if (type == "Mul") return {1, 2};
+  if (type == "RealDiv") return {1, 3};
+  if (type == "Dropout") return {2, 1};
+  if (type == "Softmax" || type == "LogSoftmax") return {5, 4};
+  if (type == "LayerNorm" || type == "BatchNorm") return {8, 12};
+  if (type == "SoftmaxCrossEntropyWithLogits") return {6, 3};
+  if (type == "SigmoidCrossEntropyWithLogits") return {5, 3};
+  return {0, 0};  // data movement only: Cast, Gather, Reshape, Transpose, OneHot
+}
+
+}  // namespace
+
+OpWork ComputeOpWork(const Operator& op, const std::vector<TensorType>& in, const std::vector<TensorType>& out) {
+  OpWork w;
+  double in_bytes = 0, out_bytes = 0;
+  for (const auto& t : in) in_bytes += Bytes(t);
+  for (const auto& t : out) out_bytes += Bytes(t);
+  const std::string& type = op.type;
+
+  if (type == "MatMul" || type == "BatchMatMul") {
+    const auto& a = in[0].shape;
+    const int64_t k = op.BoolAttr("transpose_a", false) ? a[a.size() - 2] : a.back();
+    w.forward_flops = 2.0 * Elements(out[0]) * static_cast<double>(k);
+    w.backward_flops = 2.0 * w.forward_flops;  // dA = dY·Bᵀ and dB = Aᵀ·dY
+  } else if (type == "Conv2D") {
+    const auto& weight = in[1].shape;
+    const double per_output = 2.0 * static_cast<double>(weight[1] * weight[2] * weight[3]);
+    w.forward_flops = Elements(out[0]) * per_output;
+    w.backward_flops = 2.0 * w.forward_flops;
+  } else if (type == "MaxPool" || type == "AvgPool") {
+    const double window = static_cast<double>(op.IntAttr("kernel_size", 1) * op.IntAttr("kernel_size", 1));
+    w.forward_flops = Elements(out[0]) * window;
+    w.backward_flops = Elements(in[0]);
+  } else if (type == "ReduceSum" || type == "ReduceMean" || type == "ReduceMax" || type == "ReduceMin") {
+    w.forward_flops = Elements(in[0]);
+    w.backward_flops = Elements(in[0]);
+  } else {
+    const auto [forward, backward] = PerElement(type);
+    const double elements = type == "SoftmaxCrossEntropyWithLogits" || type == "SigmoidCrossEntropyWithLogits"
+                                ? Elements(in[0])
+                                : Elements(out[0]);
+    w.forward_flops = forward * elements;
+    w.backward_flops = backward * elements;
+  }
+  w.forward_bytes = in_bytes + out_bytes;
+  w.backward_bytes = 2.0 * w.forward_bytes;  // read the saved inputs and the incoming gradient, write gradients
+  return w;
+}
+
+OpWork ComputeOpWork(const Graph& graph, const Operator& op) {
+  std::vector<TensorType> in, out;
+  for (int t : op.inputs) in.push_back({graph.tensor(t).shape, graph.tensor(t).dtype});
+  for (int t : op.outputs) out.push_back({graph.tensor(t).shape, graph.tensor(t).dtype});
+  return ComputeOpWork(op, in, out);
+}
+
+}  // namespace shardlab

@@ -1,0 +1,197 @@
+#include "core/util/json_reader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/util/suggest.h"
+
+namespace shardlab {
+namespace {
+
+std::string EscapePointerToken(const std::string& key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + ("\"" + items[i] + "\"");
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json ParseJsonText(const std::string& text, const std::string& file) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 3, ...".
+    std::string what = e.what();
+    const auto at = what.find("parse error");
+    throw ConfigError(file, "", "invalid JSON: " + (at == std::string::npos ? what : what.substr(at)));
+  }
+}
+
+nlohmann::json ReadJsonFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path, "", "cannot open the file (does it exist and is it readable?)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw ConfigError(path, "", "cannot read the file");
+  return ParseJsonText(text.str(), path);
+}
+
+JsonNode::JsonNode(const nlohmann::json& value, std::string file, std::string pointer)
+    : value_(&value), file_(std::move(file)), pointer_(std::move(pointer)) {}
+
+void JsonNode::Fail(const std::string& message) const { throw ConfigError(file_, pointer_, message); }
+
+std::string JsonNode::Describe() const {
+  const auto& v = *value_;
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number()) return "the number " + v.dump();
+  if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    if (s.size() > 40) s = s.substr(0, 37) + "...";
+    return "the string \"" + s + "\"";
+  }
+  if (v.is_array()) return "a list";
+  return "an object";
+}
+
+bool JsonNode::AsBool() const {
+  if (!value_->is_boolean()) Fail("expected true or false, got " + Describe());
+  return value_->get<bool>();
+}
+
+int64_t JsonNode::AsInt(int64_t min, int64_t max) const {
+  if (!value_->is_number_integer()) Fail(fmt::format("expected an integer in {}..{}, got {}", min, max, Describe()));
+  if (value_->is_number_unsigned() && value_->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+    Fail(fmt::format("expected an integer in {}..{}, got {}", min, max, Describe()));
+  const int64_t v = value_->get<int64_t>();
+  if (v < min || v > max) Fail(fmt::format("expected an integer in {}..{}, got {}", min, max, v));
+  return v;
+}
+
+double JsonNode::AsNumber(double min, double max) const {
+  if (!value_->is_number()) Fail(fmt::format("expected a number in [{}, {}], got {}", min, max, Describe()));
+  const double v = value_->get<double>();
+  if (!std::isfinite(v) || v < min || v > max) Fail(fmt::format("expected a number in [{}, {}], got {}", min, max, v));
+  return v;
+}
+
+std::string JsonNode::AsString() const {
+  if (!value_->is_string()) Fail("expected a string, got " + Describe());
+  return value_->get<std::string>();
+}
+
+std::string JsonNode::AsEnum(const std::vector<std::string>& allowed) const {
+  if (!value_->is_string()) Fail("expected one of " + Join(allowed) + ", got " + Describe());
+  std::string v = value_->get<std::string>();
+  if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+    Fail("expected one of " + Join(allowed) + ", got \"" + v + "\"" + DidYouMean(v, allowed));
+  return v;
+}
+
+std::vector<JsonNode> JsonNode::AsArray() const {
+  if (!value_->is_array()) Fail("expected a list, got " + Describe());
+  std::vector<JsonNode> items;
+  items.reserve(value_->size());
+  for (size_t i = 0; i < value_->size(); ++i) items.push_back(Element(i));
+  return items;
+}
+
+std::vector<int64_t> JsonNode::AsIntList(int64_t min, int64_t max) const {
+  std::vector<int64_t> out;
+  for (const auto& item : AsArray()) out.push_back(item.AsInt(min, max));
+  return out;
+}
+
+JsonNode JsonNode::Child(const std::string& key) const {
+  return JsonNode(value_->at(key), file_, pointer_ + "/" + EscapePointerToken(key));
+}
+
+JsonNode JsonNode::Element(size_t index) const {
+  return JsonNode(value_->at(index), file_, pointer_ + "/" + std::to_string(index));
+}
+
+ObjectReader::ObjectReader(const JsonNode& node) : node_(node) {
+  if (!node_.json().is_object()) node_.Fail("expected an object, got " + node_.Describe());
+  if (auto comment = Optional("comment")) {
+    if (comment->json().is_array()) {
+      for (const auto& line : comment->AsArray()) line.AsString();
+    } else {
+      comment->AsString();
+    }
+  }
+}
+
+void ObjectReader::Know(const std::string& key) {
+  if (std::find(known_.begin(), known_.end(), key) == known_.end()) known_.push_back(key);
+}
+
+bool ObjectReader::Has(const std::string& key) {
+  Know(key);
+  return node_.json().contains(key);
+}
+
+std::optional<JsonNode> ObjectReader::Optional(const std::string& key) {
+  if (!Has(key)) return std::nullopt;
+  return node_.Child(key);
+}
+
+JsonNode ObjectReader::Required(const std::string& key) {
+  if (!Has(key)) node_.Fail("missing required key \"" + key + "\"");
+  return node_.Child(key);
+}
+
+bool ObjectReader::Bool(const std::string& key, bool fallback) {
+  auto v = Optional(key);
+  return v ? v->AsBool() : fallback;
+}
+
+int64_t ObjectReader::Int(const std::string& key, int64_t fallback, int64_t min, int64_t max) {
+  auto v = Optional(key);
+  return v ? v->AsInt(min, max) : fallback;
+}
+
+int64_t ObjectReader::RequiredInt(const std::string& key, int64_t min, int64_t max) {
+  return Required(key).AsInt(min, max);
+}
+
+double ObjectReader::Number(const std::string& key, double fallback, double min, double max) {
+  auto v = Optional(key);
+  return v ? v->AsNumber(min, max) : fallback;
+}
+
+std::string ObjectReader::String(const std::string& key, const std::string& fallback) {
+  auto v = Optional(key);
+  return v ? v->AsString() : fallback;
+}
+
+std::string ObjectReader::Enum(const std::string& key, const std::string& fallback,
+                               const std::vector<std::string>& allowed) {
+  auto v = Optional(key);
+  return v ? v->AsEnum(allowed) : fallback;
+}
+
+void ObjectReader::Finish() {
+  for (const auto& [key, value] : node_.json().items()) {
+    if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
+    std::string hint = DidYouMean(key, known_);
+    node_.Child(key).Fail("unknown key \"" + key + "\"" +
+                          (hint.empty() ? "; valid keys: " + Join(known_) : hint));
+  }
+}
+
+}  // namespace shardlab

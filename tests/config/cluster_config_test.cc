@@ -1,0 +1,147 @@
+#include "core/config/cluster_config.h"
+
+#include "tests/test_util.h"
+
+namespace shardlab {
+namespace {
+
+using testing::Doc;
+using testing::ExpectConfigError;
+
+ClusterSpec LoadShipped(const std::string& name) {
+  const std::string path = testing::SourcePath("configs/clusters/" + name + ".json");
+  const nlohmann::json doc = ReadJsonFile(path);
+  return ReadClusterSpec(JsonNode(doc, path));
+}
+
+// A valid cluster document to mutate in tests.
+nlohmann::json SmallCluster() {
+  return nlohmann::json::parse(R"({
+    "name": "small", "servers": 2, "devices_per_server": 8,
+    "device": {"kind": "npu", "model": "X", "peak_flops": {"float16": "100 TFLOP/s"}, "memory": "32 GB",
+               "memory_bandwidth": "1 TB/s"},
+    "host": {"cpu_flops": "1 TFLOP/s", "memory": "256 GB", "memory_bandwidth": "100 GB/s",
+             "pcie_bandwidth": "16 GB/s", "pcie_latency": "2 us"},
+    "intra_server": {"kind": "hccs_mesh", "group_size": 4, "link_bandwidth": "30 GB/s",
+                     "cross_group_bandwidth": "16 GB/s", "latency": "1 us"},
+    "inter_server": {"nic_bandwidth": "100 Gb/s", "topology": "fat_tree", "link_latency": "1 us",
+                     "switch_latency": "0.5 us"}})");
+}
+
+std::string ErrorAt(const nlohmann::json& doc, const std::string& pointer) {
+  const ConfigError e = ExpectConfigError([&] { ReadClusterSpec(JsonNode(doc, "cluster.json")); });
+  CHECK(e.pointer() == pointer);
+  return e.what();
+}
+
+TEST_CASE("shipped clusters load with their datasheet figures") {
+  const ClusterSpec ascend = LoadShipped("ascend910-atlas900");
+  CHECK(ascend.device_count() == 4096);
+  CHECK(ascend.device.peak_flops.at(DType::kFloat16) == Approx(256e12));
+  CHECK(ascend.device.memory_bytes == Approx(32e9));
+  CHECK(ascend.intra_server.kind == IntraServerFabric::Kind::kHccsMesh);
+  CHECK(ascend.intra_server.group_size == 4);
+  CHECK(ascend.inter_server.nic_bandwidth == Approx(12.5e9));
+  CHECK(ascend.inter_server.switch_latency == Approx(0.6e-6));
+
+  const ClusterSpec a100 = LoadShipped("dgx-a100-hdr");
+  CHECK(a100.device.peak_flops.at(DType::kBFloat16) == Approx(312e12));
+  CHECK(a100.intra_server.kind == IntraServerFabric::Kind::kNvSwitch);
+  CHECK(a100.inter_server.nic_bandwidth == Approx(25e9));
+  CHECK(a100.inter_server.rail_optimized);
+
+  const ClusterSpec h100 = LoadShipped("dgx-h100-ndr");
+  CHECK(h100.device.peak_flops.at(DType::kFloat16) == Approx(989e12));
+  CHECK(h100.intra_server.link_bandwidth == Approx(450e9));
+}
+
+TEST_CASE("clusters round-trip through JSON") {
+  for (const char* name : {"ascend910-atlas900", "dgx-a100-hdr", "dgx-h100-ndr"}) {
+    const ClusterSpec c = LoadShipped(name);
+    const nlohmann::json j = ToJson(c);
+    CHECK(ReadClusterSpec(JsonNode(j, "round.json")) == c);
+  }
+}
+
+TEST_CASE("nics default to one per device and defaults apply") {
+  const ClusterSpec c = ReadClusterSpec(JsonNode(SmallCluster(), "cluster.json"));
+  CHECK(c.inter_server.nics_per_server == 8);
+  CHECK(c.inter_server.levels == 2);
+  CHECK(c.device.compute_efficiency == 1.0);
+}
+
+TEST_CASE("cluster validation names the key and the rule") {
+  auto doc = SmallCluster();
+  doc["device"]["peak_flops"] = {{"fp16", "100 TFLOP/s"}};
+  CHECK_THAT(ErrorAt(doc, "/device/peak_flops/fp16"), Catch::Contains("is not a dtype"));
+
+  doc = SmallCluster();
+  doc["device"]["peak_flops"] = nlohmann::json::object();
+  CHECK_THAT(ErrorAt(doc, "/device/peak_flops"), Catch::Contains("at least one dtype"));
+
+  doc = SmallCluster();
+  doc["device"]["memory"] = "32 GBs";
+  CHECK_THAT(ErrorAt(doc, "/device/memory"), Catch::Contains("GiB"));
+
+  doc = SmallCluster();
+  doc["device"]["memory_bandwidth"] = "1 TB";
+  CHECK_THAT(ErrorAt(doc, "/device/memory_bandwidth"), Catch::Contains("units"));
+
+  doc = SmallCluster();
+  doc["host"]["pcie_latency"] = -1;
+  CHECK_THAT(ErrorAt(doc, "/host/pcie_latency"), Catch::Contains("positive"));
+
+  doc = SmallCluster();
+  doc["device"]["compute_efficiency"] = 1.5;
+  CHECK_THAT(ErrorAt(doc, "/device/compute_efficiency"), Catch::Contains("[0.001, 1]"));
+
+  doc = SmallCluster();
+  doc["device"]["kind"] = "tpu";
+  CHECK_THAT(ErrorAt(doc, "/device/kind"), Catch::Contains(R"("npu", "gpu")"));
+
+  doc = SmallCluster();
+  doc["intra_server"]["group_size"] = 3;
+  CHECK_THAT(ErrorAt(doc, "/intra_server/group_size"), Catch::Contains("does not divide devices_per_server 8"));
+
+  doc = SmallCluster();
+  doc["intra_server"].erase("cross_group_bandwidth");
+  CHECK_THAT(ErrorAt(doc, "/intra_server"), Catch::Contains("cross_group_bandwidth"));
+
+  doc = SmallCluster();
+  doc["inter_server"]["nics_per_server"] = 9;
+  CHECK_THAT(ErrorAt(doc, "/inter_server/nics_per_server"), Catch::Contains("1..8"));
+
+  doc = SmallCluster();
+  doc["inter_server"]["topology"] = "torus";
+  CHECK_THAT(ErrorAt(doc, "/inter_server/topology"), Catch::Contains("fat_tree"));
+
+  doc = SmallCluster();
+  doc["inter_server"]["oversubscription"] = 0.5;
+  CHECK_THAT(ErrorAt(doc, "/inter_server/oversubscription"), Catch::Contains("[1, 64]"));
+
+  doc = SmallCluster();
+  doc["servers"] = 512;
+  doc["inter_server"]["levels"] = 1;
+  CHECK_THAT(ErrorAt(doc, "/inter_server/levels"), Catch::Contains("connects at most 64 NICs, the cluster has 4096"));
+
+  doc = SmallCluster();
+  doc["servers"] = 1024;
+  CHECK_THAT(ErrorAt(doc, "/servers"), Catch::Contains("up to 4096"));
+
+  doc = SmallCluster();
+  doc["device"]["memroy"] = "1 GB";
+  CHECK_THAT(ErrorAt(doc, "/device/memroy"), Catch::Contains("did you mean 'memory'"));
+
+  doc = SmallCluster();
+  doc.erase("host");
+  CHECK_THAT(ErrorAt(doc, ""), Catch::Contains(R"(missing required key "host")"));
+}
+
+TEST_CASE("fat-tree capacity follows the k, k^2/2, k^3/4 rule") {
+  CHECK(FatTreeCapacity(1, 64) == 64);
+  CHECK(FatTreeCapacity(2, 64) == 2048);
+  CHECK(FatTreeCapacity(3, 40) == 16000);
+}
+
+}  // namespace
+}  // namespace shardlab

@@ -1,0 +1,135 @@
+#include "core/config/run_config.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/report/run_summary.h"
+#include "tests/test_util.h"
+
+namespace shardlab {
+namespace {
+
+using testing::Doc;
+using testing::ExpectConfigError;
+using testing::SourcePath;
+
+const char* kShippedRuns[] = {"gpt3-175b-ascend-4096",      "gpt3-175b-h100-4096",  "pangu-alpha-200b-ascend-2048",
+                              "pangu-alpha-13b-ascend-512", "bert-large-ascend-512", "bert-large-a100-8",
+                              "resnet50-ascend-4096",       "resnet50-ascend-8",     "wide-deep-host-ascend-8",
+                              "seed-ffn-ascend-8"};
+
+TEST_CASE("every shipped run loads and builds its graph") {
+  for (const char* name : kShippedRuns) {
+    INFO(name);
+    const RunSpec run = LoadRunFile(SourcePath(std::string("configs/runs/") + name + ".json"));
+    const Graph graph = BuildRunGraph(run);
+    CHECK(run.name == name);
+    CHECK(graph.operators().size() > 5);
+    CHECK(graph.stage_count() == run.parallel.pipeline_stages);
+  }
+}
+
+TEST_CASE("the 4096-device GPT-3 run resolves its files and settings") {
+  const RunSpec run = LoadRunFile(SourcePath("configs/runs/gpt3-175b-ascend-4096.json"));
+  CHECK(run.cluster.name == "ascend910-atlas900");
+  CHECK(std::filesystem::path(run.model_file).filename() == "gpt3-175b.json");
+  CHECK(run.parallel.device_num == 4096);
+  CHECK(run.parallel.devices_per_stage() == 256);
+  CHECK(run.parallel.micro_batch_size() == 64);
+  CHECK(run.model.params.Int("batch") == 64);
+  CHECK(run.model.params.Int("model_parallel") == 8);
+  const Graph graph = BuildRunGraph(run);
+  const RunSummary s = SummarizeRun(run, graph);
+  // The Megatron-LM count: 96 B s l h^2 (1 + s/6h + V/16lh) with full recompute.
+  const double B = 2048, S = 2048, L = 96, H = 12288, V = 51200;
+  const double megatron = 96 * B * S * L * H * H * (1 + S / (6 * H) + V / (16 * L * H));
+  CHECK(s.step_flops == Approx(megatron).epsilon(0.03));
+  CHECK(s.ideal_step_seconds == Approx(s.step_flops / (4096 * 256e12)));
+}
+
+std::string ErrorOf(const std::string& text, std::string* pointer = nullptr) {
+  Doc doc(text, SourcePath("configs/runs/inline.json"));
+  const ConfigError e = ExpectConfigError([&] { ReadRunSpec(doc.root()); });
+  if (pointer) *pointer = e.pointer();
+  return e.what();
+}
+
+TEST_CASE("run files check the rules between their sections") {
+  const std::string head = R"({"name": "r", "cluster": "../clusters/ascend910-atlas900.json", )";
+  std::string pointer;
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/missing.json", "parallel": {"global_batch_size": 8}})", &pointer),
+             Catch::Contains("does not exist"));
+  CHECK(pointer == "/model");
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/gpt3-175b.json", "model_params": {"data_parallel": 3},
+      "parallel": {"parallel_mode": "semi_auto_parallel", "device_num": 8, "global_batch_size": 8}})", &pointer),
+             Catch::Contains("data_parallel x model_parallel = 3 does not divide the 8 devices"));
+  CHECK(pointer == "/model_params");
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/gpt3-175b.json", "model_params": {"data_parallel": 8},
+      "parallel": {"parallel_mode": "semi_auto_parallel", "device_num": 8, "global_batch_size": 4}})", &pointer),
+             Catch::Contains("cannot be split over data_parallel 8"));
+  CHECK(pointer == "/parallel/global_batch_size");
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/gpt3-175b.json", "model_params": {"batch": 8},
+      "parallel": {"global_batch_size": 4}})", &pointer),
+             Catch::Contains("global_batch_size / micro_batch_num"));
+  CHECK(pointer == "/model_params/batch");
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
+      "simulation": {"engine": "ns3"}})", &pointer),
+             Catch::Contains(R"("simgrid", "analytical", "both")"));
+  CHECK(pointer == "/simulation/engine");
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
+      "simulation": {"pipeline_schedule": "interleaved"}})", &pointer),
+             Catch::Contains("virtual_pipeline_chunks >= 2"));
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
+      "simulation": {"virtual_pipeline_chunks": 2}})", &pointer),
+             Catch::Contains("needs pipeline_schedule"));
+  CHECK(pointer == "/simulation/virtual_pipeline_chunks");
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
+      "simulation": {"collective_algorithms": {"allreduce": "butterfly"}}})", &pointer),
+             Catch::Contains("expected one of"));
+  CHECK(pointer == "/simulation/collective_algorithms/allreduce");
+  CHECK_THAT(ErrorOf(head + R"("modle": "../models/resnet50.json", "parallel": {"global_batch_size": 4}})", &pointer),
+             Catch::Contains(R"(missing required key "model")"));
+}
+
+TEST_CASE("a run cannot use more devices than its cluster has") {
+  std::string pointer;
+  const std::string cluster = R"({"name": "one-server", "servers": 1, "devices_per_server": 8,
+    "device": {"kind": "gpu", "model": "G", "peak_flops": {"float16": "100 TFLOP/s"}, "memory": "16 GB",
+               "memory_bandwidth": "1 TB/s"},
+    "host": {"cpu_flops": "1 TFLOP/s", "memory": "64 GB", "memory_bandwidth": "50 GB/s", "pcie_bandwidth": "16 GB/s",
+             "pcie_latency": "2 us"},
+    "intra_server": {"kind": "nvswitch", "link_bandwidth": "300 GB/s", "latency": "2 us"},
+    "inter_server": {"nic_bandwidth": "200 Gb/s", "topology": "fat_tree", "link_latency": "1 us",
+                     "switch_latency": "1 us"}})";
+  CHECK_THAT(ErrorOf(R"({"name": "r", "cluster": )" + cluster + R"(, "model": "../models/resnet50.json",
+      "parallel": {"parallel_mode": "data_parallel", "device_num": 16, "global_batch_size": 32}})", &pointer),
+             Catch::Contains("cluster \"one-server\" has 8 devices, device_num asks for 16"));
+  CHECK(pointer == "/parallel/device_num");
+}
+
+TEST_CASE("errors inside a referenced file name that file") {
+  const auto dir = std::filesystem::temp_directory_path() / "shardlab-run-test";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir / "bad-cluster.json") << R"({"name": "c", "servers": 0})";
+  }
+  Doc doc(R"({"name": "r", "cluster": "bad-cluster.json", "model": "x.json", "parallel": {"global_batch_size": 1}})",
+          (dir / "run.json").string());
+  const ConfigError e = ExpectConfigError([&] { ReadRunSpec(doc.root()); });
+  CHECK(e.file() == (dir / "bad-cluster.json").string());
+  CHECK(e.pointer() == "/servers");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a run written as JSON reads back to the same run") {
+  const RunSpec run = LoadRunFile(SourcePath("configs/runs/bert-large-a100-8.json"));
+  const nlohmann::json j = ToJson(run);
+  const RunSpec back = ReadRunSpec(JsonNode(j, ""));
+  CHECK(back.cluster == run.cluster);
+  CHECK(back.parallel == run.parallel);
+  CHECK(back.simulation == run.simulation);
+  CHECK(back.model.params.values() == run.model.params.values());
+}
+
+}  // namespace
+}  // namespace shardlab

@@ -1,0 +1,52 @@
+#include "core/config/units.h"
+
+#include "tests/test_util.h"
+
+namespace shardlab {
+namespace {
+
+double Parse(const std::string& text, Quantity kind) {
+  double v = -1;
+  REQUIRE(ParseQuantity(text, kind, &v));
+  return v;
+}
+
+TEST_CASE("quantities parse with decimal and binary units and bits") {
+  CHECK(Parse("32 GiB", Quantity::kBytes) == 32.0 * 1024 * 1024 * 1024);
+  CHECK(Parse("32GB", Quantity::kBytes) == 32e9);
+  CHECK(Parse("100 Gb/s", Quantity::kBytesPerSecond) == 12.5e9);
+  CHECK(Parse("400 Gbps", Quantity::kBytesPerSecond) == 50e9);
+  CHECK(Parse("1.2 TB/s", Quantity::kBytesPerSecond) == Approx(1.2e12));
+  CHECK(Parse("1.5 us", Quantity::kSeconds) == Approx(1.5e-6));
+  CHECK(Parse("256 TFLOP/s", Quantity::kFlopsPerSecond) == 256e12);
+  CHECK(Parse("2e3 B", Quantity::kBytes) == 2000);
+}
+
+TEST_CASE("quantities of the wrong kind or without a unit are rejected") {
+  double v;
+  CHECK_FALSE(ParseQuantity("32", Quantity::kBytes, &v));
+  CHECK_FALSE(ParseQuantity("32 GB/s", Quantity::kBytes, &v));
+  CHECK_FALSE(ParseQuantity("fast", Quantity::kSeconds, &v));
+  CHECK_FALSE(ParseQuantity("1 gb/s", Quantity::kBytesPerSecond, &v));
+}
+
+TEST_CASE("ReadQuantity takes base-unit numbers and names the units on error") {
+  testing::Doc doc(R"({"a": 1e9, "b": "3 parsecs", "c": 0})");
+  CHECK(ReadQuantity(doc.root().Child("a"), Quantity::kBytes) == 1e9);
+  const auto e = testing::ExpectConfigError([&] { ReadQuantity(doc.root().Child("b"), Quantity::kSeconds); });
+  CHECK(e.pointer() == "/b");
+  CHECK_THAT(std::string(e.what()), Catch::Contains("s, ms, us, ns"));
+  CHECK_THAT(std::string(testing::ExpectConfigError([&] { ReadQuantity(doc.root().Child("c"), Quantity::kSeconds); })
+                             .what()),
+             Catch::Contains("positive"));
+}
+
+TEST_CASE("FormatQuantity picks a readable unit") {
+  CHECK(FormatQuantity(32.0 * 1024 * 1024 * 1024, Quantity::kBytes) == "32 GiB");
+  CHECK(FormatQuantity(12.5e9, Quantity::kBytesPerSecond) == "12.5 GB/s");
+  CHECK(FormatQuantity(1.5e-6, Quantity::kSeconds) == "1.5 us");
+  CHECK(FormatQuantity(256e12, Quantity::kFlopsPerSecond) == "256 TFLOP/s");
+}
+
+}  // namespace
+}  // namespace shardlab

@@ -1,0 +1,94 @@
+#include "core/graph/builders/model_builder.h"
+
+#include "core/report/graph_summary.h"
+#include "tests/test_util.h"
+
+namespace shardlab {
+namespace {
+
+Graph Build(const std::string& builder, std::map<std::string, ParamValue> overrides = {}, BuildOptions options = {}) {
+  const ModelBuilder* b = FindModelBuilder(builder);
+  REQUIRE(b != nullptr);
+  BuilderParams params = b->Defaults();
+  for (auto& [key, value] : overrides) params.Set(key, value);
+  return b->build(builder, params, options);
+}
+
+TEST_CASE("ResNet-50 has the 25,557,032 trainable parameters of the reference model") {
+  const Graph g = Build("resnet50", {{"batch", int64_t{2}}});
+  const GraphSummary s = SummarizeGraph(g, 2);
+  CHECK(s.parameters == 25557032);
+  CHECK(s.operators_by_type.at("Conv2D") == 53);
+  // About 4.1 GMACs per 224x224 image forward.
+  CHECK(s.forward_flops_per_sample() == Approx(8.2e9).epsilon(0.03));
+}
+
+TEST_CASE("GPT-3 175B has 175 B parameters and Megatron's FLOP count") {
+  const Graph g = Build("gpt", {{"layers", int64_t{96}}, {"hidden", int64_t{12288}}, {"heads", int64_t{96}},
+                                {"seq_length", int64_t{2048}}, {"vocab_size", int64_t{51200}}});
+  const GraphSummary s = SummarizeGraph(g, 1);
+  CHECK(s.parameters == Approx(174.6e9).epsilon(0.005));
+  // Megatron: 24 s l h^2 (1 + s/6h + V/12lh) forward FLOPs per sequence.
+  const double S = 2048, L = 96, H = 12288, V = 51200;
+  CHECK(s.forward_flops_per_sample() == Approx(24 * S * L * H * H * (1 + S / (6 * H) + V / (12 * L * H))).epsilon(0.02));
+  CHECK(s.operators_by_type.at("BatchMatMul") == 2 * 96);
+}
+
+TEST_CASE("BERT-large has about 335 M parameters") {
+  const GraphSummary s = SummarizeGraph(Build("bert"), 1);
+  CHECK(s.parameters > 330e6);
+  CHECK(s.parameters < 340e6);
+}
+
+TEST_CASE("model_parallel places Megatron column and row strategies") {
+  const Graph g = Build("gpt", {{"layers", int64_t{2}}, {"hidden", int64_t{64}}, {"heads", int64_t{8}},
+                                {"seq_length", int64_t{16}}, {"vocab_size", int64_t{128}}, {"batch", int64_t{4}},
+                                {"data_parallel", int64_t{2}}, {"model_parallel", int64_t{4}}});
+  const Operator& qkv = g.op(*g.FindOperator("layer0/attention/query"));
+  CHECK(*qkv.strategy == Strategy{{2, 1}, {4, 1}});
+  const Operator& proj = g.op(*g.FindOperator("layer1/ffn/projection"));
+  CHECK(*proj.strategy == Strategy{{2, 4}, {1, 4}});
+  const Graph unsharded = Build("gpt", {{"layers", int64_t{1}}, {"hidden", int64_t{64}}, {"heads", int64_t{8}}});
+  for (const auto& op : unsharded.operators()) CHECK_FALSE(op.strategy.has_value());
+}
+
+TEST_CASE("pipeline stages split layers evenly and untie the LM head") {
+  const Graph g = Build("gpt", {{"layers", int64_t{8}}, {"hidden", int64_t{64}}, {"heads", int64_t{8}}},
+                        BuildOptions{4, false});
+  CHECK(g.stage_count() == 4);
+  CHECK(g.op(*g.FindOperator("embedding/word")).pipeline_stage == 0);
+  CHECK(g.op(*g.FindOperator("layer1/ffn/mapping")).pipeline_stage == 0);
+  CHECK(g.op(*g.FindOperator("layer2/ffn/mapping")).pipeline_stage == 1);
+  CHECK(g.op(*g.FindOperator("layer7/ffn/mapping")).pipeline_stage == 3);
+  CHECK(g.op(*g.FindOperator("head/logits")).pipeline_stage == 3);
+  CHECK(g.FindTensor("head/word.table").has_value());
+  CHECK_THROWS_WITH(Build("gpt", {{"layers", int64_t{2}}}, BuildOptions{4, false}),
+                    Catch::Contains("cannot fill pipeline_stages 4"));
+}
+
+TEST_CASE("recompute marks the transformer layers only") {
+  const Graph g = Build("gpt", {{"layers", int64_t{2}}, {"hidden", int64_t{64}}, {"heads", int64_t{8}}},
+                        BuildOptions{1, true});
+  CHECK(g.op(*g.FindOperator("layer0/ffn/gelu")).recompute);
+  CHECK_FALSE(g.op(*g.FindOperator("head/logits")).recompute);
+}
+
+TEST_CASE("Wide&Deep host embedding runs its lookups on the host") {
+  const Graph g = Build("wide_deep", {{"host_embedding", true}, {"batch", int64_t{8}}});
+  CHECK(g.op(*g.FindOperator("deep/lookup")).StringAttr("primitive_target", "") == "CPU");
+  CHECK(g.op(*g.FindOperator("deep/dense1")).StringAttr("primitive_target", "") == "");
+  const GraphSummary s = SummarizeGraph(g, 8);
+  CHECK(s.host_operators == 2);
+  CHECK(s.parameters > 200000 * 81);
+}
+
+TEST_CASE("the seed FFN carries the example's strategies") {
+  const Graph g = Build("ffn");
+  CHECK(*g.op(*g.FindOperator("dense1")).strategy == Strategy{{2, 4}, {4, 1}});
+  CHECK(*g.op(*g.FindOperator("dense3")).strategy == Strategy{{1, 8}, {8, 1}});
+  CHECK_FALSE(g.op(*g.FindOperator("dense2")).strategy.has_value());
+  CHECK(g.tensor(*g.FindTensor("dense1.weight")).shape == Shape{784, 512});
+}
+
+}  // namespace
+}  // namespace shardlab

@@ -1,0 +1,54 @@
+#include "core/util/json_reader.h"
+
+#include "core/util/suggest.h"
+#include "tests/test_util.h"
+
+namespace shardlab {
+namespace {
+
+TEST_CASE("syntax errors name the file, line and column") {
+  const ConfigError e = testing::ExpectConfigError([] { ParseJsonText("{\n  \"a\": 1,\n  \"b\": }", "f.json"); });
+  CHECK(e.file() == "f.json");
+  CHECK_THAT(std::string(e.what()), Catch::StartsWith("f.json: /: invalid JSON: parse error at line 3"));
+}
+
+TEST_CASE("a missing file is a config error") {
+  const ConfigError e = testing::ExpectConfigError([] { ReadJsonFile("/nonexistent/run.json"); });
+  CHECK_THAT(std::string(e.what()), Catch::Contains("/nonexistent/run.json: /: cannot open the file"));
+}
+
+TEST_CASE("pointers escape ~ and / in keys") {
+  testing::Doc doc(R"({"a/b": {"c~d": 1}})");
+  CHECK(doc.root().Child("a/b").Child("c~d").pointer() == "/a~1b/c~0d");
+}
+
+TEST_CASE("object readers allow comments and reject unknown keys") {
+  testing::Doc doc(R"({"comment": ["source: datasheet"], "size": 3, "sise": 4})");
+  ObjectReader reader(doc.root());
+  CHECK(reader.Int("size", 0, 0, 10) == 3);
+  const ConfigError e = testing::ExpectConfigError([&] { reader.Finish(); });
+  CHECK(e.pointer() == "/sise");
+  CHECK_THAT(std::string(e.what()), Catch::Contains("did you mean 'size'"));
+  testing::Doc bad_comment(R"({"comment": 3})");
+  CHECK_THROWS_AS(ObjectReader(bad_comment.root()), ConfigError);
+}
+
+TEST_CASE("typed reads describe what they got") {
+  testing::Doc doc(R"({"s": "text", "n": 2.5, "big": 18446744073709551615, "l": [1, "x"]})");
+  CHECK_THROWS_WITH(doc.root().Child("s").AsInt(0, 9), Catch::Contains("got the string \"text\""));
+  CHECK_THROWS_WITH(doc.root().Child("n").AsBool(), Catch::Contains("got the number 2.5"));
+  CHECK_THROWS_WITH(doc.root().Child("big").AsInt(0, 9), Catch::Contains("expected an integer"));
+  CHECK_THROWS_WITH(doc.root().Child("l").AsIntList(0, 9), Catch::Contains("/l/1: expected an integer"));
+  CHECK(doc.root().Child("n").AsNumber(0, 3) == 2.5);
+}
+
+TEST_CASE("suggestions find plausible typos only") {
+  const std::vector<std::string> keys = {"pipeline_stages", "micro_batch_num", "device_num"};
+  CHECK(ClosestMatch("pipline_stages", keys) == "pipeline_stages");
+  CHECK(ClosestMatch("device_nums", keys) == "device_num");
+  CHECK(ClosestMatch("zzz", keys).empty());
+  CHECK(EditDistance("kitten", "sitting") == 3);
+}
+
+}  // namespace
+}  // namespace shardlab
