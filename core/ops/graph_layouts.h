@@ -1,0 +1,21 @@
+// Layouts of every operator of a graph under semi_auto_parallel rules: the
+// configured `shard` strategy, or MindSpore's data-parallel default; a Reshape
+// without a strategy keeps its producer's split. A parameter shared by
+// several operators must have one layout in all of them.
+#pragma once
+
+#include <vector>
+
+#include "core/graph/graph.h"
+#include "core/ops/op_layout.h"
+
+namespace shardlab {
+
+// One OpLayout per operator, in graph order. Errors (a strategy that breaks a
+// rule, inconsistent shared parameters) are LayoutErrors naming the operator.
+std::vector<OpLayout> InferGraphLayouts(const Graph& graph, int64_t stage_devices);
+
+// Throws LayoutError when a parameter is laid out differently by two of its users.
+void CheckSharedParameters(const Graph& graph, const std::vector<OpLayout>& layouts);
+
+}  // namespace shardlab

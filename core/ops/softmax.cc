@@ -1,0 +1,42 @@
+// Softmax and LogSoftmax: like an activation, but the dimensions they
+// normalise over (attribute `axis`) cannot be split.
+#include <fmt/format.h>
+
+#include "core/ops/op_family.h"
+
+namespace shardlab {
+namespace {
+
+std::vector<int64_t> Axis(const OpContext& ctx) {
+  std::vector<int64_t> axes = ctx.op.IntsAttr("axis");
+  if (axes.empty()) axes = {-1};
+  const int64_t rank = static_cast<int64_t>(ctx.inputs[0].shape.size());
+  for (auto& a : axes) {
+    auto normalized = NormalizeAxis(a, rank);
+    if (!normalized) throw LayoutError(fmt::format("axis {} is out of range for rank {}", a, rank));
+    a = *normalized;
+  }
+  return axes;
+}
+
+BaseLayout Infer(const OpContext& ctx, const Strategy& s) {
+  for (int64_t a : Axis(ctx))
+    if (s[0][a] != 1) throw LayoutError(fmt::format("{} cannot split its axis dimension {}", ctx.op.type, a));
+  BaseLayout out;
+  out.device_matrix = s[0];
+  out.inputs = {FullMap(s[0].size())};
+  out.outputs = {FullMap(s[0].size())};
+  return out;
+}
+
+std::vector<StrategyAxis> Axes(const OpContext& ctx) {
+  auto axes = PerDimAxes(ctx.inputs[0].shape.size(), {0});
+  for (int64_t a : Axis(ctx)) axes[a].positions.clear();
+  return axes;
+}
+
+}  // namespace
+
+OpFamily SoftmaxFamily() { return {"softmax", &InputShapes, &Infer, &Axes, &NoWeights}; }
+
+}  // namespace shardlab

@@ -1,0 +1,230 @@
+#include "core/ops/op_layout.h"
+
+#include <catch2/catch.hpp>
+
+#include "core/layout/device_matrix.h"
+
+namespace shardlab {
+namespace {
+
+// An operator with its shapes, for rule tests without a graph.
+struct Case {
+  Operator op;
+  std::vector<TensorType> inputs;
+  std::vector<TensorType> outputs;
+
+  Case(const std::string& type, std::vector<Shape> shapes, Attrs attrs = {}) {
+    op.name = type;
+    op.type = type;
+    op.attrs = std::move(attrs);
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const bool indices = (type == "Gather" && i == 1) || type == "OneHot";
+      inputs.push_back({shapes[i], indices ? DType::kInt32 : DType::kFloat32});
+    }
+    outputs = InferOutputs(op, inputs);
+  }
+
+  OpLayout Layout(const Strategy& s, int64_t devices) const {
+    return InferOpLayout(op, inputs, outputs, s, devices, DefaultWeights(op, inputs, outputs));
+  }
+};
+
+TEST_CASE("seed 004: MatMul [[2,1],[1,4]] on 8 devices") {
+  const Case mm("MatMul", {{128, 64}, {64, 32}});
+  const OpLayout l = mm.Layout({{2, 1}, {1, 4}}, 8);
+  CHECK(l.device_matrix == Shape{2, 1, 4});
+  CHECK(l.inputs[0].tensor_map() == TensorMap{2, 1});
+  CHECK(l.inputs[1].tensor_map() == TensorMap{1, 0});
+  CHECK(l.outputs[0].tensor_map() == TensorMap{2, 0});
+  CHECK(l.forward_comm.empty());
+  // Devices 0-3 hold one row slice of X, 4-7 the other.
+  const DeviceMatrix m(l.device_matrix);
+  for (int64_t r = 0; r < 8; ++r) CHECK(m.Coordinates(r)[l.inputs[0].SplitDim(0)] == (r < 4 ? 0 : 1));
+  // Devices 0 and 4 hold the same column slice of W.
+  const auto same_w = m.GroupByTensorMap(0, l.inputs[1].tensor_map());
+  CHECK(same_w == std::vector<int64_t>{0, 4});
+  REQUIRE(l.mirror_comm.size() == 1);
+  CHECK(l.mirror_comm[0].input == 1);
+  CHECK(l.GroupOf(l.mirror_comm[0], 0) == std::vector<int64_t>{0, 4});
+  CHECK(l.work.forward_flops == 2.0 * 64 * 64 * 8);
+}
+
+TEST_CASE("MatMul with a split reduction dimension inserts an AllReduce (seed 003 example 3)") {
+  const Case mm("MatMul", {{256, 128}, {128, 64}});
+  const OpLayout l = mm.Layout({{2, 2}, {2, 1}}, 4);
+  REQUIRE(l.forward_comm.size() == 1);
+  CHECK(l.forward_comm[0].type == "AllReduce");
+  CHECK(l.forward_comm[0].reduce == "sum");
+  CHECK(l.GroupOf(l.forward_comm[0], 0) == std::vector<int64_t>{0, 1});
+  CHECK(l.forward_comm[0].bytes == 128.0 * 64 * 4);
+}
+
+TEST_CASE("MindSpore's 4-D BatchMatMul maps") {
+  const Case bmm("BatchMatMul", {{128, 128, 128, 128}, {128, 128, 128, 64}});
+  const OpLayout l = bmm.Layout({{2, 4, 8, 16}, {2, 4, 16, 1}}, 1024);
+  CHECK(l.device_matrix == Shape{2, 4, 8, 16, 1});
+  CHECK(l.inputs[0].tensor_map() == TensorMap{4, 3, 2, 1});
+  CHECK(l.inputs[1].tensor_map() == TensorMap{4, 3, 1, 0});
+  CHECK(l.outputs[0].tensor_map() == TensorMap{4, 3, 2, 0});
+  REQUIRE(l.forward_comm.size() == 1);
+  CHECK(l.forward_comm[0].group_size == 16);
+}
+
+TEST_CASE("transpose_b swaps the weight's map") {
+  const Case mm("MatMul", {{32, 64}, {128, 64}}, {{"transpose_b", true}});
+  const OpLayout l = mm.Layout({{2, 1}, {4, 1}}, 8);
+  CHECK(l.device_matrix == Shape{2, 1, 4});
+  CHECK(l.inputs[1].tensor_map() == TensorMap{0, 1});
+  CHECK(l.inputs[1].SliceShape() == Shape{32, 64});
+  CHECK(l.outputs[0].tensor_map() == TensorMap{2, 0});
+}
+
+TEST_CASE("repeated calculation is appended as the last device-matrix dimension") {
+  const Case mm("MatMul", {{64, 64}, {64, 64}});
+  const OpLayout l = mm.Layout({{2, 2}, {2, 1}}, 8);
+  CHECK(l.repeat == 2);
+  CHECK(l.device_matrix == Shape{2, 2, 1, 2});
+  CHECK(l.inputs[0].tensor_map() == TensorMap{3, 2});
+  CHECK(l.inputs[1].tensor_map() == TensorMap{2, 1});
+  CHECK(l.outputs[0].tensor_map() == TensorMap{3, 1});
+  const Case t("Transpose", {{64, 64}}, {{"perm", std::vector<int64_t>{1, 0}}});
+  const OpLayout tl = t.Layout({{4, 1}}, 32);
+  CHECK(tl.device_matrix == Shape{4, 1, 8});
+  CHECK(tl.inputs[0].tensor_map() == TensorMap{2, 1});
+  CHECK(tl.outputs[0].tensor_map() == TensorMap{1, 2});
+}
+
+TEST_CASE("strategy rules give MindSpore's errors") {
+  const Case mm("MatMul", {{128, 64}, {64, 32}});
+  CHECK_THROWS_WITH(mm.Layout({{2, 1}}, 8), Catch::Contains("strategy size 1 is not equal to inputs size 2"));
+  CHECK_THROWS_WITH(mm.Layout({{2, 1, 1}, {1, 4}}, 8), Catch::Contains("has 3 entries but the input has 2"));
+  CHECK_THROWS_WITH(mm.Layout({{0, 1}, {1, 4}}, 8), Catch::Contains("entry < 1"));
+  CHECK_THROWS_WITH(mm.Layout({{3, 1}, {1, 1}}, 8), Catch::Contains("not a power of two"));
+  CHECK_THROWS_WITH(Case("MatMul", {{96, 64}, {64, 32}}).Layout({{4, 1}, {1, 1}}, 6), Catch::Contains("requires 4"));
+  CHECK_NOTHROW(Case("MatMul", {{96, 64}, {64, 32}}).Layout({{3, 1}, {1, 2}}, 6));
+  CHECK_THROWS_WITH(Case("MatMul", {{100, 64}, {64, 32}}).Layout({{8, 1}, {1, 1}}, 8),
+                    Catch::Contains("cannot be divisible by strategy value 8"));
+  CHECK_THROWS_WITH(mm.Layout({{4, 1}, {1, 4}}, 8),
+                    Catch::Contains("it requires 16 devices, but the device number of this stage is 8"));
+  CHECK_THROWS_WITH(mm.Layout({{2, 2}, {1, 4}}, 8), Catch::Contains("reduction dimension is split 2 ways"));
+}
+
+TEST_CASE("element-wise broadcasting follows MindSpore's example") {
+  const Case add("Add", {{1, 48}, {48, 1}});
+  const OpLayout l = add.Layout({{1, 8}, {4, 1}}, 32);
+  CHECK(l.device_matrix == Shape{4, 8});
+  CHECK(l.inputs[0].tensor_map() == TensorMap{-1, 0});
+  CHECK(l.inputs[1].tensor_map() == TensorMap{1, -1});
+  CHECK(l.outputs[0].tensor_map() == TensorMap{1, 0});
+  CHECK_THROWS_WITH(Case("Mul", {{16, 32}, {16, 32}}).Layout({{8, 1}, {1, 8}}, 8), Catch::Contains("split differently"));
+}
+
+TEST_CASE("reductions communicate only when a reduced dimension is split") {
+  const Case sum("ReduceSum", {{16, 32, 64}}, {{"axis", std::vector<int64_t>{-1}}, {"keep_dims", false}});
+  OpLayout l = sum.Layout({{4, 8, 1}}, 32);
+  CHECK(l.device_matrix == Shape{4, 8, 1});
+  CHECK(l.inputs[0].tensor_map() == TensorMap{2, 1, 0});
+  CHECK(l.outputs[0].tensor_map() == TensorMap{2, 1});
+  CHECK(l.forward_comm.empty());
+  l = sum.Layout({{4, 4, 2}}, 32);
+  REQUIRE(l.forward_comm.size() == 1);
+  CHECK(l.forward_comm[0].group_size == 2);
+  l = sum.Layout({{4, 4, 1}}, 32);
+  CHECK(l.device_matrix == Shape{4, 4, 1, 2});
+  const Case max("ReduceMax", {{16, 32}}, {{"axis", std::vector<int64_t>{0}}, {"keep_dims", true}});
+  l = max.Layout({{4, 2}}, 8);
+  CHECK(l.outputs[0].tensor_map() == TensorMap{-1, 0});
+  CHECK(l.forward_comm[0].reduce == "max");
+}
+
+TEST_CASE("softmax, layer norm and cross-entropy keep their normalised dimensions whole") {
+  CHECK_THROWS_WITH(Case("Softmax", {{8, 16}}, {{"axis", std::vector<int64_t>{-1}}}).Layout({{2, 4}}, 8),
+                    Catch::Contains("cannot split its axis dimension 1"));
+  const Case ln("LayerNorm", {{32, 64}, {64}, {64}}, {{"begin_norm_axis", int64_t{-1}}, {"begin_params_axis", int64_t{-1}}});
+  const OpLayout l = ln.Layout({{8, 1}, {1}, {1}}, 8);
+  CHECK(l.inputs[1].tensor_map() == TensorMap{0});
+  CHECK(l.inputs[1].ReplicaCount() == 8);
+  CHECK_THROWS_WITH(ln.Layout({{4, 2}, {2}, {2}}, 8), Catch::Contains("normalised dimension 1"));
+  const Case ce("SoftmaxCrossEntropyWithLogits", {{32, 10}, {32, 10}});
+  CHECK(ce.Layout({{8, 1}, {8, 1}}, 8).outputs[0].tensor_map() == TensorMap{1});
+  CHECK_THROWS_WITH(ce.Layout({{8, 1}, {4, 1}}, 8), Catch::Contains("same strategy"));
+}
+
+TEST_CASE("Gather splits the table by rows with an AllReduce, or by columns without") {
+  const Case g("Gather", {{64, 16}, {4, 7}}, {{"axis", int64_t{0}}});
+  OpLayout l = g.Layout({{8, 1}, {1, 1}}, 8);
+  CHECK(l.inputs[0].tensor_map() == TensorMap{1, 0});
+  CHECK(l.outputs[0].tensor_map() == TensorMap{-1, -1, 0});
+  REQUIRE(l.forward_comm.size() == 1);
+  CHECK(l.forward_comm[0].group_size == 8);
+  CHECK_THROWS_WITH(g.Layout({{8, 1}, {2, 1}}, 8), Catch::Contains("cannot split its indices"));
+  CHECK_THROWS_WITH(g.Layout({{4, 1}, {1, 1}}, 8), Catch::Contains("must use all of them"));
+  l = g.Layout({{1, 2}, {4, 1}}, 8);
+  CHECK(l.device_matrix == Shape{1, 2, 4, 1});
+  CHECK(l.inputs[0].tensor_map() == TensorMap{3, 2});
+  CHECK(l.inputs[1].tensor_map() == TensorMap{1, 0});
+  CHECK(l.outputs[0].tensor_map() == TensorMap{1, 0, 2});
+  CHECK(l.forward_comm.empty());
+}
+
+TEST_CASE("Reshape carries splits that keep whole slices") {
+  // MindSpore's test: [32,512,7,7] -> [32,25088] with (4,1,1,1) on 32 devices.
+  const Case r("Reshape", {{32, 512, 7, 7}}, {{"shape", std::vector<int64_t>{32, 25088}}});
+  OpLayout l = r.Layout({{4, 1, 1, 1}}, 32);
+  CHECK(l.device_matrix == Shape{4, 1, 1, 1, 8});
+  CHECK(l.inputs[0].Normalized() == TensorLayout({4, 8}, {1, -1, -1, -1}, {32, 512, 7, 7}));
+  CHECK(l.outputs[0].Normalized() == TensorLayout({4, 8}, {1, -1}, {32, 25088}));
+  // Heads split over model parallel survive [T, H] -> [B, S, heads, head_dim].
+  const Case heads("Reshape", {{64, 256}}, {{"shape", std::vector<int64_t>{4, 16, 8, 32}}});
+  l = heads.Layout({{2, 4}}, 8);
+  CHECK(l.outputs[0].tensor_map() == TensorMap{1, -1, 0, -1});
+  CHECK(l.forward_comm.empty());
+  // A split of an inner dimension merged into an outer one must be gathered.
+  const Case merge("Reshape", {{4, 8}}, {{"shape", std::vector<int64_t>{32}}});
+  l = merge.Layout({{1, 4}}, 4);
+  CHECK(l.outputs[0].tensor_map() == TensorMap{-1});
+  REQUIRE(l.forward_comm.size() == 1);
+  CHECK(l.forward_comm[0].type == "AllGather");
+}
+
+TEST_CASE("convolution, pooling, batch norm and one-hot rules") {
+  const Case conv("Conv2D", {{32, 64, 56, 56}, {128, 64, 3, 3}}, {{"stride", int64_t{1}}, {"pad", int64_t{1}}});
+  OpLayout l = conv.Layout({{2, 2, 1, 1}, {2, 2, 1, 1}}, 8);
+  CHECK(l.device_matrix == Shape{2, 2, 2});
+  CHECK(l.outputs[0].tensor_map() == TensorMap{2, 0, -1, -1});
+  CHECK(l.forward_comm.size() == 1);
+  CHECK_THROWS_WITH(conv.Layout({{2, 1, 2, 1}, {2, 1, 1, 1}}, 8), Catch::Contains("spatial"));
+  const Case bn("BatchNorm", {{32, 64, 7, 7}, {64}, {64}, {64}, {64}});
+  l = bn.Layout({{4, 2, 1, 1}, {2}, {2}, {2}, {2}}, 8);
+  CHECK(l.inputs[1].tensor_map() == TensorMap{2});
+  CHECK_THROWS_WITH(bn.Layout({{4, 2, 1, 1}, {1}, {2}, {2}, {2}}, 8), Catch::Contains("per-channel"));
+  const Case onehot("OneHot", {{32}}, {{"depth", int64_t{10}}});
+  l = onehot.Layout({{8, 1}}, 8);
+  CHECK(l.inputs[0].tensor_map() == TensorMap{1});
+  CHECK(l.outputs[0].tensor_map() == TensorMap{1, 0});
+  const Case pool("MaxPool", {{32, 64, 56, 56}}, {{"kernel_size", int64_t{3}}, {"stride", int64_t{2}}, {"pad", int64_t{1}}});
+  CHECK(pool.Layout({{8, 1, 1, 1}}, 8).outputs[0].SliceShape() == Shape{4, 64, 28, 28});
+}
+
+TEST_CASE("strategy enumeration lists every valid strategy") {
+  const Case mm("MatMul", {{128, 64}, {64, 32}});
+  const auto full = EnumerateStrategies(mm.op, mm.inputs, mm.outputs, 8, true);
+  CHECK(full.size() == 10);  // (m, k, n) powers of two with m*k*n = 8
+  const auto any = EnumerateStrategies(mm.op, mm.inputs, mm.outputs, 8, false);
+  CHECK(any.size() == 20);   // m*k*n dividing 8
+  for (const auto& s : any) CHECK_NOTHROW(mm.Layout(s, 8));
+  const Case softmax("Softmax", {{8, 16}}, {{"axis", std::vector<int64_t>{-1}}});
+  for (const auto& s : EnumerateStrategies(softmax.op, softmax.inputs, softmax.outputs, 4, false)) CHECK(s[0][1] == 1);
+}
+
+TEST_CASE("the data-parallel default splits the batch and keeps weights whole") {
+  const Case mm("MatMul", {{128, 64}, {64, 32}});
+  CHECK(DataParallelStrategy(mm.op, mm.inputs, mm.outputs, 8, {1}) == Strategy{{8, 1}, {1, 1}});
+  const Case sm("Softmax", {{8}}, {{"axis", std::vector<int64_t>{-1}}});
+  CHECK(DataParallelStrategy(sm.op, sm.inputs, sm.outputs, 8, {}) == Strategy{{1}});
+  const Case small("MatMul", {{4, 64}, {64, 32}});
+  CHECK(DataParallelStrategy(small.op, small.inputs, small.outputs, 8, {1}) == Strategy{{4, 1}, {1, 1}});
+}
+
+}  // namespace
+}  // namespace shardlab
