@@ -3,6 +3,7 @@
 // and throws for user errors, which main turns into one line on stderr.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace shardlab::cli {
@@ -24,5 +25,35 @@ int GraphCommand(const GraphArgs& args);
 
 // Lists the model builders and their parameters.
 int Models();
+
+// JSON arguments are parsed here, not in main, so their errors name the option.
+struct LayoutArgs {
+  std::string op;
+  std::string inputs;    // [[128,64],[64,32]]
+  std::string strategy;  // [[2,1],[1,4]]
+  std::string attrs;     // {"transpose_b": true}
+  std::string weights;   // [1]: inputs that are parameters; "" = the family's default
+  std::string dtype = "float32";
+  int64_t devices = 8;
+  int64_t rank = 0;
+};
+int Layout(const LayoutArgs& args);
+
+struct RedistributeArgs {
+  std::string shape;  // [512,1024]
+  std::string from;   // {"device_matrix":[8,4],"tensor_map":[1,0]}
+  std::string to;
+  bool enable_alltoall = false;
+  std::string dtype = "float32";
+  int64_t rank = 0;
+};
+int Redistribute(const RedistributeArgs& args);
+
+struct DevicesArgs {
+  std::string matrix;      // [2,2,3]
+  std::string tensor_map;  // [-1,0]; "" = none
+  int64_t rank = 0;
+};
+int Devices(const DevicesArgs& args);
 
 }  // namespace shardlab::cli

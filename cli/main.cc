@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   CLI::App app{"shardlab: simulate distributed deep-learning training on Ascend and GPU clusters"};
   app.set_version_flag("--version", VersionText());
   app.require_subcommand(1);
+  app.fallthrough();  // global options may follow the subcommand
   std::string log_level = "warn";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
@@ -44,6 +45,35 @@ int main(int argc, char** argv) {
 
   auto* models_cmd = app.add_subcommand("models", "List the model builders and their parameters");
 
+  cli::LayoutArgs layout;
+  auto* layout_cmd = app.add_subcommand("layout", "Device matrix, tensor maps and communication of one operator");
+  layout_cmd->add_option("--op", layout.op, "operator type, e.g. MatMul")->required();
+  layout_cmd->add_option("--inputs", layout.inputs, "input shapes, e.g. '[[128,64],[64,32]]'")->required();
+  layout_cmd->add_option("--strategy", layout.strategy, "shard strategy, e.g. '[[2,1],[1,4]]'")->required();
+  layout_cmd->add_option("--devices", layout.devices, "devices of the stage")->check(CLI::Range(1, 4096));
+  layout_cmd->add_option("--attrs", layout.attrs, "operator attributes, e.g. '{\"transpose_b\":true}'");
+  layout_cmd->add_option("--weights", layout.weights, "inputs that are parameters, e.g. '[1]' (default: the family's)");
+  layout_cmd->add_option("--dtype", layout.dtype, "element type of the inputs");
+  layout_cmd->add_option("--rank", layout.rank, "whose communication groups to list")->check(CLI::Range(0, 4095));
+
+  cli::RedistributeArgs redistribute;
+  auto* redistribute_cmd =
+      app.add_subcommand("redistribute", "The communication that turns one tensor layout into another");
+  redistribute_cmd->add_option("--shape", redistribute.shape, "tensor shape, e.g. '[512,1024]'");
+  redistribute_cmd
+      ->add_option("--from", redistribute.from, "source layout, e.g. '{\"device_matrix\":[8,4],\"tensor_map\":[1,0]}'")
+      ->required();
+  redistribute_cmd->add_option("--to", redistribute.to, "target layout (may carry its own \"shape\")")->required();
+  redistribute_cmd->add_flag("--enable-alltoall", redistribute.enable_alltoall, "use AlltoAll (MindSpore's enable_alltoall)");
+  redistribute_cmd->add_option("--dtype", redistribute.dtype, "element type, for bytes and cost");
+  redistribute_cmd->add_option("--rank", redistribute.rank, "whose groups to list")->check(CLI::Range(0, 4095));
+
+  cli::DevicesArgs devices;
+  auto* devices_cmd = app.add_subcommand("devices", "Coordinates and communication groups of a rank in a device matrix");
+  devices_cmd->add_option("--matrix", devices.matrix, "device matrix, e.g. '[2,2,3]'")->required();
+  devices_cmd->add_option("--rank", devices.rank, "the rank")->check(CLI::Range(0, 4095));
+  devices_cmd->add_option("--tensor-map", devices.tensor_map, "also list the ranks holding the same slice");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -60,6 +90,9 @@ int main(int argc, char** argv) {
     if (*simulate_cmd) return cli::Simulate(simulate);
     if (*graph_cmd) return cli::GraphCommand(graph);
     if (*models_cmd) return cli::Models();
+    if (*layout_cmd) return cli::Layout(layout);
+    if (*redistribute_cmd) return cli::Redistribute(redistribute);
+    if (*devices_cmd) return cli::Devices(devices);
   } catch (const std::exception& e) {
     std::cerr << "shardlab: error: " << e.what() << "\n";
     return kUserError;

@@ -8,7 +8,7 @@ packages=(
   # build and required libraries
   cmake g++ make pkg-config
   nlohmann-json3-dev libfmt-dev libspdlog-dev libcli11-dev libeigen3-dev libboost-dev
-  libsimgrid-dev catch2
+  libsimgrid-dev catch2 libbenchmark-dev
   # sanitizer and fuzz builds of the core
   clang-14 libclang-rt-14-dev
   # optional parts: GUI, CPU executor, MPI sweeps

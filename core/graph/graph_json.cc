@@ -68,11 +68,7 @@ void ReadOperator(Graph& graph, const JsonNode& node) {
   std::vector<std::string> output_names;
   if (auto outputs = reader.Optional("outputs"))
     for (const auto& output : outputs->AsArray()) output_names.push_back(output.AsString());
-  if (auto attrs = reader.Optional("attrs")) {
-    ObjectReader attr_reader(*attrs);
-    for (const auto& [key, value] : attrs->json().items()) op.attrs[key] = AttrFromJson(attr_reader.Required(key));
-    attr_reader.Finish();
-  }
+  if (auto attrs = reader.Optional("attrs")) op.attrs = AttrsFromJson(*attrs);
   if (auto shard = reader.Optional("shard")) {
     Strategy strategy;
     for (const auto& tuple : shard->AsArray()) strategy.push_back(tuple.AsIntList(1, 4096));
@@ -89,6 +85,14 @@ void ReadOperator(Graph& graph, const JsonNode& node) {
 }
 
 }  // namespace
+
+Attrs AttrsFromJson(const JsonNode& node) {
+  ObjectReader reader(node);
+  Attrs attrs;
+  for (const auto& [key, value] : node.json().items()) attrs[key] = AttrFromJson(reader.Required(key));
+  reader.Finish();
+  return attrs;
+}
 
 nlohmann::json GraphToJson(const Graph& graph) {
   nlohmann::json tensors = nlohmann::json::array();

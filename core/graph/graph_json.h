@@ -13,5 +13,7 @@ namespace shardlab {
 nlohmann::json GraphToJson(const Graph& graph);
 // Errors (unknown keys, unknown tensors, shape rules) name the JSON path.
 Graph GraphFromJson(const JsonNode& node);
+// Operator attributes: an object of bools, numbers, strings and integer lists.
+Attrs AttrsFromJson(const JsonNode& node);
 
 }  // namespace shardlab

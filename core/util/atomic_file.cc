@@ -15,7 +15,10 @@ void WriteFileAtomically(const std::string& path, const std::string& content) {
   namespace fs = std::filesystem;
   const fs::path target(path);
   const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string tmp_template = (folder / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
+  std::string hidden_name = ".";
+  hidden_name += target.filename().string();
+  hidden_name += ".tmp-XXXXXX";
+  std::string tmp_template = (folder / hidden_name).string();
   const int fd = mkstemp(tmp_template.data());
   if (fd < 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
   const std::string tmp = tmp_template;

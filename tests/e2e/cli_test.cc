@@ -152,3 +152,82 @@ TEST_CASE("models lists every builder") {
 }
 
 }  // namespace
+
+namespace {
+
+nlohmann::json RunJson(const std::string& args) {
+  const CliResult r = Run(args);
+  INFO(args << "\n" << r.err);
+  REQUIRE(r.rc == 0);
+  return nlohmann::json::parse(r.out);
+}
+
+TEST_CASE("layout prints seed 004's device matrix and tensor maps") {
+  const auto j = RunJson("layout --op MatMul --inputs '[[128,64],[64,32]]' --strategy '[[2,1],[1,4]]' --devices 8");
+  CHECK(j["device_matrix"] == nlohmann::json::parse("[2,1,4]"));
+  CHECK(j["inputs"][0]["tensor_map"] == nlohmann::json::parse("[2,1]"));
+  CHECK(j["inputs"][1]["tensor_map"] == nlohmann::json::parse("[1,0]"));
+  CHECK(j["outputs"][0]["tensor_map"] == nlohmann::json::parse("[2,0]"));
+  CHECK(j["inputs"][0]["slice_shape"] == nlohmann::json::parse("[64,64]"));
+  CHECK(j["mirror_comm"][0]["ranks"] == nlohmann::json::parse("[0,4]"));
+  CHECK(j["flops"]["forward"] == 2.0 * 64 * 64 * 8);
+  const auto tb = RunJson("layout --op MatMul --inputs '[[32,64],[128,64]]' --strategy '[[2,2],[2,2]]' --devices 8 "
+                          "--attrs '{\"transpose_b\":true}' --rank 3");
+  CHECK(tb["forward_comm"][0]["type"] == "AllReduce");
+  CHECK(tb["forward_comm"][0]["ranks"] == nlohmann::json::parse("[1,3]"));
+}
+
+TEST_CASE("redistribute prints the unified layouts, primitives, operators and cost") {
+  const auto j = RunJson("redistribute --shape '[512,1024]' --from '{\"device_matrix\":[8,4],\"tensor_map\":[1,0]}' "
+                         "--to '{\"device_matrix\":[2,16],\"tensor_map\":[1,0]}'");
+  CHECK(j["unified"]["device_matrix"] == nlohmann::json::parse("[2,4,4]"));
+  CHECK(j["primitives"].size() == 2);
+  CHECK(j["primitives"][0]["type"] == "PermuteByAxis");
+  CHECK(j["comm_bytes_per_device"] == 2 * 3 * 16384 * 4);
+  CHECK(j["cost"]["communication"].get<double>() > 0);
+  const auto alltoall = RunJson("redistribute --shape '[512,1024]' --from '{\"device_matrix\":[8,4],\"tensor_map\":[1,0]}' "
+                                "--to '{\"device_matrix\":[2,16],\"tensor_map\":[1,0]}' --enable-alltoall");
+  CHECK(alltoall["ops"][1]["type"] == "AlltoAll");
+}
+
+TEST_CASE("devices lists coordinates and groups") {
+  const auto j = RunJson("devices --matrix '[2,2,3]' --rank 5 --tensor-map '[-1,0]'");
+  CHECK(j["coordinates"] == nlohmann::json::parse("[0,1,2]"));
+  CHECK(j["groups"][0]["ranks"] == nlohmann::json::parse("[5,11]"));
+  CHECK(j["groups"][2]["ranks"] == nlohmann::json::parse("[3,4,5]"));
+  CHECK(j["same_slice"] == nlohmann::json::parse("[2,5,8,11]"));
+}
+
+TEST_CASE("layout commands reject bad input with one line and exit 1") {
+  const struct {
+    const char* args;
+    const char* message;
+  } cases[] = {
+      {"layout --op MatMul --inputs '[[100,64],[64,32]]' --strategy '[[8,1],[1,1]]'",
+       "cannot be divisible by strategy value 8"},
+      {"layout --op MatMul --inputs '[[128,64],[64,32]]' --strategy '[[2,1]]'", "strategy size 1 is not equal"},
+      {"layout --op Matmul --inputs '[[128,64],[64,32]]' --strategy '[[2,1],[1,4]]'", "did you mean 'MatMul'"},
+      {"layout --op MatMul --inputs '[[128,64],[32,32]]' --strategy '[[2,1],[1,4]]'", "reduction dimensions differ"},
+      {"layout --op MatMul --inputs '[[128,64],[64,32]]' --strategy '[[2,1],[1,4' ", "--strategy: /: invalid JSON"},
+      {"redistribute --shape '[512,1024]' --from '{\"device_matrix\":[8,4],\"tensor_map\":[2,0]}' "
+       "--to '{\"device_matrix\":[2,16],\"tensor_map\":[1,0]}'",
+       "names device dimension 2"},
+      {"redistribute --shape '[512,1024]' --from '{\"device_matrix\":[8,4],\"tensor_map\":[1,0]}' "
+       "--to '{\"device_matrix\":[2,16],\"tensor_map\":[1,0],\"shape\":[512,1008]}'",
+       "different element counts"},
+      {"redistribute --shape '[512,1024]' --from '{\"device_matrix\":[8,4],\"tensor_map\":[1,0]}' "
+       "--to '{\"device_matrix\":[2,2],\"tensor_map\":[1,0]}'",
+       "over 32 and 4 devices"},
+      {"devices --matrix '[2,2,3]' --rank 12", "not below the 12 devices"},
+      {"devices --matrix '[2,2,3]' --tensor-map '[3,0]'", "--tensor-map: /0: expected an integer in -1..2"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.args);
+    const CliResult r = Run(c.args);
+    CHECK(r.rc == 1);
+    CHECK(Lines(r.err) == 1);
+    CHECK_THAT(r.err, Catch::Contains(c.message));
+  }
+}
+
+}  // namespace
