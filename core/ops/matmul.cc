@@ -2,6 +2,9 @@
 // the reduction dimension k must be split alike in both inputs, and when it is
 // split an AllReduce(sum) over the k dimension follows the product. Batch
 // dimensions broadcast numpy-style, the shorter input aligned to the right.
+// With the `forward_reduce_scatter` attribute (2-D inputs) the partial
+// products meet in a ReduceScatter instead, leaving the output rows split over
+// both the m and the k dimensions (device matrix [m*k, n] for the output).
 #include <fmt/format.h>
 
 #include "core/ops/op_family.h"
@@ -68,7 +71,18 @@ BaseLayout Infer(const OpContext& ctx, const Strategy& s) {
   map_out.insert(map_out.end(), {2, 0});
   out.inputs = {map_a, map_b};
   out.outputs = {map_out};
-  if (s[0][d.a_k] > 1) out.forward.push_back({"AllReduce", "sum", {static_cast<int>(d.n) - 1}, 0});
+  if (s[0][d.a_k] > 1) {
+    const int k_dim = static_cast<int>(d.n) - 1;
+    if (ctx.op.BoolAttr("forward_reduce_scatter", false) && d.ra == 2 && d.rb == 2) {
+      out.forward.push_back({"ReduceScatter", "sum", {k_dim}, 0});
+      out.merged_output_dim = 0;  // [m, k, n] -> [m*k, n]
+      out.outputs = {{1, 0}};
+      if (ctx.outputs[0].shape[0] % (s[0][d.a_m] * s[0][d.a_k]) != 0)
+        throw LayoutError("ReduceScatter needs the output rows divisible by the m and k splits together");
+    } else {
+      out.forward.push_back({"AllReduce", "sum", {k_dim}, 0});
+    }
+  }
   return out;
 }
 

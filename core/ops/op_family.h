@@ -23,7 +23,7 @@ struct OpContext {
 // Communication an operator inserts in its forward pass, over the ranks that
 // differ only along `device_dims` (indices from the left of the device matrix).
 struct ForwardComm {
-  std::string type;    // AllReduce, AllGather
+  std::string type;    // AllReduce, ReduceScatter, AllGather
   std::string reduce;  // sum, max, min, mean ("" for AllGather)
   std::vector<int> device_dims;
   int output = 0;  // which output it applies to
@@ -36,6 +36,9 @@ struct BaseLayout {
   std::vector<TensorMap> outputs;
   std::vector<ForwardComm> forward;
   bool allow_repeat = true;  // false: the strategy must use every device of the stage
+  // >= 0: outputs live on the device matrix with dims d and d+1 merged into one
+  // (a ReduceScatter leaves rows split over both); their maps refer to it.
+  int merged_output_dim = -1;
 };
 
 // One axis of strategy enumeration: a factor applied to every (tuple, dim) position.

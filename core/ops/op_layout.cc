@@ -92,13 +92,20 @@ OpLayout InferOpLayout(const Operator& op, const std::vector<TensorType>& inputs
   }
   for (size_t i = 0; i < inputs.size(); ++i)
     out.inputs.emplace_back(out.device_matrix, base.inputs[i], inputs[i].shape);
-  for (size_t i = 0; i < outputs.size(); ++i)
-    out.outputs.emplace_back(out.device_matrix, base.outputs[i], outputs[i].shape);
+  Shape output_matrix = out.device_matrix;
+  if (base.merged_output_dim >= 0) {
+    const int d = base.merged_output_dim;
+    output_matrix[d] *= output_matrix[d + 1];
+    output_matrix.erase(output_matrix.begin() + d + 1);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) out.outputs.emplace_back(output_matrix, base.outputs[i], outputs[i].shape);
 
   for (const auto& f : base.forward) {
     OpComm comm{f.type, f.reduce, f.device_dims};
     for (int d : f.device_dims) comm.group_size *= out.device_matrix[d];
-    comm.bytes = SliceBytes(out.outputs[f.output], outputs[f.output].dtype);
+    // The payload is the collective's input: a ReduceScatter starts from the whole partial result.
+    comm.bytes = SliceBytes(out.outputs[f.output], outputs[f.output].dtype) *
+                 static_cast<double>(f.type == "ReduceScatter" ? comm.group_size : 1);
     out.forward_comm.push_back(comm);
   }
   for (int w : weights) {

@@ -21,11 +21,11 @@ namespace shardlab {
 // Communication over the ranks that differ only along `device_dims` (0 = first
 // dimension of the operator's device matrix).
 struct OpComm {
-  std::string type;    // AllReduce, AllGather
+  std::string type;    // AllReduce, ReduceScatter, AllGather
   std::string reduce;  // sum, max, min, mean; "" for AllGather
   std::vector<int> device_dims;
   int64_t group_size = 1;
-  double bytes = 0;  // payload per device
+  double bytes = 0;  // payload per device: the collective's input
   int input = -1;    // mirror: the weight input it reduces the gradient of
 };
 

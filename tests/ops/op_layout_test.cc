@@ -59,6 +59,18 @@ TEST_CASE("MatMul with a split reduction dimension inserts an AllReduce (seed 00
   CHECK(l.forward_comm[0].bytes == 128.0 * 64 * 4);
 }
 
+TEST_CASE("forward_reduce_scatter scatters the partial products over the rows") {
+  const Case mm("MatMul", {{256, 128}, {128, 64}}, {{"forward_reduce_scatter", true}});
+  const OpLayout l = mm.Layout({{2, 2}, {2, 2}}, 8);
+  REQUIRE(l.forward_comm.size() == 1);
+  CHECK(l.forward_comm[0].type == "ReduceScatter");
+  CHECK(l.forward_comm[0].bytes == 128.0 * 32 * 4);  // the whole partial [128, 32] slice goes in
+  CHECK(l.outputs[0] == TensorLayout({4, 2}, {1, 0}, {256, 64}));
+  CHECK(l.outputs[0].SliceShape() == Shape{64, 32});
+  const OpLayout repeated = mm.Layout({{2, 2}, {2, 1}}, 16);
+  CHECK(repeated.outputs[0] == TensorLayout({4, 1, 4}, {2, 1}, {256, 64}));
+}
+
 TEST_CASE("MindSpore's 4-D BatchMatMul maps") {
   const Case bmm("BatchMatMul", {{128, 128, 128, 128}, {128, 128, 128, 64}});
   const OpLayout l = bmm.Layout({{2, 4, 8, 16}, {2, 4, 16, 1}}, 1024);
