@@ -117,6 +117,26 @@ OpLayout InferOpLayout(const Operator& op, const std::vector<TensorType>& inputs
     mirror.input = w;
     out.mirror_comm.push_back(mirror);
   }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (std::find(weights.begin(), weights.end(), static_cast<int>(i)) != weights.end()) continue;
+    const TensorMap& in_map = out.inputs[i].tensor_map();
+    std::vector<int> partial;
+    for (size_t d = 0; d < out.device_matrix.size(); ++d) {
+      const int64_t value = MapValueFromDim(static_cast<int>(d), out.device_matrix.size());
+      if (out.device_matrix[d] == 1 || std::find(in_map.begin(), in_map.end(), value) != in_map.end()) continue;
+      bool named_by_output = false;
+      for (const auto& o : out.outputs)
+        if (o.device_arrangement() == out.device_matrix)
+          named_by_output = named_by_output || std::count(o.tensor_map().begin(), o.tensor_map().end(), value) > 0;
+      if (named_by_output) partial.push_back(static_cast<int>(d));
+    }
+    if (partial.empty()) continue;
+    OpComm comm{"AllReduce", "sum", partial};
+    for (int d : partial) comm.group_size *= out.device_matrix[d];
+    comm.bytes = SliceBytes(out.inputs[i], inputs[i].dtype);
+    comm.input = static_cast<int>(i);
+    out.backward_comm.push_back(comm);
+  }
   std::vector<TensorType> in_slices, out_slices;
   for (size_t i = 0; i < inputs.size(); ++i) in_slices.push_back({out.inputs[i].SliceShape(), inputs[i].dtype});
   for (size_t i = 0; i < outputs.size(); ++i) out_slices.push_back({out.outputs[i].SliceShape(), outputs[i].dtype});
@@ -206,6 +226,10 @@ nlohmann::json ToJson(const OpLayout& layout, int64_t rank) {
     if (!c.reduce.empty()) j["reduce"] = c.reduce;
     forward.push_back(j);
   }
+  nlohmann::json backward = nlohmann::json::array();
+  for (const auto& c : layout.backward_comm)
+    backward.push_back({{"input", c.input}, {"type", c.type}, {"group_size", c.group_size},
+                        {"ranks", layout.GroupOf(c, rank)}, {"device_dims", c.device_dims}, {"bytes", c.bytes}});
   for (const auto& c : layout.mirror_comm)
     mirror.push_back({{"input", c.input}, {"type", c.type}, {"group_size", c.group_size},
                       {"ranks", layout.GroupOf(c, rank)}, {"device_dims", c.device_dims}, {"bytes", c.bytes}});
@@ -218,6 +242,7 @@ nlohmann::json ToJson(const OpLayout& layout, int64_t rank) {
           {"outputs", tensors(layout.outputs)},
           {"forward_comm", forward},
           {"mirror_comm", mirror},
+          {"backward_comm", backward},
           {"flops", {{"forward", layout.work.forward_flops}, {"backward", layout.work.backward_flops}}},
           {"bytes", {{"forward", layout.work.forward_bytes}, {"backward", layout.work.backward_bytes}}}};
 }

@@ -26,7 +26,7 @@ struct OpComm {
   std::vector<int> device_dims;
   int64_t group_size = 1;
   double bytes = 0;  // payload per device: the collective's input
-  int input = -1;    // mirror: the weight input it reduces the gradient of
+  int input = -1;    // mirror and backward: the input whose gradient it reduces
 };
 
 struct OpLayout {
@@ -39,6 +39,10 @@ struct OpLayout {
   std::vector<TensorLayout> outputs;
   std::vector<OpComm> forward_comm;
   std::vector<OpComm> mirror_comm;
+  // Gradients of non-weight inputs that are partial sums: the input is whole
+  // along device dims the outputs are split on, so its gradient is summed
+  // there (the backward AllReduce of a column-parallel MatMul's input).
+  std::vector<OpComm> backward_comm;
   OpWork work;  // per device
 
   // The ranks of `comm`'s group that contains `rank` (ranks 0..devices-1, or `stage_ranks`).

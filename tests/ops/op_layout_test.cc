@@ -49,6 +49,21 @@ TEST_CASE("seed 004: MatMul [[2,1],[1,4]] on 8 devices") {
   CHECK(l.work.forward_flops == 2.0 * 64 * 64 * 8);
 }
 
+TEST_CASE("gradients of inputs that are whole along an output split are summed in backward") {
+  // Column-parallel MatMul: X is whole across the 4 column slices, so dX is a partial sum.
+  const Case column("MatMul", {{64, 128}, {128, 256}});
+  OpLayout l = column.Layout({{2, 1}, {1, 4}}, 8);
+  REQUIRE(l.backward_comm.size() == 1);
+  CHECK(l.backward_comm[0].input == 0);
+  CHECK(l.GroupOf(l.backward_comm[0], 0) == std::vector<int64_t>{0, 1, 2, 3});
+  CHECK(l.backward_comm[0].bytes == 32.0 * 128 * 4);
+  // Row-parallel MatMul: X is split on k like W, nothing is partial in backward.
+  const Case row("MatMul", {{64, 128}, {128, 256}});
+  CHECK(row.Layout({{2, 4}, {4, 1}}, 8).backward_comm.empty());
+  // Repetition is not a partial sum.
+  CHECK(column.Layout({{2, 1}, {1, 1}}, 8).backward_comm.empty());
+}
+
 TEST_CASE("MatMul with a split reduction dimension inserts an AllReduce (seed 003 example 3)") {
   const Case mm("MatMul", {{256, 128}, {128, 64}});
   const OpLayout l = mm.Layout({{2, 2}, {2, 1}}, 4);
