@@ -34,6 +34,9 @@ int main(int argc, char** argv) {
   simulate_cmd->add_option("run", simulate.run_file, "run file (JSON)")->required();
   simulate_cmd->add_option("-o,--out", simulate.out_file, "write the result JSON here");
   simulate_cmd->add_flag("--json", simulate.json, "print JSON instead of the text summary");
+  simulate_cmd->add_option("--trace", simulate.trace_file, "write a Chrome/Perfetto trace here");
+  simulate_cmd->add_option("--engine", simulate.engine, "simgrid, analytical or both (default: the run's)")
+      ->check(CLI::IsMember({"simgrid", "analytical", "both"}));
 
   cli::GraphArgs graph;
   auto* graph_cmd = app.add_subcommand("graph", "Summarise a model file: operators, parameters, FLOPs per sample");

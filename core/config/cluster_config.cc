@@ -35,6 +35,7 @@ DeviceSpec ReadDevice(const JsonNode& node) {
   d.memory_bandwidth = Quantity(r, "memory_bandwidth", Quantity::kBytesPerSecond);
   d.compute_efficiency = r.Number("compute_efficiency", 1.0, 1e-3, 1.0);
   d.memory_efficiency = r.Number("memory_efficiency", 1.0, 1e-3, 1.0);
+  if (auto overhead = r.Optional("kernel_overhead")) d.kernel_overhead = ReadQuantity(*overhead, Quantity::kSeconds);
   r.Finish();
   return d;
 }
@@ -149,7 +150,8 @@ nlohmann::json ToJson(const ClusterSpec& c) {
         {"memory", c.device.memory_bytes},
         {"memory_bandwidth", c.device.memory_bandwidth},
         {"compute_efficiency", c.device.compute_efficiency},
-        {"memory_efficiency", c.device.memory_efficiency}}},
+        {"memory_efficiency", c.device.memory_efficiency},
+        {"kernel_overhead", c.device.kernel_overhead}}},
       {"host",
        {{"cpu_flops", c.host.cpu_flops},
         {"memory", c.host.memory_bytes},

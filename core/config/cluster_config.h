@@ -23,6 +23,7 @@ struct DeviceSpec {
   double memory_bandwidth = 0;    // bytes/s
   double compute_efficiency = 1;  // achieved fraction of peak on large GEMMs
   double memory_efficiency = 1;   // achieved fraction of memory bandwidth
+  double kernel_overhead = 0;     // seconds of launch and dispatch per operator
 
   bool operator==(const DeviceSpec&) const = default;
 };

@@ -3,8 +3,9 @@
 // output takes the params map with the axis entry replaced by the indices map.
 // Axis split (a model-parallel vocabulary, axis 0 of a 1-D or 2-D table):
 // every device looks up its own row range, masks the rest, and the partial
-// results meet in an AllReduce(sum); indices cannot be split then and the
-// strategy must use every device (MindSpore's rules).
+// results meet in an AllReduce(sum) over the table's row split; the indices
+// may be split too (newer MindSpore: output strategy = indices strategy, then
+// the table's other dimensions), and the strategy must use every device.
 #include <fmt/format.h>
 
 #include "core/ops/op_family.h"
@@ -38,13 +39,14 @@ BaseLayout Infer(const OpContext& ctx, const Strategy& s) {
   }
   if (axis != 0 || rp > 2)
     throw LayoutError("Gather can split its axis only for axis 0 of a 1-D or 2-D table");
-  for (int64_t v : s[1])
-    if (v != 1) throw LayoutError("Gather cannot split its indices when the gathered axis is split");
   out.device_matrix = s[0];
-  const TensorMap params = FullMap(rp);
-  TensorMap output(ri, kNotSplit);
+  out.device_matrix.insert(out.device_matrix.end(), s[1].begin(), s[1].end());
+  const TensorMap full = FullMap(rp + ri);
+  const TensorMap params(full.begin(), full.begin() + static_cast<long>(rp));
+  const TensorMap indices(full.begin() + static_cast<long>(rp), full.end());
+  TensorMap output = indices;
   output.insert(output.end(), params.begin() + 1, params.end());
-  out.inputs = {params, TensorMap(ri, kNotSplit)};
+  out.inputs = {params, indices};
   out.outputs = {output};
   out.forward.push_back({"AllReduce", "sum", {0}, 0});
   out.allow_repeat = false;

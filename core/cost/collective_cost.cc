@@ -1,0 +1,172 @@
+#include "core/cost/collective_cost.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+namespace shardlab {
+namespace {
+
+bool IsPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+double Log2(int64_t v) { return std::ceil(std::log2(static_cast<double>(std::max<int64_t>(v, 1)))); }
+
+const char* kCollectiveNames[] = {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv"};
+const char* kAlgorithmNames[] = {"ring", "halving_doubling", "hierarchical", "double_binary_tree", "pairwise",
+                                 "direct"};
+
+// One flat algorithm over n ranks on one link class.
+double FlatSeconds(Collective c, CollectiveAlgorithm a, double bytes, int64_t n, const Link& link) {
+  if (n <= 1) return 0;
+  const double nn = static_cast<double>(n);
+  const double beta = bytes / link.bandwidth;
+  const double alpha = link.latency;
+  const bool hd = a == CollectiveAlgorithm::kHalvingDoubling && IsPowerOfTwo(n);
+  const bool tree = a == CollectiveAlgorithm::kDoubleBinaryTree;
+  switch (c) {
+    case Collective::kAllReduce:
+      if (hd || tree) return 2 * (nn - 1) / nn * beta + 2 * Log2(n) * alpha;
+      return 2 * (nn - 1) / nn * beta + 2 * (nn - 1) * alpha;
+    case Collective::kReduceScatter:
+      if (hd) return (nn - 1) / nn * beta + Log2(n) * alpha;
+      return (nn - 1) / nn * beta + (nn - 1) * alpha;
+    case Collective::kAllGather:  // bytes = one rank's input; the output is n times that
+      if (hd) return (nn - 1) * beta + Log2(n) * alpha;
+      return (nn - 1) * beta + (nn - 1) * alpha;
+    case Collective::kAllToAll: return (nn - 1) / nn * beta + (nn - 1) * alpha;
+    case Collective::kBroadcast:
+      if (hd || tree) return beta + Log2(n) * alpha;
+      return beta + (nn - 1) * alpha;
+    case Collective::kSendRecv: return beta + alpha;
+  }
+  return 0;
+}
+
+}  // namespace
+
+const char* ToString(Collective c) { return kCollectiveNames[static_cast<int>(c)]; }
+const char* ToString(CollectiveAlgorithm a) { return kAlgorithmNames[static_cast<int>(a)]; }
+
+Collective ParseCollective(const std::string& name) {
+  for (int i = 0; i < 6; ++i)
+    if (name == kCollectiveNames[i]) return static_cast<Collective>(i);
+  throw std::invalid_argument("unknown collective \"" + name + "\"");
+}
+
+CollectiveAlgorithm ParseAlgorithm(const std::string& name) {
+  for (int i = 0; i < 6; ++i)
+    if (name == kAlgorithmNames[i]) return static_cast<CollectiveAlgorithm>(i);
+  throw std::invalid_argument("unknown collective algorithm \"" + name + "\"");
+}
+
+GroupPlacement PlaceGroup(const std::vector<int64_t>& ranks, const ClusterSpec& cluster) {
+  GroupPlacement p;
+  p.size = static_cast<int64_t>(ranks.size());
+  std::set<int64_t> servers, hccs_groups, leaves;
+  const int64_t dps = cluster.devices_per_server;
+  const int64_t group = std::max<int64_t>(cluster.intra_server.group_size, 1);
+  // Servers per leaf switch: half a switch's ports face down; rail-optimised
+  // leaves connect one NIC of each server, otherwise all of a server's NICs.
+  const int64_t down_ports = std::max<int64_t>(cluster.inter_server.switch_radix / 2, 1);
+  const int64_t servers_per_leaf =
+      cluster.inter_server.rail_optimized ? down_ports
+                                          : std::max<int64_t>(down_ports / cluster.inter_server.nics_per_server, 1);
+  for (int64_t r : ranks) {
+    servers.insert(r / dps);
+    hccs_groups.insert(r / group);
+    leaves.insert((r / dps) / servers_per_leaf);
+  }
+  p.servers = static_cast<int64_t>(servers.size());
+  p.per_server = p.size / p.servers;
+  p.one_hccs_group = hccs_groups.size() == servers.size();
+  p.leaves = static_cast<int64_t>(leaves.size());
+  return p;
+}
+
+GroupPlacement PlaceStridedGroup(int64_t first_rank, int64_t size, int64_t stride, const ClusterSpec& cluster) {
+  std::vector<int64_t> ranks;
+  for (int64_t i = 0; i < size; ++i) ranks.push_back(first_rank + i * stride);
+  return PlaceGroup(ranks, cluster);
+}
+
+Link IntraServerLink(const GroupPlacement& p, const ClusterSpec& cluster) {
+  const IntraServerFabric& f = cluster.intra_server;
+  Link link{f.link_bandwidth, f.latency};
+  if (f.kind == IntraServerFabric::Kind::kHccsMesh && !p.one_hccs_group)
+    link.bandwidth = std::min(f.link_bandwidth, f.cross_group_bandwidth);
+  return link;
+}
+
+Link InterServerLink(const GroupPlacement& p, const ClusterSpec& cluster) {
+  const InterServerNetwork& n = cluster.inter_server;
+  // Every device of a server communicates at once in a training step, so a
+  // device gets its share of the server's NICs; crossing leaf switches pays
+  // the oversubscription and two more switch hops per tree level.
+  double bandwidth = n.nic_bandwidth * static_cast<double>(n.nics_per_server) /
+                     static_cast<double>(cluster.devices_per_server);
+  int switches = 1;
+  if (p.leaves > 1) {
+    bandwidth /= n.oversubscription;
+    switches = n.levels >= 3 ? 5 : 3;
+  }
+  return {bandwidth, 2 * n.link_latency + switches * n.switch_latency};
+}
+
+double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
+                         const ClusterSpec& cluster) {
+  if (p.size <= 1 && c != Collective::kSendRecv) return 0;
+  const Link intra = IntraServerLink(p, cluster);
+  if (p.servers == 1) return FlatSeconds(c, a, bytes, p.size, intra);
+  const Link inter = InterServerLink(p, cluster);
+  const int64_t k = p.per_server, m = p.servers;
+  if (a == CollectiveAlgorithm::kHierarchical && k > 1) {
+    // Intra-server reduce-scatter, inter-server phase on 1/k of the data per
+    // rail, intra-server all-gather (AllReduce); the analogous halves otherwise.
+    const CollectiveAlgorithm across = IsPowerOfTwo(m) ? CollectiveAlgorithm::kHalvingDoubling : CollectiveAlgorithm::kRing;
+    const double kk = static_cast<double>(k);
+    switch (c) {
+      case Collective::kAllReduce:
+        return FlatSeconds(Collective::kReduceScatter, CollectiveAlgorithm::kRing, bytes, k, intra) +
+               FlatSeconds(Collective::kAllReduce, across, bytes / kk, m, inter) +
+               FlatSeconds(Collective::kAllGather, CollectiveAlgorithm::kRing, bytes / kk, k, intra);
+      case Collective::kReduceScatter:
+        return FlatSeconds(Collective::kReduceScatter, CollectiveAlgorithm::kRing, bytes, k, intra) +
+               FlatSeconds(Collective::kReduceScatter, across, bytes / kk, m, inter);
+      case Collective::kAllGather:
+        return FlatSeconds(Collective::kAllGather, across, bytes, m, inter) +
+               FlatSeconds(Collective::kAllGather, CollectiveAlgorithm::kRing, bytes * static_cast<double>(m), k, intra);
+      default: break;
+    }
+  }
+  if (c == Collective::kAllToAll) {
+    // Peers in the same server over the intra-server links, the rest over the NICs, concurrently.
+    const double n = static_cast<double>(p.size);
+    const double local = (static_cast<double>(k) - 1) / n * bytes / intra.bandwidth;
+    const double remote = (n - static_cast<double>(k)) / n * bytes / inter.bandwidth;
+    return std::max(local, remote) + (n - 1) * inter.latency;
+  }
+  // A flat algorithm across servers runs at the slower link on every step.
+  Link slowest{std::min(intra.bandwidth, inter.bandwidth), std::max(intra.latency, inter.latency)};
+  return FlatSeconds(c, a, bytes, p.size, slowest);
+}
+
+CollectiveAlgorithm ChooseAlgorithm(Collective c, double bytes, const GroupPlacement& p, const ClusterSpec& cluster,
+                                    const std::map<std::string, std::string>& overrides) {
+  if (auto it = overrides.find(ToString(c)); it != overrides.end() && it->second != "auto")
+    return ParseAlgorithm(it->second);
+  if (c == Collective::kSendRecv) return CollectiveAlgorithm::kDirect;
+  if (c == Collective::kAllToAll) return CollectiveAlgorithm::kPairwise;
+  if (cluster.device.kind == "npu") {
+    if (p.servers > 1 && p.per_server > 1 && c != Collective::kBroadcast) return CollectiveAlgorithm::kHierarchical;
+    if (p.servers > 1 && IsPowerOfTwo(p.servers)) return CollectiveAlgorithm::kHalvingDoubling;
+    return CollectiveAlgorithm::kRing;
+  }
+  if (p.servers > 1 && (c == Collective::kAllReduce || c == Collective::kBroadcast)) {
+    const double ring = CollectiveSeconds(c, CollectiveAlgorithm::kRing, bytes, p, cluster);
+    const double tree = CollectiveSeconds(c, CollectiveAlgorithm::kDoubleBinaryTree, bytes, p, cluster);
+    return tree < ring ? CollectiveAlgorithm::kDoubleBinaryTree : CollectiveAlgorithm::kRing;
+  }
+  return CollectiveAlgorithm::kRing;
+}
+
+}  // namespace shardlab

@@ -1,0 +1,60 @@
+// Closed-form times of collectives on a cluster: where a group's ranks sit
+// (one server, one HCCS group, several servers and how many per server), the
+// per-device bandwidth and per-step latency of the links the algorithm uses,
+// the algorithm the vendor library would pick, and its alpha-beta time.
+// The analytical engine and the `time` cost model use these; the SimGrid
+// engine expands the same algorithms into flows.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/config/cluster_config.h"
+
+namespace shardlab {
+
+enum class Collective { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kSendRecv };
+enum class CollectiveAlgorithm { kRing, kHalvingDoubling, kHierarchical, kDoubleBinaryTree, kPairwise, kDirect };
+
+const char* ToString(Collective c);
+const char* ToString(CollectiveAlgorithm a);
+Collective ParseCollective(const std::string& name);  // "allreduce", ...; throws std::invalid_argument
+CollectiveAlgorithm ParseAlgorithm(const std::string& name);
+
+// Where a group's ranks are.
+struct GroupPlacement {
+  int64_t size = 1;
+  int64_t servers = 1;     // distinct servers
+  int64_t per_server = 1;  // ranks per server (groups are regular)
+  bool one_hccs_group = true;  // all ranks of a server inside one HCCS mesh group
+  int64_t leaves = 1;      // leaf switches the servers hang from
+};
+
+GroupPlacement PlaceGroup(const std::vector<int64_t>& ranks, const ClusterSpec& cluster);
+// A regular group described by its size and the stride between members.
+GroupPlacement PlaceStridedGroup(int64_t first_rank, int64_t size, int64_t stride, const ClusterSpec& cluster);
+
+struct Link {
+  double bandwidth = 0;  // bytes/s per device, each way
+  double latency = 0;    // seconds per algorithm step
+};
+
+Link IntraServerLink(const GroupPlacement& p, const ClusterSpec& cluster);
+Link InterServerLink(const GroupPlacement& p, const ClusterSpec& cluster);
+
+// `bytes`: the buffer each rank contributes (AllReduce, ReduceScatter,
+// AllToAll, Broadcast, SendRecv) or receives from each peer (AllGather: its
+// own input slice).
+double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
+                         const ClusterSpec& cluster);
+
+// The algorithm HCCL (NPUs) or NCCL (GPUs) would use: HCCL rings inside a
+// server and across servers unless the server count is a power of two, then
+// halving-doubling, hierarchically when several ranks share a server; NCCL
+// the faster of ring and double binary tree. `overrides` maps collective
+// names to forced algorithms ("auto" or absent: choose).
+CollectiveAlgorithm ChooseAlgorithm(Collective c, double bytes, const GroupPlacement& p, const ClusterSpec& cluster,
+                                    const std::map<std::string, std::string>& overrides = {});
+
+}  // namespace shardlab

@@ -1,0 +1,32 @@
+#include "core/cost/compute_cost.h"
+
+#include <algorithm>
+
+namespace shardlab {
+
+double PeakFlops(const DeviceSpec& device, DType dtype) {
+  if (auto it = device.peak_flops.find(dtype); it != device.peak_flops.end()) return it->second;
+  if (auto it = device.peak_flops.find(DType::kFloat32); it != device.peak_flops.end()) return it->second;
+  double best = 0;
+  for (const auto& [d, flops] : device.peak_flops) best = std::max(best, flops);
+  return best;
+}
+
+ComputeCost ComputeSeconds(double flops, double bytes, DType dtype, const ClusterSpec& cluster, bool on_host) {
+  ComputeCost c;
+  if (flops == 0 && bytes == 0) return c;
+  double compute, memory;
+  if (on_host) {
+    compute = flops / cluster.host.cpu_flops;
+    memory = bytes / cluster.host.memory_bandwidth;
+  } else {
+    const DeviceSpec& d = cluster.device;
+    compute = flops / (PeakFlops(d, dtype) * d.compute_efficiency);
+    memory = bytes / (d.memory_bandwidth * d.memory_efficiency);
+  }
+  c.memory_bound = memory > compute;
+  c.seconds = std::max(compute, memory) + (on_host ? 0.0 : cluster.device.kernel_overhead);
+  return c;
+}
+
+}  // namespace shardlab

@@ -1,0 +1,529 @@
+#include "core/plan/lowering.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "core/cost/compute_cost.h"
+#include "core/layout/device_matrix.h"
+#include "core/layout/redistribution.h"
+#include "core/ops/graph_layouts.h"
+
+namespace shardlab {
+namespace {
+
+double SliceBytes(const TensorLayout& layout, DType dtype) {
+  return static_cast<double>(ElementCount(layout.SliceShape()) * DTypeBytes(dtype));
+}
+
+// Optimizer state bytes per parameter element, with an fp32 master copy of
+// low-precision weights (mixed precision).
+double OptimizerBytesPerElement(const std::string& optimizer, DType param_dtype) {
+  const double master = DTypeBytes(param_dtype) < 4 ? 4 : 0;
+  if (optimizer == "adam" || optimizer == "lamb") return 8 + master;
+  if (optimizer == "momentum") return 4 + master;
+  return master;
+}
+
+class Lowering {
+ public:
+  Lowering(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts)
+      : run_(run), graph_(graph), layouts_(layouts), p_(run.parallel) {}
+
+  Plan Run() {
+    Plan plan;
+    plan.training = run_.simulation.mode == "train";
+    plan.schedule = run_.simulation.pipeline_schedule;
+    plan.micro_batches = p_.micro_batch_num;
+    plan.chunks = run_.simulation.virtual_pipeline_chunks;
+    plan.devices = p_.device_num;
+    plan.devices_per_stage = p_.devices_per_stage();
+    plan.device_memory = run_.cluster.device.memory_bytes;
+    plan.samples_per_step = p_.global_batch_size;
+    const auto& values = run_.model.params.values();
+    if (values.count("seq_length")) plan.tokens_per_step = p_.global_batch_size * run_.model.params.Int("seq_length");
+    DType model_dtype = DType::kFloat32;
+    if (values.count("dtype")) model_dtype = *ParseDType(run_.model.params.String("dtype"));
+    plan.peak_flops = PeakFlops(run_.cluster.device, model_dtype);
+    for (const Operator& op : graph_.operators()) {
+      const OpWork w = ComputeOpWork(graph_, op);
+      plan.model_flops += (plan.training ? w.forward_flops + w.backward_flops : w.forward_flops);
+    }
+    plan.model_flops *= static_cast<double>(p_.micro_batch_num);
+
+    for (int64_t s = 0; s < p_.pipeline_stages; ++s) {
+      StageProgram stage;
+      stage.stage = s;
+      stage.devices = p_.devices_per_stage();
+      stage.first_rank = s * stage.devices;
+      plan.stages.push_back(std::move(stage));
+    }
+    for (size_t i = 0; i < graph_.operators().size(); ++i) Forward(plan, static_cast<int>(i));
+    if (plan.training) {
+      for (size_t i = graph_.operators().size(); i-- > 0;) Backward(plan, static_cast<int>(i));
+      for (auto& stage : plan.stages) GradientsAndOptimizer(stage);
+    }
+    Sends(plan);
+    for (auto& stage : plan.stages) Memory(plan, stage);
+    return plan;
+  }
+
+ private:
+  StageProgram& StageOf(Plan& plan, int op) { return plan.stages[graph_.op(op).pipeline_stage]; }
+
+  // Groups are kept in a canonical form (size-1 dimensions dropped, runs of
+  // grouped or ungrouped dimensions merged) so that operators whose device
+  // matrices differ but whose groups are the same ranks share one group.
+  static CommGroupSpec Canonical(const Shape& matrix, const std::vector<int>& dims) {
+    CommGroupSpec spec;
+    bool last_grouped = false;
+    for (size_t d = 0; d < matrix.size(); ++d) {
+      if (matrix[d] == 1) continue;
+      const bool grouped = std::find(dims.begin(), dims.end(), static_cast<int>(d)) != dims.end();
+      if (!spec.device_matrix.empty() && grouped == last_grouped) {
+        spec.device_matrix.back() *= matrix[d];
+      } else {
+        spec.device_matrix.push_back(matrix[d]);
+        if (grouped) spec.dims.push_back(static_cast<int>(spec.device_matrix.size()) - 1);
+      }
+      last_grouped = grouped;
+    }
+    return spec;
+  }
+
+  int Group(StageProgram& stage, const Shape& matrix, const std::vector<int>& dims) {
+    CommGroupSpec spec = Canonical(matrix, dims);
+    for (auto it = stage.groups.begin(); it != stage.groups.end(); ++it)
+      if (*it == spec) return static_cast<int>(it - stage.groups.begin());
+    std::vector<int64_t> ranks(stage.devices);
+    for (int64_t i = 0; i < stage.devices; ++i) ranks[i] = stage.first_rank + i;
+    const auto members = DeviceMatrix(spec.device_matrix, ranks).GroupAlongDims(stage.first_rank, spec.dims);
+    spec.size = static_cast<int64_t>(members.size());
+    spec.placement = PlaceGroup(members, run_.cluster);
+    stage.groups.push_back(spec);
+    return static_cast<int>(stage.groups.size() - 1);
+  }
+
+  Task Collective(StageProgram& stage, const std::string& name, int op, shardlab::Collective type, int group,
+                  double bytes) {
+    Task t;
+    t.kind = Task::Kind::kCollective;
+    t.name = name;
+    t.op = op;
+    t.collective = type;
+    t.group = group;
+    t.comm_bytes = bytes;
+    const GroupPlacement& placement = stage.groups[group].placement;
+    t.algorithm = ChooseAlgorithm(type, bytes, placement, run_.cluster, run_.simulation.collective_algorithms);
+    t.seconds = CollectiveSeconds(type, t.algorithm, bytes, placement, run_.cluster);
+    return t;
+  }
+
+  Task Compute(const std::string& name, int op, double flops, double bytes, DType dtype, bool on_host) {
+    Task t;
+    t.name = name;
+    t.op = op;
+    t.flops = flops;
+    t.bytes = bytes;
+    t.on_host = on_host;
+    t.seconds = ComputeSeconds(flops, bytes, dtype, run_.cluster, on_host).seconds;
+    return t;
+  }
+
+  static shardlab::Collective TypeOf(const std::string& type) {
+    if (type == "AllGather") return shardlab::Collective::kAllGather;
+    if (type == "ReduceScatter") return shardlab::Collective::kReduceScatter;
+    if (type == "AlltoAll") return shardlab::Collective::kAllToAll;
+    return shardlab::Collective::kAllReduce;
+  }
+
+  // The communication that turns each input's producer layout into the layout this operator wants.
+  std::vector<Task> Redistributions(StageProgram& stage, int op_index, bool backward) {
+    std::vector<Task> tasks;
+    const Operator& op = graph_.op(op_index);
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const Tensor& t = graph_.tensor(op.inputs[i]);
+      if (t.producer < 0) continue;
+      const Operator& producer = graph_.op(t.producer);
+      const size_t out = std::find(producer.outputs.begin(), producer.outputs.end(), op.inputs[i]) - producer.outputs.begin();
+      const TensorLayout& from = layouts_[t.producer].outputs[out];
+      const TensorLayout& to = layouts_[op_index].inputs[i];
+      if (from.Normalized() == to.Normalized()) continue;
+      const Redistribution r = PlanRedistribution(from, to, p_.enable_alltoall, DTypeBytes(t.dtype));
+      for (const RedistOp& rop : r.ops) {
+        if (!rop.is_communication()) continue;
+        const double bytes = static_cast<double>(ElementCount(rop.input_shape) * DTypeBytes(t.dtype));
+        auto type = TypeOf(rop.type);
+        // AllGather's gradient is a ReduceScatter of the gathered size; AlltoAll's is an AlltoAll.
+        double task_bytes = bytes;
+        if (backward && type == shardlab::Collective::kAllGather) {
+          type = shardlab::Collective::kReduceScatter;
+          task_bytes = bytes * static_cast<double>(rop.count);
+        }
+        tasks.push_back(Collective(stage, fmt::format("{}/redistribute.{}", op.name, rop.type), op_index, type,
+                                   Group(stage, rop.arrangement, {rop.device_dim}), task_bytes));
+      }
+    }
+    return tasks;
+  }
+
+  // Recompute segments are the runs of recompute-marked operators of one
+  // layer (name scope before the first '/') on one stage, as MindSpore
+  // recomputes per cell.
+  bool SameSegment(int a, int b) const {
+    const Operator &x = graph_.op(a), &y = graph_.op(b);
+    if (!x.recompute || !y.recompute || x.pipeline_stage != y.pipeline_stage) return false;
+    return x.name.substr(0, x.name.find('/')) == y.name.substr(0, y.name.find('/'));
+  }
+
+  bool OnHost(const Operator& op) const { return op.StringAttr("primitive_target", "") == "CPU"; }
+  DType OutputDType(const Operator& op) const { return graph_.tensor(op.outputs.front()).dtype; }
+
+  std::vector<Task> ForwardTasks(StageProgram& stage, int index, bool recompute) {
+    const Operator& op = graph_.op(index);
+    const OpLayout& layout = layouts_[index];
+    std::vector<Task> tasks = recompute ? std::vector<Task>{} : Redistributions(stage, index, false);
+    Task compute = Compute(op.name + (recompute ? "/recompute" : "/forward"), index, layout.work.forward_flops,
+                           layout.work.forward_bytes, OutputDType(op), OnHost(op));
+    compute.recompute = recompute;
+    tasks.push_back(compute);
+    for (const OpComm& c : layout.forward_comm) {
+      Task t = Collective(stage, fmt::format("{}/{}", op.name, c.type), index, TypeOf(c.type),
+                          Group(stage, layout.device_matrix, c.device_dims), c.bytes);
+      t.recompute = recompute;
+      tasks.push_back(t);
+    }
+    return tasks;
+  }
+
+  void Forward(Plan& plan, int index) {
+    StageProgram& stage = StageOf(plan, index);
+    for (Task& t : ForwardTasks(stage, index, false)) stage.forward.push_back(std::move(t));
+  }
+
+  // Recompute: before the backward of the last operator of a run of
+  // recompute-marked operators, their forward runs again.
+  void Backward(Plan& plan, int index) {
+    const Operator& op = graph_.op(index);
+    StageProgram& stage = StageOf(plan, index);
+    const OpLayout& layout = layouts_[index];
+    const bool segment_continues =
+        index + 1 < static_cast<int>(graph_.operators().size()) && SameSegment(index, index + 1);
+    if (op.recompute && !segment_continues) {
+      int first = index;
+      while (first > 0 && SameSegment(first - 1, index)) --first;
+      for (int i = first; i <= index; ++i)
+        for (Task& t : ForwardTasks(stage, i, true)) stage.backward.push_back(std::move(t));
+    }
+    // Forward collectives whose gradient needs communication.
+    for (const OpComm& c : layout.forward_comm) {
+      if (c.type == "ReduceScatter")
+        stage.backward.push_back(Collective(stage, op.name + "/grad.AllGather", index, shardlab::Collective::kAllGather,
+                                            Group(stage, layout.device_matrix, c.device_dims),
+                                            c.bytes / static_cast<double>(c.group_size)));
+      if (c.type == "AllGather")
+        stage.backward.push_back(Collective(stage, op.name + "/grad.ReduceScatter", index,
+                                            shardlab::Collective::kReduceScatter,
+                                            Group(stage, layout.device_matrix, c.device_dims), c.bytes));
+    }
+    backward_task_of_op_[index] = static_cast<int>(stage.backward.size());
+    stage.backward.push_back(Compute(op.name + "/backward", index, layout.work.backward_flops,
+                                     layout.work.backward_bytes, OutputDType(op), OnHost(op)));
+    for (const OpComm& c : layout.backward_comm) {
+      const Tensor& input = graph_.tensor(op.inputs[c.input]);
+      if (input.producer < 0) continue;  // dataset inputs need no gradient
+      stage.backward.push_back(Collective(stage, fmt::format("{}/grad.{}", op.name, c.type), index,
+                                          shardlab::Collective::kAllReduce,
+                                          Group(stage, layout.device_matrix, c.device_dims), c.bytes));
+    }
+    for (Task& t : Redistributions(stage, index, true)) stage.backward.push_back(std::move(t));
+  }
+
+  struct ParamInfo {
+    int tensor;
+    int first_user;  // operator
+    int last_user;   // operator, the first whose backward produces the last gradient part
+    int input;       // input index at the first user
+  };
+
+  // Gradient communication: per (group, fusion id) in MindSpore's order, split into buckets.
+  void GradientsAndOptimizer(StageProgram& stage) {
+    const bool data_parallel = p_.parallel_mode == ParallelMode::kDataParallel;
+    const bool hybrid = p_.parallel_mode == ParallelMode::kHybridParallel;
+    std::vector<ParamInfo> params;
+    for (int t : graph_.Parameters()) {
+      const Tensor& tensor = graph_.tensor(t);
+      if (!tensor.requires_grad) continue;
+      const auto users = graph_.Consumers(t);
+      if (users.empty() || graph_.op(users.front()).pipeline_stage != stage.stage) continue;
+      const Operator& first = graph_.op(users.front());
+      const int input = static_cast<int>(std::find(first.inputs.begin(), first.inputs.end(), t) - first.inputs.begin());
+      params.push_back({t, users.front(), users.front(), input});
+    }
+    // Fusion order: parameter order in data_parallel (DistributedGradReducer's
+    // index), backward execution order (last user first) otherwise.
+    if (!data_parallel)
+      std::stable_sort(params.begin(), params.end(),
+                       [](const ParamInfo& a, const ParamInfo& b) { return a.first_user > b.first_user; });
+    // MindSpore fuses gradients with the same group, reduction and fusion id.
+    using Key = std::tuple<int, bool, int64_t>;  // group, optimizer-sharded, fusion id
+    std::map<Key, std::vector<ParamInfo>> by_key;
+    std::vector<Key> key_order;
+    double optimizer_elements = 0;
+    for (const ParamInfo& info : params) {
+      const Tensor& tensor = graph_.tensor(info.tensor);
+      const OpLayout& layout = layouts_[info.first_user];
+      const auto slice = static_cast<double>(ElementCount(layout.inputs[info.input].SliceShape()));
+      const auto mirror = std::find_if(layout.mirror_comm.begin(), layout.mirror_comm.end(),
+                                       [&](const OpComm& c) { return c.input == info.input; });
+      const int64_t shards = OptimizerShards(info, mirror == layout.mirror_comm.end() ? 1 : mirror->group_size);
+      optimizer_elements += slice / static_cast<double>(shards);
+      if (mirror == layout.mirror_comm.end()) continue;  // fully sharded: no gradient aggregation
+      if (hybrid && tensor.layerwise_parallel) continue;
+      const Key key{Group(stage, layout.device_matrix, mirror->device_dims), shards > 1, tensor.comm_fusion};
+      if (!by_key.count(key)) key_order.push_back(key);
+      by_key[key].push_back(info);
+    }
+    for (const Key& key : key_order) {
+      const auto& [group, sharded, fusion_id] = key;
+      const auto& list = by_key[key];
+      std::vector<double> bytes, weight_bytes;
+      for (const ParamInfo& info : list) {
+        const Tensor& tensor = graph_.tensor(info.tensor);
+        const auto slice = static_cast<double>(ElementCount(layouts_[info.first_user].inputs[info.input].SliceShape()));
+        const double dtype = static_cast<double>(DTypeBytes(tensor.dtype));
+        bytes.push_back(slice * (p_.gradient_fp32_sync ? 4.0 : dtype));
+        weight_bytes.push_back(slice * dtype / static_cast<double>(stage.groups[group].size));
+      }
+      std::vector<std::pair<size_t, size_t>> ranges;
+      if (fusion_id == 0) {  // fusion id 0: never fused
+        for (size_t i = 0; i < list.size(); ++i) ranges.emplace_back(i, i + 1);
+      } else {
+        ranges = SplitIntoBuckets(bytes, p_.comm_fusion, data_parallel, p_.enable_parallel_optimizer);
+      }
+      for (auto [begin, end] : ranges) {
+        GradientBucket bucket;
+        bucket.group = group;
+        bucket.collective = sharded ? shardlab::Collective::kReduceScatter : shardlab::Collective::kAllReduce;
+        double gathered = 0;
+        for (size_t i = begin; i < end; ++i) {
+          bucket.parameters.push_back(list[i].tensor);
+          bucket.bytes += bytes[i];
+          gathered += weight_bytes[i];
+          // A gradient is complete after the backward of its first user, which runs last.
+          bucket.ready_after = std::max(bucket.ready_after, backward_task_of_op_.at(list[i].first_user));
+        }
+        const GroupPlacement& placement = stage.groups[group].placement;
+        bucket.algorithm =
+            ChooseAlgorithm(bucket.collective, bucket.bytes, placement, run_.cluster, run_.simulation.collective_algorithms);
+        bucket.seconds = CollectiveSeconds(bucket.collective, bucket.algorithm, bucket.bytes, placement, run_.cluster);
+        stage.buckets.push_back(bucket);
+        // The parallel optimizer gathers the updated weight shards before the next first forward.
+        if (sharded)
+          stage.step_start.push_back(Collective(stage, fmt::format("optimizer_shard/allgather.{}", stage.buckets.size() - 1),
+                                                -1, shardlab::Collective::kAllGather, group, gathered));
+      }
+    }
+    // Adam-style update: about 10 FLOPs and 16-28 bytes per owned element.
+    const double state = OptimizerBytesPerElement(run_.simulation.optimizer, DType::kFloat16);
+    stage.optimizer.push_back(Compute("optimizer/update", -1, 10 * optimizer_elements,
+                                      optimizer_elements * (2 * state + 12), DType::kFloat32, false));
+  }
+
+  // How many ways the parallel optimizer shards a parameter (1: not at all).
+  int64_t OptimizerShards(const ParamInfo& info, int64_t replicas) const {
+    if (!p_.enable_parallel_optimizer || replicas <= 1) return 1;
+    const Tensor& tensor = graph_.tensor(info.tensor);
+    if (!tensor.parallel_optimizer) return 1;
+    if (static_cast<double>(tensor.bytes()) / 1024.0 < static_cast<double>(p_.parallel_optimizer_config.parallel_optimizer_threshold))
+      return 1;
+    int64_t shards = replicas;
+    const int64_t limit = p_.parallel_optimizer_config.optimizer_weight_shard_size;
+    if (limit > 1) shards = std::min(shards, limit);
+    const Shape slice = layouts_[info.first_user].inputs[info.input].SliceShape();
+    if (slice.empty() || slice[0] % shards != 0) return 1;
+    return shards;
+  }
+
+  // Activations crossing a stage boundary travel to the next stage (and their gradients back).
+  void Sends(Plan& plan) {
+    for (size_t i = 0; i < graph_.tensors().size(); ++i) {
+      const Tensor& t = graph_.tensor(static_cast<int>(i));
+      if (t.producer < 0) continue;
+      int64_t last_stage = graph_.op(t.producer).pipeline_stage;
+      for (int user : graph_.Consumers(static_cast<int>(i)))
+        last_stage = std::max(last_stage, graph_.op(user).pipeline_stage);
+      const Operator& producer = graph_.op(t.producer);
+      const size_t out = std::find(producer.outputs.begin(), producer.outputs.end(), static_cast<int>(i)) - producer.outputs.begin();
+      const double bytes = SliceBytes(layouts_[t.producer].outputs[out], t.dtype);
+      for (int64_t s = producer.pipeline_stage; s < last_stage; ++s) {
+        plan.stages[s].send_forward_bytes += bytes;
+        plan.stages[s + 1].send_backward_bytes += bytes;
+      }
+    }
+    for (auto& stage : plan.stages) {
+      if (stage.stage + 1 >= static_cast<int64_t>(plan.stages.size())) continue;
+      const GroupPlacement pair = PlaceGroup({stage.first_rank, stage.first_rank + stage.devices}, run_.cluster);
+      stage.send_seconds = CollectiveSeconds(shardlab::Collective::kSendRecv, CollectiveAlgorithm::kDirect,
+                                             stage.send_forward_bytes, pair, run_.cluster);
+    }
+  }
+
+  void Memory(const Plan& plan, StageProgram& stage) {
+    MemoryBreakdown& m = stage.memory;
+    for (int t : graph_.Parameters()) {
+      const auto users = graph_.Consumers(t);
+      if (users.empty() || graph_.op(users.front()).pipeline_stage != stage.stage) continue;
+      const Tensor& tensor = graph_.tensor(t);
+      const Operator& first = graph_.op(users.front());
+      const int input = static_cast<int>(std::find(first.inputs.begin(), first.inputs.end(), t) - first.inputs.begin());
+      const OpLayout& layout = layouts_[users.front()];
+      const auto slice = static_cast<double>(ElementCount(layout.inputs[input].SliceShape()));
+      const auto mirror = std::find_if(layout.mirror_comm.begin(), layout.mirror_comm.end(),
+                                       [&](const OpComm& c) { return c.input == input; });
+      const int64_t shards = OptimizerShards({t, users.front(), users.front(), input},
+                                             mirror == layout.mirror_comm.end() ? 1 : mirror->group_size);
+      const double owned = slice / static_cast<double>(shards);
+      const double dtype = static_cast<double>(DTypeBytes(tensor.dtype));
+      // A sharded weight is gathered back to its operator slice for compute,
+      // so the working copy is the whole slice; the saving is in the optimizer.
+      m.parameters += slice * dtype;
+      if (!plan.training || !tensor.requires_grad) continue;
+      // Accumulated gradients are fp32 across micro-batches; sharded with the optimizer when asked.
+      const bool accumulate = p_.micro_batch_num > 1;
+      const double grad_elements =
+          accumulate && p_.parallel_optimizer_config.gradient_accumulation_shard ? owned : slice;
+      m.gradients += grad_elements * (accumulate ? 4.0 : dtype);
+      m.optimizer_states += owned * OptimizerBytesPerElement(run_.simulation.optimizer, tensor.dtype);
+    }
+    // Activations kept for backward: every forward output except views
+    // (Reshape, Flatten); a recompute segment keeps only its last output (the
+    // next segment's input) and is rematerialised one segment at a time.
+    double kept = 0, segment = 0, largest_segment = 0, largest_output = 0;
+    for (size_t i = 0; i < graph_.operators().size(); ++i) {
+      const Operator& op = graph_.op(static_cast<int>(i));
+      if (op.pipeline_stage != stage.stage || op.type == "Reshape" || op.type == "Flatten") continue;
+      double out_bytes = 0;
+      for (size_t o = 0; o < op.outputs.size(); ++o)
+        out_bytes += SliceBytes(layouts_[i].outputs[o], graph_.tensor(op.outputs[o]).dtype);
+      largest_output = std::max(largest_output, out_bytes);
+      if (!op.recompute || !plan.training) {
+        kept += out_bytes;
+        continue;
+      }
+      segment += out_bytes;
+      largest_segment = std::max(largest_segment, segment);
+      const bool last_of_segment = i + 1 == graph_.operators().size() || !SameSegment(static_cast<int>(i), static_cast<int>(i) + 1);
+      if (last_of_segment) {
+        kept += out_bytes;
+        segment = 0;
+      }
+    }
+    if (plan.training) {
+      m.activations_per_micro_batch = kept;
+      const int64_t depth = static_cast<int64_t>(plan.stages.size()) - stage.stage;
+      m.micro_batches_in_flight = plan.schedule == "gpipe" ? plan.micro_batches : std::min(plan.micro_batches, depth);
+      m.activations = kept * static_cast<double>(m.micro_batches_in_flight) + largest_segment;
+    } else {
+      m.activations_per_micro_batch = 2 * largest_output;  // inference frees what it has consumed
+      m.activations = m.activations_per_micro_batch;
+    }
+    for (const auto& b : stage.buckets) m.communication_buffers = std::max(m.communication_buffers, b.bytes);
+    m.peak = m.parameters + m.gradients + m.optimizer_states + m.activations + m.communication_buffers;
+    const std::pair<double, const char*> parts[] = {{m.parameters, "parameters"},
+                                                    {m.gradients, "gradients"},
+                                                    {m.optimizer_states, "optimizer states"},
+                                                    {m.activations, "activations"},
+                                                    {m.communication_buffers, "communication buffers"}};
+    const auto* dominant = std::max_element(std::begin(parts), std::end(parts));
+    m.dominant = dominant->second;
+    m.dominant_bytes = dominant->first;
+  }
+
+  const RunSpec& run_;
+  const Graph& graph_;
+  const std::vector<OpLayout>& layouts_;
+  const ParallelConfig& p_;
+  std::map<int, int> backward_task_of_op_;
+};
+
+}  // namespace
+
+std::vector<std::pair<size_t, size_t>> SplitIntoBuckets(const std::vector<double>& bytes, const CommFusion& fusion,
+                                                        bool data_parallel, bool parallel_optimizer) {
+  const size_t n = bytes.size();
+  std::vector<std::pair<size_t, size_t>> ranges;
+  if (n == 0) return ranges;
+  if (!fusion.openstate) {
+    for (size_t i = 0; i < n; ++i) ranges.emplace_back(i, i + 1);
+    return ranges;
+  }
+  const FusionSetting& f = fusion.allreduce;
+  switch (f.mode) {
+    case FusionSetting::Mode::kDefault: ranges.emplace_back(0, n); return ranges;
+    case FusionSetting::Mode::kIndex: {
+      // Inclusive end indices; indices past the last gradient are skipped
+      // (MindSpore warns); ignored altogether with the parallel optimizer.
+      size_t begin = 0;
+      if (!parallel_optimizer)
+        for (int64_t index : f.indices) {
+          if (index < 0 || static_cast<size_t>(index) >= n - 1) continue;
+          ranges.emplace_back(begin, static_cast<size_t>(index) + 1);
+          begin = static_cast<size_t>(index) + 1;
+        }
+      ranges.emplace_back(begin, n);
+      return ranges;
+    }
+    case FusionSetting::Mode::kAuto:
+    case FusionSetting::Mode::kSize: break;
+  }
+  if (data_parallel) {
+    // The backend splitter: a new bucket when the next gradient would pass
+    // the threshold, with MindSpore's MB x 262144 bytes.
+    const double threshold = static_cast<double>(f.size_mb) * 262144.0;
+    size_t begin = 0;
+    double current = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (i > begin && current + bytes[i] > threshold) {
+        ranges.emplace_back(begin, i);
+        begin = i;
+        current = 0;
+      }
+      current += bytes[i];
+    }
+    ranges.emplace_back(begin, n);
+    return ranges;
+  }
+  // The frontend's fusion ids (semi/auto parallel): a remaining budget that
+  // a gradient either fits in, or resets to the full threshold with a new id
+  // (without being charged to it: MindSpore's quirk). MB x 2^20 / 4 elements
+  // of 4 bytes is MB x 2^20 bytes.
+  const double threshold = static_cast<double>(f.size_mb) * 1048576.0;
+  double budget = threshold;
+  int id = 1;
+  std::vector<int> ids(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (bytes[i] < budget) {
+      budget -= bytes[i];
+    } else {
+      budget = threshold;
+      ++id;
+    }
+    ids[i] = i == 0 ? 1 : id;
+  }
+  size_t begin = 0;
+  for (size_t i = 1; i <= n; ++i)
+    if (i == n || ids[i] != ids[i - 1]) {
+      ranges.emplace_back(begin, i);
+      begin = i;
+    }
+  return ranges;
+}
+
+Plan LowerToPlan(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts) {
+  return Lowering(run, graph, layouts).Run();
+}
+
+}  // namespace shardlab

@@ -1,0 +1,27 @@
+// Lowering a sharded graph to a Plan: forward tasks in graph order with the
+// redistributions and forward communication they need, backward tasks in
+// reverse with recompute and the partial-gradient AllReduces, gradients fused
+// into buckets exactly as MindSpore fuses them (all_reduce_fusion_config
+// indices, comm_fusion size and auto modes, per-parameter fusion ids, one
+// bucket by default), the parallel optimizer's gathers and scatters, pipeline
+// sends, and the memory of every stage.
+#pragma once
+
+#include <vector>
+
+#include "core/config/run_config.h"
+#include "core/ops/op_layout.h"
+#include "core/plan/plan.h"
+
+namespace shardlab {
+
+// `layouts` holds one OpLayout per operator (InferGraphLayouts, or a search).
+Plan LowerToPlan(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts);
+
+// The gradients of one communication group in MindSpore's fusion order, split
+// into buckets by the fusion settings. `bytes` are the gradients' sizes in
+// that order. Returns the buckets as [begin, end) ranges.
+std::vector<std::pair<size_t, size_t>> SplitIntoBuckets(const std::vector<double>& bytes, const CommFusion& fusion,
+                                                        bool data_parallel, bool parallel_optimizer);
+
+}  // namespace shardlab

@@ -1,0 +1,56 @@
+#include "core/plan/pipeline_schedule.h"
+
+#include <algorithm>
+
+namespace shardlab {
+namespace {
+
+// Micro-batches in groups of `stages`; within a group every chunk in turn
+// (forwards ascending, backwards descending), as Megatron interleaves.
+std::vector<ScheduleItem> ChunkOrder(bool forward, int64_t stages, int64_t micro_batches, int64_t chunks) {
+  std::vector<ScheduleItem> order;
+  for (int64_t group = 0; group < micro_batches; group += stages) {
+    const int64_t end = std::min(micro_batches, group + stages);
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t chunk = forward ? c : chunks - 1 - c;
+      for (int64_t m = group; m < end; ++m) order.push_back({forward, m, chunk});
+    }
+  }
+  return order;
+}
+
+}  // namespace
+
+std::vector<ScheduleItem> StageSchedule(const std::string& schedule, int64_t stage, int64_t stages,
+                                        int64_t micro_batches, int64_t chunks) {
+  const auto forwards = ChunkOrder(true, stages, micro_batches, chunks);
+  const auto backwards = ChunkOrder(false, stages, micro_batches, chunks);
+  std::vector<ScheduleItem> order;
+  if (schedule == "gpipe") {
+    order = forwards;
+    order.insert(order.end(), backwards.begin(), backwards.end());
+    return order;
+  }
+  const int64_t total = static_cast<int64_t>(forwards.size());
+  // MindSpore's 1F1B: S - s warm-up forwards, then backward-forward pairs.
+  // Interleaved (Megatron): (S - s - 1) * 2 + (v - 1) * S warm-up forwards,
+  // then forward-backward pairs.
+  const bool interleaved = chunks > 1;
+  int64_t warmup = interleaved ? (stages - stage - 1) * 2 + (chunks - 1) * stages : stages - stage;
+  warmup = std::min(std::max<int64_t>(warmup, interleaved ? 0 : 1), total);
+  size_t f = 0, b = 0;
+  for (; static_cast<int64_t>(f) < warmup; ++f) order.push_back(forwards[f]);
+  while (f < forwards.size()) {
+    if (interleaved) {
+      order.push_back(forwards[f++]);
+      order.push_back(backwards[b++]);
+    } else {
+      order.push_back(backwards[b++]);
+      order.push_back(forwards[f++]);
+    }
+  }
+  while (b < backwards.size()) order.push_back(backwards[b++]);
+  return order;
+}
+
+}  // namespace shardlab

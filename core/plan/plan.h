@@ -1,0 +1,105 @@
+// The per-device programs of one training (or inference) step, shared by
+// every device of a pipeline stage: the forward and backward tasks of one
+// micro-batch, the fused gradient buckets, the parallel-optimizer gathers,
+// the optimizer update, the pipeline sends and the memory a device needs.
+// Both engines (analytical and SimGrid) execute a Plan; a rank's program is
+// its stage's, its communication groups follow from its position.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/cost/collective_cost.h"
+#include "core/graph/graph.h"
+
+namespace shardlab {
+
+// A partition of a stage's ranks into equal groups: the ranks that differ
+// only along `dims` of `device_matrix` (laid over the stage's devices).
+struct CommGroupSpec {
+  Shape device_matrix;
+  std::vector<int> dims;
+  int64_t size = 1;
+  GroupPlacement placement;  // of the group that holds the stage's first rank
+
+  bool operator==(const CommGroupSpec& o) const { return device_matrix == o.device_matrix && dims == o.dims; }
+};
+
+struct Task {
+  enum class Kind { kCompute, kCollective };
+  Kind kind = Kind::kCompute;
+  std::string name;
+  int op = -1;          // graph operator, -1 for the optimizer
+  bool recompute = false;
+  // Compute.
+  double flops = 0;
+  double bytes = 0;
+  bool on_host = false;
+  // Collective.
+  Collective collective = Collective::kAllReduce;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  int group = -1;  // index into StageProgram::groups
+  double comm_bytes = 0;
+  // Closed-form duration on the cluster (compute roofline or collective alpha-beta).
+  double seconds = 0;
+};
+
+struct GradientBucket {
+  std::vector<int> parameters;  // graph tensor indices, in fusion order
+  double bytes = 0;             // on the wire, per device
+  int group = -1;
+  Collective collective = Collective::kAllReduce;  // ReduceScatter for optimizer-sharded weights
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  int ready_after = -1;  // backward task after which its last gradient exists
+  double seconds = 0;
+};
+
+struct MemoryBreakdown {
+  double parameters = 0;
+  double gradients = 0;
+  double optimizer_states = 0;
+  double activations_per_micro_batch = 0;
+  int64_t micro_batches_in_flight = 1;
+  double activations = 0;
+  double communication_buffers = 0;
+  double peak = 0;
+  std::string dominant;  // the largest part
+  double dominant_bytes = 0;
+};
+
+struct StageProgram {
+  int64_t stage = 0;
+  int64_t first_rank = 0;
+  int64_t devices = 1;
+  std::vector<CommGroupSpec> groups;
+  std::vector<Task> forward;   // one micro-batch
+  std::vector<Task> backward;  // one micro-batch; recomputed forwards come before their backward
+  std::vector<GradientBucket> buckets;
+  std::vector<Task> step_start;  // parallel optimizer: weights gathered before the first forward
+  std::vector<Task> optimizer;
+  double send_forward_bytes = 0;   // activations to the next stage per micro-batch, per device
+  double send_backward_bytes = 0;  // their gradients back
+  double send_seconds = 0;         // one such transfer
+  MemoryBreakdown memory;
+};
+
+struct Plan {
+  bool training = true;
+  std::string schedule = "1f1b";
+  int64_t micro_batches = 1;
+  int64_t chunks = 1;
+  int64_t devices = 1;
+  int64_t devices_per_stage = 1;
+  double device_memory = 0;
+  double peak_flops = 0;         // per device, for the model's dtype
+  double model_flops = 0;        // useful FLOPs of one step (no recompute), for MFU
+  int64_t samples_per_step = 0;
+  int64_t tokens_per_step = 0;   // 0 when the model has no sequence
+  std::vector<StageProgram> stages;
+};
+
+nlohmann::json ToJson(const MemoryBreakdown& m);
+
+}  // namespace shardlab

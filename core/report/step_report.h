@@ -1,0 +1,16 @@
+// The console summary of a simulated step: time and throughput, MFU, where the
+// time goes (compute, exposed communication, bubbles), memory per stage
+// against capacity, and the slowest stage and why.
+#pragma once
+
+#include <string>
+
+#include "core/config/run_config.h"
+#include "core/plan/plan.h"
+#include "core/report/step_result.h"
+
+namespace shardlab {
+
+std::string FormatStepReport(const RunSpec& run, const Plan& plan, const StepResult& result);
+
+}  // namespace shardlab

@@ -1,0 +1,105 @@
+#include "core/report/step_result.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/config/units.h"
+
+namespace shardlab {
+
+void Finalize(const Plan& plan, StepResult& r) {
+  r.step_seconds = 0;
+  for (const auto& s : r.stages) {
+    if (s.end_seconds > r.step_seconds) {
+      r.step_seconds = s.end_seconds;
+      r.slowest_stage = s.stage;
+    }
+  }
+  const StageResult& slow = r.stages[r.slowest_stage];
+  r.compute_seconds = slow.compute_seconds;
+  r.communication_seconds = slow.communication_seconds;
+  r.exposed_communication_seconds = slow.exposed_communication_seconds;
+  r.bubble_seconds = slow.bubble_seconds;
+  r.bubble_fraction = r.step_seconds > 0 ? slow.bubble_seconds / r.step_seconds : 0;
+  if (r.step_seconds > 0) {
+    r.samples_per_second = static_cast<double>(plan.samples_per_step) / r.step_seconds;
+    r.tokens_per_second = static_cast<double>(plan.tokens_per_step) / r.step_seconds;
+    const double per_device = plan.model_flops / r.step_seconds / static_cast<double>(plan.devices);
+    r.tflops_per_device = per_device / 1e12;
+    r.mfu = plan.peak_flops > 0 ? per_device / plan.peak_flops : 0;
+  }
+  const std::pair<double, const char*> parts[] = {{slow.compute_seconds, "compute"},
+                                                  {slow.exposed_communication_seconds, "exposed communication"},
+                                                  {slow.bubble_seconds, "pipeline bubbles"}};
+  const auto* biggest = std::max_element(std::begin(parts), std::end(parts));
+  r.slowest_reason = fmt::format("{} takes {:.1f}% of its step", biggest->second,
+                                 r.step_seconds > 0 ? 100 * biggest->first / r.step_seconds : 0.0);
+  r.out_of_memory = false;
+  for (auto& s : r.stages) {
+    s.out_of_memory = s.memory.peak > plan.device_memory;
+    if (s.out_of_memory && !r.out_of_memory) {
+      r.out_of_memory = true;
+      r.memory_message = fmt::format("stage {} needs {} per device but devices have {}; {} dominate ({})", s.stage,
+                                     FormatQuantity(s.memory.peak, Quantity::kBytes),
+                                     FormatQuantity(plan.device_memory, Quantity::kBytes), s.memory.dominant,
+                                     FormatQuantity(s.memory.dominant_bytes, Quantity::kBytes));
+    }
+  }
+}
+
+nlohmann::json ToJson(const StepResult& r) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& s : r.stages)
+    stages.push_back({{"stage", s.stage},
+                      {"forward_seconds_per_micro_batch", s.forward_seconds},
+                      {"backward_seconds_per_micro_batch", s.backward_seconds},
+                      {"compute_seconds", s.compute_seconds},
+                      {"communication_seconds", s.communication_seconds},
+                      {"exposed_communication_seconds", s.exposed_communication_seconds},
+                      {"bubble_seconds", s.bubble_seconds},
+                      {"end_seconds", s.end_seconds},
+                      {"memory", ToJson(s.memory)},
+                      {"out_of_memory", s.out_of_memory}});
+  return {{"engine", r.engine},
+          {"step_seconds", r.step_seconds},
+          {"samples_per_second", r.samples_per_second},
+          {"tokens_per_second", r.tokens_per_second},
+          {"tflops_per_device", r.tflops_per_device},
+          {"mfu", r.mfu},
+          {"compute_seconds", r.compute_seconds},
+          {"communication_seconds", r.communication_seconds},
+          {"exposed_communication_seconds", r.exposed_communication_seconds},
+          {"bubble_seconds", r.bubble_seconds},
+          {"bubble_fraction", r.bubble_fraction},
+          {"slowest_stage", r.slowest_stage},
+          {"slowest_reason", r.slowest_reason},
+          {"out_of_memory", r.out_of_memory},
+          {"memory_message", r.memory_message},
+          {"stages", stages}};
+}
+
+nlohmann::json ChromeTrace(const StepResult& r) {
+  nlohmann::json events = nlohmann::json::array();
+  const char* lanes[] = {"compute", "communication", "pipeline"};
+  for (const auto& s : r.stages) {
+    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", s.stage},
+                      {"args", {{"name", fmt::format("stage {}", s.stage)}}}});
+    events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", s.stage}, {"args", {{"sort_index", s.stage}}}});
+    for (int lane = 0; lane < 3; ++lane)
+      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", s.stage}, {"tid", lane},
+                        {"args", {{"name", lanes[lane]}}}});
+  }
+  for (const auto& e : r.events) {
+    const int tid = static_cast<int>(std::find(std::begin(lanes), std::end(lanes), e.lane) - std::begin(lanes));
+    nlohmann::json args = {{"category", e.category}};
+    if (e.micro_batch >= 0) args["micro_batch"] = e.micro_batch;
+    if (e.chunk > 0) args["chunk"] = e.chunk;
+    events.push_back({{"ph", "X"}, {"name", e.name}, {"cat", e.category}, {"pid", e.stage}, {"tid", tid},
+                      {"ts", e.start * 1e6}, {"dur", e.duration * 1e6}, {"args", args}});
+  }
+  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+}
+
+}  // namespace shardlab

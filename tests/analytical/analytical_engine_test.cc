@@ -1,0 +1,85 @@
+#include "core/analytical/analytical_engine.h"
+
+#include <catch2/catch.hpp>
+
+namespace shardlab {
+namespace {
+
+// S stages whose micro-batch takes `f` forward and `b` backward seconds, no communication.
+Plan Uniform(int64_t stages, int64_t micro_batches, const std::string& schedule, int64_t chunks, double f, double b) {
+  Plan plan;
+  plan.schedule = schedule;
+  plan.micro_batches = micro_batches;
+  plan.chunks = chunks;
+  plan.devices = stages;
+  plan.devices_per_stage = 1;
+  plan.device_memory = 1e12;
+  plan.peak_flops = 1e12;
+  plan.samples_per_step = micro_batches;
+  for (int64_t s = 0; s < stages; ++s) {
+    StageProgram stage;
+    stage.stage = s;
+    Task forward, backward;
+    forward.seconds = f;
+    backward.seconds = b;
+    stage.forward.push_back(forward);
+    stage.backward.push_back(backward);
+    plan.stages.push_back(stage);
+  }
+  return plan;
+}
+
+TEST_CASE("GPipe and 1F1B take (M + S - 1)(F + B) with a (S-1)/(M+S-1) bubble") {
+  for (const char* schedule : {"gpipe", "1f1b"}) {
+    INFO(schedule);
+    const StepResult r = RunAnalytical(Uniform(4, 8, schedule, 1, 1.0, 2.0));
+    CHECK(r.step_seconds == Approx((8 + 4 - 1) * 3.0));
+    CHECK(r.bubble_fraction == Approx(3.0 / 11.0));
+    CHECK(r.stages[0].bubble_seconds == Approx(3 * 3.0));
+  }
+}
+
+TEST_CASE("interleaving over v chunks divides the bubble by v") {
+  const StepResult r = RunAnalytical(Uniform(4, 8, "interleaved", 2, 1.0, 2.0));
+  CHECK(r.step_seconds == Approx(8 * 3.0 + 3 * 3.0 / 2));
+}
+
+TEST_CASE("gradient buckets overlap the rest of the backward pass") {
+  Plan plan = Uniform(1, 1, "1f1b", 1, 1.0, 0.0);
+  StageProgram& stage = plan.stages[0];
+  stage.backward.clear();
+  for (int i = 0; i < 4; ++i) {
+    Task t;
+    t.seconds = 1.0;
+    stage.backward.push_back(t);
+  }
+  GradientBucket early;
+  early.ready_after = 0;
+  early.seconds = 0.5;
+  stage.buckets = {early};
+  StepResult r = RunAnalytical(plan);
+  CHECK(r.step_seconds == Approx(5.0));
+  CHECK(r.exposed_communication_seconds == Approx(0.0));
+  GradientBucket last;
+  last.ready_after = 3;
+  last.seconds = 0.5;
+  stage.buckets = {early, last};
+  r = RunAnalytical(plan);
+  CHECK(r.step_seconds == Approx(5.5));
+  CHECK(r.exposed_communication_seconds == Approx(0.5));
+  CHECK(r.communication_seconds == Approx(1.0));
+}
+
+TEST_CASE("throughput and MFU follow from the step time") {
+  Plan plan = Uniform(1, 2, "1f1b", 1, 1.0, 1.0);
+  plan.model_flops = 4e12;
+  plan.tokens_per_step = 200;
+  const StepResult r = RunAnalytical(plan);
+  CHECK(r.step_seconds == Approx(4.0));
+  CHECK(r.samples_per_second == Approx(0.5));
+  CHECK(r.tokens_per_second == Approx(50));
+  CHECK(r.mfu == Approx(1.0));
+}
+
+}  // namespace
+}  // namespace shardlab

@@ -1,0 +1,65 @@
+#include "core/cost/collective_cost.h"
+
+#include <catch2/catch.hpp>
+
+#include "core/util/json_reader.h"
+#include "tests/test_util.h"
+
+namespace shardlab {
+namespace {
+
+ClusterSpec Cluster(const std::string& name) {
+  const std::string path = testing::SourcePath("configs/clusters/" + name + ".json");
+  const nlohmann::json doc = ReadJsonFile(path);
+  return ReadClusterSpec(JsonNode(doc, path));
+}
+
+TEST_CASE("a ring AllReduce is 2(n-1)/n S/B + 2(n-1) alpha") {
+  const ClusterSpec gpu = Cluster("dgx-a100-hdr");
+  const GroupPlacement server = PlaceStridedGroup(0, 8, 1, gpu);
+  CHECK(server.servers == 1);
+  const double s = 1 << 30;
+  const double expected = 2.0 * 7 / 8 * s / 300e9 + 2 * 7 * 2e-6;
+  CHECK(CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kRing, s, server, gpu) == Approx(expected));
+}
+
+TEST_CASE("placement finds servers, HCCS groups and leaf switches") {
+  const ClusterSpec ascend = Cluster("ascend910-atlas900");
+  CHECK(PlaceStridedGroup(0, 4, 1, ascend).one_hccs_group);
+  CHECK_FALSE(PlaceStridedGroup(0, 8, 1, ascend).one_hccs_group);
+  const GroupPlacement rail = PlaceStridedGroup(0, 32, 8, ascend);  // one device per server
+  CHECK(rail.servers == 32);
+  CHECK(rail.per_server == 1);
+  // A group spanning both HCCS groups runs at the slower of HCCS and the cross-group path.
+  CHECK(IntraServerLink(PlaceStridedGroup(0, 8, 1, ascend), ascend).bandwidth == Approx(30e9));
+}
+
+TEST_CASE("HCCL picks halving-doubling across a power-of-two number of servers, hierarchically inside") {
+  const ClusterSpec ascend = Cluster("ascend910-atlas900");
+  CHECK(ChooseAlgorithm(Collective::kAllReduce, 1e8, PlaceStridedGroup(0, 32, 8, ascend), ascend) ==
+        CollectiveAlgorithm::kHalvingDoubling);
+  CHECK(ChooseAlgorithm(Collective::kAllReduce, 1e8, PlaceStridedGroup(0, 24, 8, ascend), ascend) ==
+        CollectiveAlgorithm::kRing);
+  CHECK(ChooseAlgorithm(Collective::kAllReduce, 1e8, PlaceStridedGroup(0, 64, 1, ascend), ascend) ==
+        CollectiveAlgorithm::kHierarchical);
+  CHECK(ChooseAlgorithm(Collective::kAllReduce, 1e8, PlaceStridedGroup(0, 64, 1, ascend), ascend,
+                        {{"allreduce", "ring"}}) == CollectiveAlgorithm::kRing);
+}
+
+TEST_CASE("NCCL picks the tree for small messages across nodes and the ring for large ones") {
+  const ClusterSpec gpu = Cluster("dgx-h100-ndr");
+  const GroupPlacement nodes = PlaceStridedGroup(0, 256, 8, gpu);
+  CHECK(ChooseAlgorithm(Collective::kAllReduce, 1e4, nodes, gpu) == CollectiveAlgorithm::kDoubleBinaryTree);
+  CHECK(ChooseAlgorithm(Collective::kAllReduce, 1e4, PlaceStridedGroup(0, 8, 1, gpu), gpu) == CollectiveAlgorithm::kRing);
+}
+
+TEST_CASE("hierarchical AllReduce beats a flat ring across servers") {
+  const ClusterSpec ascend = Cluster("ascend910-atlas900");
+  const GroupPlacement all = PlaceStridedGroup(0, 4096, 1, ascend);
+  const double flat = CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kRing, 1 << 30, all, ascend);
+  const double hier = CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kHierarchical, 1 << 30, all, ascend);
+  CHECK(hier < flat);
+}
+
+}  // namespace
+}  // namespace shardlab

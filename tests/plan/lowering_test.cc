@@ -1,0 +1,113 @@
+#include "core/plan/lowering.h"
+
+#include <catch2/catch.hpp>
+
+#include "core/analytical/analytical_engine.h"
+#include "core/ops/graph_layouts.h"
+#include "tests/test_util.h"
+
+namespace shardlab {
+namespace {
+
+using Ranges = std::vector<std::pair<size_t, size_t>>;
+
+CommFusion Fusion(FusionSetting::Mode mode, int64_t size_mb = 64, std::vector<int64_t> indices = {}) {
+  CommFusion f;
+  f.allreduce.mode = mode;
+  f.allreduce.size_mb = size_mb;
+  f.allreduce.indices = std::move(indices);
+  return f;
+}
+
+TEST_CASE("fusion index mode uses inclusive end indices (N=10, [3,7])") {
+  const std::vector<double> bytes(10, 4.0);
+  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kIndex, 64, {3, 7}), true, false) ==
+        Ranges{{0, 4}, {4, 8}, {8, 10}});
+  // Indices past the last gradient are skipped, as newer MindSpore warns and skips them.
+  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kIndex, 64, {3, 12}), true, false) == Ranges{{0, 4}, {4, 10}});
+  // The parallel optimizer ignores split indices.
+  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kIndex, 64, {3, 7}), false, true) == Ranges{{0, 10}});
+}
+
+TEST_CASE("by default everything is one bucket; openstate false fuses nothing") {
+  const std::vector<double> bytes(5, 1e6);
+  CHECK(SplitIntoBuckets(bytes, CommFusion{}, true, false) == Ranges{{0, 5}});
+  CommFusion off;
+  off.openstate = false;
+  CHECK(SplitIntoBuckets(bytes, off, true, false).size() == 5);
+}
+
+TEST_CASE("size mode follows MindSpore's two thresholds") {
+  // data_parallel: MB x 262144 bytes; 1 MB -> 262144 bytes, gradients of 100000 bytes: two per bucket.
+  const std::vector<double> bytes(5, 100000.0);
+  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kSize, 1), true, false) == Ranges{{0, 2}, {2, 4}, {4, 5}});
+  // semi/auto: a budget of MB x 2^20 bytes; the gradient that overflows opens a new id without being charged.
+  const std::vector<double> big = {600000, 600000, 600000, 600000};
+  CHECK(SplitIntoBuckets(big, Fusion(FusionSetting::Mode::kSize, 1), false, false) == Ranges{{0, 1}, {1, 3}, {3, 4}});
+  // auto = 64 MB puts a small model into one bucket.
+  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kAuto, 64), false, false) == Ranges{{0, 5}});
+}
+
+Plan PlanFor(const RunSpec& run) {
+  const Graph graph = BuildRunGraph(run);
+  return LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
+}
+
+RunSpec Shipped(const std::string& name) {
+  return LoadRunFile(testing::SourcePath("configs/runs/" + name + ".json"));
+}
+
+TEST_CASE("data-parallel ResNet-50: one gradient bucket by default, three with two split indices") {
+  RunSpec run = Shipped("resnet50-ascend-8");
+  Plan plan = PlanFor(run);
+  REQUIRE(plan.stages.size() == 1);
+  REQUIRE(plan.stages[0].buckets.size() == 1);
+  const GradientBucket& all = plan.stages[0].buckets[0];
+  CHECK(all.parameters.size() == 161);  // trainable tensors: 53 conv + 106 BN + 2 FC
+  CHECK(all.bytes == Approx(25557032.0 * 4));  // gradient_fp32_sync
+  CHECK(all.ready_after + 1 == static_cast<int>(plan.stages[0].backward.size()));
+  run.parallel.comm_fusion.allreduce = {FusionSetting::Mode::kIndex, 64, {50, 120}};
+  plan = PlanFor(run);
+  REQUIRE(plan.stages[0].buckets.size() == 3);
+  CHECK(plan.stages[0].buckets[0].parameters.size() == 51);
+  // Parameter order: the last bucket holds the last layers, whose gradients are ready first.
+  CHECK(plan.stages[0].buckets[2].ready_after < plan.stages[0].buckets[0].ready_after);
+}
+
+TEST_CASE("tensor-parallel GPT layers communicate forward and backward, recompute reruns them") {
+  RunSpec run = Shipped("pangu-alpha-13b-ascend-512");
+  run.model.params.Set("layers", int64_t{4});
+  run.parallel.recompute = true;
+  const Plan plan = PlanFor(run);
+  REQUIRE(plan.stages.size() == 2);
+  int forward_allreduce = 0, backward_allreduce = 0, recomputed = 0;
+  for (const Task& t : plan.stages[0].forward)
+    forward_allreduce += t.kind == Task::Kind::kCollective && t.collective == Collective::kAllReduce;
+  for (const Task& t : plan.stages[0].backward) {
+    backward_allreduce += t.kind == Task::Kind::kCollective && t.name.find("grad.AllReduce") != std::string::npos;
+    recomputed += t.recompute && t.kind == Task::Kind::kCompute;
+  }
+  CHECK(forward_allreduce == 2 * 2);   // row-parallel projection and FFN output, 2 layers per stage
+  CHECK(backward_allreduce >= 2 * 2);  // the column-parallel inputs' gradients
+  CHECK(recomputed > 0);
+  CHECK(plan.stages[0].send_forward_bytes > 0);
+  CHECK(plan.stages[1].send_backward_bytes == plan.stages[0].send_forward_bytes);
+  // The parallel optimizer turns gradient AllReduces into ReduceScatters and gathers weights.
+  CHECK_FALSE(plan.stages[0].step_start.empty());
+  bool scatter = false;
+  for (const auto& b : plan.stages[0].buckets) scatter = scatter || b.collective == Collective::kReduceScatter;
+  CHECK(scatter);
+}
+
+TEST_CASE("a run that does not fit is out of memory with the peak and what dominates") {
+  RunSpec run = Shipped("bert-large-a100-8");
+  run.cluster.device.memory_bytes = 8e9;
+  const Plan plan = PlanFor(run);
+  const StepResult result = RunAnalytical(plan);
+  CHECK(result.out_of_memory);
+  CHECK_THAT(result.memory_message, Catch::Contains("activations dominate"));
+  CHECK_THAT(result.memory_message, Catch::Contains("but devices have 7.451 GiB"));
+}
+
+}  // namespace
+}  // namespace shardlab

@@ -1,0 +1,37 @@
+#include "core/plan/pipeline_schedule.h"
+
+#include <catch2/catch.hpp>
+
+namespace shardlab {
+namespace {
+
+std::string Render(const std::vector<ScheduleItem>& items) {
+  std::string out;
+  for (const auto& i : items) {
+    out += (out.empty() ? "" : " ") + std::string(i.forward ? "F" : "B") + std::to_string(i.micro_batch);
+    if (i.chunk) out += "." + std::to_string(i.chunk);
+  }
+  return out;
+}
+
+TEST_CASE("1F1B warms up with S - s forwards, then alternates (MindSpore's order)") {
+  CHECK(Render(StageSchedule("1f1b", 0, 4, 6, 1)) == "F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5");
+  CHECK(Render(StageSchedule("1f1b", 3, 4, 6, 1)) == "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5");
+  CHECK(Render(StageSchedule("1f1b", 1, 4, 2, 1)) == "F0 F1 B0 B1");
+}
+
+TEST_CASE("GPipe runs every forward, then every backward") {
+  CHECK(Render(StageSchedule("gpipe", 2, 4, 3, 1)) == "F0 F1 F2 B0 B1 B2");
+}
+
+TEST_CASE("interleaved 1F1B visits chunks in groups of S micro-batches") {
+  const auto order = StageSchedule("interleaved", 1, 2, 4, 2);
+  CHECK(order.size() == 16);
+  CHECK(Render(std::vector<ScheduleItem>(order.begin(), order.begin() + 4)) == "F0 F1 F0.1 B0.1");
+  int forwards = 0;
+  for (const auto& i : order) forwards += i.forward;
+  CHECK(forwards == 8);
+}
+
+}  // namespace
+}  // namespace shardlab
