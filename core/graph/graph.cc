@@ -73,6 +73,7 @@ int Graph::AddTensor(Tensor tensor) {
   const int index = static_cast<int>(tensors_.size());
   tensor_index_.emplace(tensor.name, index);
   tensors_.push_back(std::move(tensor));
+  consumers_.emplace_back();
   return index;
 }
 
@@ -130,6 +131,8 @@ int Graph::AddOperator(Operator op, std::vector<std::string> output_names) {
     op.outputs.push_back(AddTensor(std::move(out)));
   }
   operator_index_.emplace(op.name, index);
+  for (int input : op.inputs)
+    if (consumers_[input].empty() || consumers_[input].back() != index) consumers_[input].push_back(index);
   operators_.push_back(std::move(op));
   return index;
 }
@@ -144,15 +147,6 @@ std::optional<int> Graph::FindOperator(const std::string& name) const {
   auto it = operator_index_.find(name);
   if (it == operator_index_.end()) return std::nullopt;
   return it->second;
-}
-
-std::vector<int> Graph::Consumers(int tensor) const {
-  std::vector<int> out;
-  for (size_t i = 0; i < operators_.size(); ++i) {
-    const auto& in = operators_[i].inputs;
-    if (std::find(in.begin(), in.end(), tensor) != in.end()) out.push_back(static_cast<int>(i));
-  }
-  return out;
 }
 
 std::vector<int> Graph::Parameters() const {

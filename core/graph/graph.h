@@ -93,7 +93,7 @@ class Graph {
   std::optional<int> FindTensor(const std::string& name) const;
   std::optional<int> FindOperator(const std::string& name) const;
   // Operators that read a tensor, in graph order.
-  std::vector<int> Consumers(int tensor) const;
+  const std::vector<int>& Consumers(int tensor) const { return consumers_.at(tensor); }
   std::vector<int> Parameters() const;
   int64_t stage_count() const;
 
@@ -103,6 +103,7 @@ class Graph {
   std::string name_;
   std::vector<Tensor> tensors_;
   std::vector<Operator> operators_;
+  std::vector<std::vector<int>> consumers_;  // per tensor
   std::unordered_map<std::string, int> tensor_index_;
   std::unordered_map<std::string, int> operator_index_;
 };

@@ -63,7 +63,7 @@ std::vector<OpLayout> InferGraphLayouts(const Graph& graph, int64_t stage_device
 
 void CheckSharedParameters(const Graph& graph, const std::vector<OpLayout>& layouts) {
   for (int param : graph.Parameters()) {
-    const auto users = graph.Consumers(param);
+    const auto& users = graph.Consumers(param);
     if (users.size() < 2) continue;
     auto layout_in = [&](int op_index) {
       const Operator& op = graph.op(op_index);

@@ -256,7 +256,7 @@ class Lowering {
     for (int t : graph_.Parameters()) {
       const Tensor& tensor = graph_.tensor(t);
       if (!tensor.requires_grad) continue;
-      const auto users = graph_.Consumers(t);
+      const auto& users = graph_.Consumers(t);
       if (users.empty() || graph_.op(users.front()).pipeline_stage != stage.stage) continue;
       const Operator& first = graph_.op(users.front());
       const int input = static_cast<int>(std::find(first.inputs.begin(), first.inputs.end(), t) - first.inputs.begin());
@@ -374,7 +374,7 @@ class Lowering {
   void Memory(const Plan& plan, StageProgram& stage) {
     MemoryBreakdown& m = stage.memory;
     for (int t : graph_.Parameters()) {
-      const auto users = graph_.Consumers(t);
+      const auto& users = graph_.Consumers(t);
       if (users.empty() || graph_.op(users.front()).pipeline_stage != stage.stage) continue;
       const Tensor& tensor = graph_.tensor(t);
       const Operator& first = graph_.op(users.front());

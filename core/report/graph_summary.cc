@@ -55,7 +55,7 @@ GraphSummary SummarizeGraph(const Graph& graph, int64_t batch) {
     }
     s.parameters += t.elements();
     // A parameter belongs to the stage of its first user.
-    const auto users = graph.Consumers(index);
+    const auto& users = graph.Consumers(index);
     if (users.empty()) continue;
     auto& stage = s.stages[graph.op(users.front()).pipeline_stage];
     stage.parameters += t.elements();

@@ -231,3 +231,37 @@ TEST_CASE("layout commands reject bad input with one line and exit 1") {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("simulate writes a step result and a Chrome trace") {
+  const fs::path result = ScratchDir() / "gpt-result.json", trace = ScratchDir() / "gpt-trace.json";
+  const CliResult r = Run("simulate configs/runs/pangu-alpha-13b-ascend-512.json --out '" + result.string() +
+                          "' --trace '" + trace.string() + "' --engine analytical");
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("step time"));
+  CHECK_THAT(r.out, Catch::Contains("MFU"));
+  const auto j = nlohmann::json::parse(Slurp(result));
+  CHECK(j["result"]["engine"] == "analytical");
+  CHECK(j["result"]["step_seconds"].get<double>() > 0);
+  CHECK(j["result"]["stages"].size() == 2);
+  CHECK(j["result"]["bubble_fraction"].get<double>() > 0);
+  const auto t = nlohmann::json::parse(Slurp(trace));
+  int forwards = 0;
+  for (const auto& e : t["traceEvents"]) forwards += e["ph"] == "X" && e["cat"] == "forward";
+  CHECK(forwards == 2 * 8);  // 2 stages x 8 micro-batches
+}
+
+TEST_CASE("a run that does not fit in memory ends with a clear message") {
+  const fs::path bad = ScratchDir() / "oom-run.json";
+  std::ofstream(bad) << R"({"name": "oom", "cluster": ")" << SHARDLAB_SOURCE_DIR
+                     << R"(/configs/clusters/ascend910-atlas900.json", "model": ")" << SHARDLAB_SOURCE_DIR
+                     << R"(/configs/models/gpt3-175b.json", "parallel": {"parallel_mode": "semi_auto_parallel",
+                        "device_num": 8, "global_batch_size": 8}})";
+  const CliResult r = Run("simulate '" + bad.string() + "'");
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.out, Catch::Contains("OUT OF MEMORY"));
+  CHECK_THAT(r.err, Catch::Contains("out of memory: stage 0 needs"));
+}
+
+}  // namespace
