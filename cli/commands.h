@@ -51,6 +51,18 @@ struct RedistributeArgs {
 };
 int Redistribute(const RedistributeArgs& args);
 
+struct CollectiveArgs {
+  std::string op = "allreduce";
+  std::string bytes = "1GiB";  // a size, or "8B..4GiB"
+  std::string cluster_file;
+  std::string algorithm = "auto";
+  std::string fidelity = "aggregated";
+  int64_t ranks = 8;
+  int64_t first_rank = 0;
+  int64_t stride = 1;
+};
+int CollectiveCommand(const CollectiveArgs& args);
+
 struct DevicesArgs {
   std::string matrix;      // [2,2,3]
   std::string tensor_map;  // [-1,0]; "" = none

@@ -71,6 +71,22 @@ int main(int argc, char** argv) {
   redistribute_cmd->add_option("--dtype", redistribute.dtype, "element type, for bytes and cost");
   redistribute_cmd->add_option("--rank", redistribute.rank, "whose groups to list")->check(CLI::Range(0, 4095));
 
+  cli::CollectiveArgs collective;
+  auto* collective_cmd =
+      app.add_subcommand("collective", "Simulate one collective on a cluster's SimGrid platform (nccl-tests table)");
+  collective_cmd->add_option("--op", collective.op, "collective")
+      ->check(CLI::IsMember({"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"}));
+  collective_cmd->add_option("--bytes", collective.bytes, "size (nccl-tests' size), or a range 8B..4GiB");
+  collective_cmd->add_option("--ranks", collective.ranks, "group size")->check(CLI::Range(2, 4096));
+  collective_cmd->add_option("--cluster", collective.cluster_file, "cluster file (JSON)")->required();
+  collective_cmd->add_option("--algo", collective.algorithm, "algorithm (auto: what HCCL or NCCL would pick)")
+      ->check(CLI::IsMember({"auto", "ring", "halving_doubling", "hierarchical", "double_binary_tree", "pairwise"}));
+  collective_cmd->add_option("--fidelity", collective.fidelity, "aggregated flows or every ring step")
+      ->check(CLI::IsMember({"aggregated", "step"}));
+  collective_cmd->add_option("--first-rank", collective.first_rank, "the group's first rank")->check(CLI::Range(0, 4095));
+  collective_cmd->add_option("--stride", collective.stride, "rank distance between members (8: one per server)")
+      ->check(CLI::Range(1, 4096));
+
   cli::DevicesArgs devices;
   auto* devices_cmd = app.add_subcommand("devices", "Coordinates and communication groups of a rank in a device matrix");
   devices_cmd->add_option("--matrix", devices.matrix, "device matrix, e.g. '[2,2,3]'")->required();
@@ -96,6 +112,7 @@ int main(int argc, char** argv) {
     if (*layout_cmd) return cli::Layout(layout);
     if (*redistribute_cmd) return cli::Redistribute(redistribute);
     if (*devices_cmd) return cli::Devices(devices);
+    if (*collective_cmd) return cli::CollectiveCommand(collective);
   } catch (const std::exception& e) {
     std::cerr << "shardlab: error: " << e.what() << "\n";
     return kUserError;

@@ -145,7 +145,9 @@ double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, cons
     const double remote = (n - static_cast<double>(k)) / n * bytes / inter.bandwidth;
     return std::max(local, remote) + (n - 1) * inter.latency;
   }
-  // A flat algorithm across servers runs at the slower link on every step.
+  // A flat algorithm across servers runs at the slower link on every step
+  // (only the network's when each server holds one member).
+  if (k == 1) return FlatSeconds(c, a, bytes, p.size, inter);
   Link slowest{std::min(intra.bandwidth, inter.bandwidth), std::max(intra.latency, inter.latency)};
   return FlatSeconds(c, a, bytes, p.size, slowest);
 }

@@ -1,0 +1,100 @@
+// `shardlab collective`: one collective simulated on a cluster's SimGrid
+// platform, swept over sizes, printed like nccl-tests (size, time, algbw,
+// busbw) next to the closed form.
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include <simgrid/s4u/Engine.hpp>
+
+#include "cli/commands.h"
+#include "core/config/units.h"
+#include "core/util/json_reader.h"
+#include "sim/cluster_platform.h"
+#include "sim/flow_runner.h"
+
+namespace shardlab::cli {
+namespace {
+
+// "1GiB", or "8B..4GiB" (powers of two between the ends).
+std::vector<double> ParseSizes(const std::string& text) {
+  auto parse = [&](const std::string& part) {
+    double v = 0;
+    if (!ParseQuantity(part, Quantity::kBytes, &v) || v < 1)
+      throw std::runtime_error("--bytes: \"" + part + "\" is not a size such as 8B, 64KiB or 1GiB");
+    return v;
+  };
+  const auto dots = text.find("..");
+  if (dots == std::string::npos) return {parse(text)};
+  const double lo = parse(text.substr(0, dots)), hi = parse(text.substr(dots + 2));
+  if (lo > hi) throw std::runtime_error("--bytes: the range " + text + " runs backwards");
+  std::vector<double> sizes;
+  for (double s = lo; s <= hi * 1.0000001; s *= 2) sizes.push_back(s);
+  return sizes;
+}
+
+double BusFactor(Collective c, int64_t n) {
+  const double nn = static_cast<double>(n);
+  switch (c) {
+    case Collective::kAllReduce: return 2 * (nn - 1) / nn;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+    case Collective::kAllToAll: return (nn - 1) / nn;
+    default: return 1;
+  }
+}
+
+}  // namespace
+
+int CollectiveCommand(const CollectiveArgs& args) {
+  const nlohmann::json document = ReadJsonFile(args.cluster_file);
+  const ClusterSpec cluster = ReadClusterSpec(JsonNode(document, args.cluster_file));
+  const Collective op = ParseCollective(args.op);
+  const int64_t last = args.first_rank + (args.ranks - 1) * args.stride;
+  if (last >= cluster.device_count())
+    throw std::runtime_error(fmt::format("--ranks {} with --stride {} from rank {} needs rank {}, but cluster \"{}\" has {} devices",
+                                         args.ranks, args.stride, args.first_rank, last, cluster.name,
+                                         cluster.device_count()));
+  const std::vector<double> sizes = ParseSizes(args.bytes);
+  std::vector<int64_t> members;
+  for (int64_t i = 0; i < args.ranks; ++i) members.push_back(args.first_rank + i * args.stride);
+  const GroupPlacement placement = PlaceGroup(members, cluster);
+  const sim::Fidelity fidelity = args.fidelity == "step" ? sim::Fidelity::kStep : sim::Fidelity::kAggregated;
+
+  // Per-rank bytes in CollectiveSeconds' convention; nccl-tests' size is the whole buffer.
+  auto per_rank = [&](double size) { return op == Collective::kAllGather ? size / static_cast<double>(args.ranks) : size; };
+  const std::map<std::string, std::string> force = {{ToString(op), args.algorithm}};
+  sim::ClusterPlatform platform(cluster, last + 1);
+  sim::FlowRunner runner(platform);
+  std::vector<double> start(sizes.size()), end(sizes.size());
+  std::vector<CollectiveAlgorithm> algorithms(sizes.size());
+  std::function<void(size_t)> launch = [&](size_t i) {
+    if (i == sizes.size()) return;
+    algorithms[i] = ChooseAlgorithm(op, per_rank(sizes[i]), placement, cluster, force);
+    start[i] = simgrid::s4u::Engine::get_clock();
+    runner.Run(sim::ExpandCollective(op, algorithms[i], per_rank(sizes[i]), members, cluster.devices_per_server, fidelity),
+               [&, i] {
+                 end[i] = simgrid::s4u::Engine::get_clock();
+                 launch(i + 1);
+               });
+  };
+  launch(0);
+  platform.engine().run();
+
+  std::cout << fmt::format("# {} over {} ranks of {} (first rank {}, stride {}: {} servers, {} per server), {} flows\n",
+                           ToString(op), args.ranks, cluster.name, args.first_rank, args.stride, placement.servers,
+                           placement.per_server, args.fidelity);
+  std::cout << fmt::format("# {:>12} {:>20} {:>12} {:>12} {:>12} {:>14} {:>8}\n", "size(B)", "algorithm", "time(us)",
+                           "algbw(GB/s)", "busbw(GB/s)", "closed(us)", "diff");
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const double t = end[i] - start[i];
+    const double closed = CollectiveSeconds(op, algorithms[i], per_rank(sizes[i]), placement, cluster);
+    const double algbw = t > 0 ? sizes[i] / t / 1e9 : 0;
+    std::cout << fmt::format("  {:>12.0f} {:>20} {:>12.2f} {:>12.2f} {:>12.2f} {:>14.2f} {:>7.2f}%\n", sizes[i],
+                             ToString(algorithms[i]), t * 1e6, algbw, algbw * BusFactor(op, args.ranks), closed * 1e6,
+                             closed > 0 ? 100 * (t - closed) / closed : 0.0);
+  }
+  return 0;
+}
+
+}  // namespace shardlab::cli

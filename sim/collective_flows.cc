@@ -1,0 +1,154 @@
+#include "sim/collective_flows.h"
+
+#include <map>
+
+namespace shardlab::sim {
+namespace {
+
+bool IsPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// A ring over `members`: `steps` steps of `step_bytes` each.
+void Ring(const std::vector<int64_t>& members, int64_t steps, double step_bytes, Fidelity fidelity,
+          std::vector<Phase>* out) {
+  const int64_t n = static_cast<int64_t>(members.size());
+  if (n <= 1 || steps <= 0) return;
+  if (fidelity == Fidelity::kAggregated) {
+    Phase p;
+    for (int64_t i = 0; i < n; ++i) p.flows.push_back({members[i], members[(i + 1) % n], step_bytes * static_cast<double>(steps)});
+    p.extra_latency_steps = steps - 1;
+    out->push_back(std::move(p));
+    return;
+  }
+  for (int64_t s = 0; s < steps; ++s) {
+    Phase p;
+    for (int64_t i = 0; i < n; ++i) p.flows.push_back({members[i], members[(i + 1) % n], step_bytes});
+    out->push_back(std::move(p));
+  }
+}
+
+// Recursive halving (reduce-scatter) then doubling (all-gather) on a power-of-two group.
+void HalvingDoubling(const std::vector<int64_t>& members, double bytes, bool reduce_scatter, bool all_gather,
+                     std::vector<Phase>* out) {
+  const int64_t n = static_cast<int64_t>(members.size());
+  double chunk = bytes;
+  std::vector<Phase> halving;
+  for (int64_t distance = n / 2; distance >= 1; distance /= 2) {
+    chunk /= 2;
+    Phase p;
+    for (int64_t i = 0; i < n; ++i) p.flows.push_back({members[i], members[i ^ distance], chunk});
+    halving.push_back(std::move(p));
+  }
+  if (reduce_scatter) out->insert(out->end(), halving.begin(), halving.end());
+  if (all_gather) out->insert(out->end(), halving.rbegin(), halving.rend());
+}
+
+void Flat(Collective c, CollectiveAlgorithm a, double bytes, const std::vector<int64_t>& members, Fidelity fidelity,
+          std::vector<Phase>* out) {
+  const int64_t n = static_cast<int64_t>(members.size());
+  if (n <= 1) return;
+  const double nn = static_cast<double>(n);
+  const bool hd = (a == CollectiveAlgorithm::kHalvingDoubling || a == CollectiveAlgorithm::kDoubleBinaryTree) &&
+                  IsPowerOfTwo(n);
+  switch (c) {
+    case Collective::kAllReduce:
+      if (hd) return HalvingDoubling(members, bytes, true, true, out);
+      return Ring(members, 2 * (n - 1), bytes / nn, fidelity, out);
+    case Collective::kReduceScatter:
+      if (hd) return HalvingDoubling(members, bytes, true, false, out);
+      return Ring(members, n - 1, bytes / nn, fidelity, out);
+    case Collective::kAllGather:
+      if (hd) return HalvingDoubling(members, bytes * nn, false, true, out);
+      return Ring(members, n - 1, bytes, fidelity, out);
+    case Collective::kBroadcast: return Ring(members, n - 1, bytes / static_cast<double>(n - 1), fidelity, out);
+    case Collective::kAllToAll: {
+      // Pairwise exchange; large groups send to the opposite member only,
+      // carrying the whole off-rank share, which loads the bisection alike.
+      Phase p;
+      if (n <= 64) {
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < n; ++j)
+            if (i != j) p.flows.push_back({members[i], members[j], bytes / nn});
+      } else {
+        for (int64_t i = 0; i < n; ++i) p.flows.push_back({members[i], members[(i + n / 2) % n], bytes * (nn - 1) / nn});
+        p.extra_latency_steps = n - 2;
+      }
+      out->push_back(std::move(p));
+      return;
+    }
+    case Collective::kSendRecv: {
+      Phase p;
+      p.flows.push_back({members[0], members[1], bytes});
+      out->push_back(std::move(p));
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double bytes,
+                                    const std::vector<int64_t>& members, int64_t devices_per_server,
+                                    Fidelity fidelity) {
+  std::vector<Phase> out;
+  std::map<int64_t, std::vector<int64_t>> by_server;
+  for (int64_t r : members) by_server[r / devices_per_server].push_back(r);
+  const int64_t k = static_cast<int64_t>(members.size() / by_server.size());
+  const bool hierarchical = a == CollectiveAlgorithm::kHierarchical && by_server.size() > 1 && k > 1 &&
+                            (c == Collective::kAllReduce || c == Collective::kReduceScatter ||
+                             c == Collective::kAllGather);
+  if (!hierarchical) {
+    Flat(c, a == CollectiveAlgorithm::kHierarchical ? CollectiveAlgorithm::kRing : a, bytes, members, fidelity, &out);
+    return out;
+  }
+  // Intra-server phase on every server at once, then one inter-server group
+  // per local position (a rail), then the intra-server gather.
+  const int64_t m = static_cast<int64_t>(by_server.size());
+  const CollectiveAlgorithm across = IsPowerOfTwo(m) ? CollectiveAlgorithm::kHalvingDoubling : CollectiveAlgorithm::kRing;
+  auto each_server = [&](Collective type, double size) {
+    std::vector<Phase> merged;
+    for (const auto& [server, ranks] : by_server) {
+      std::vector<Phase> phases;
+      Flat(type, CollectiveAlgorithm::kRing, size, ranks, fidelity, &phases);
+      if (merged.size() < phases.size()) merged.resize(phases.size());
+      for (size_t i = 0; i < phases.size(); ++i) {
+        merged[i].flows.insert(merged[i].flows.end(), phases[i].flows.begin(), phases[i].flows.end());
+        merged[i].extra_latency_steps = phases[i].extra_latency_steps;
+      }
+    }
+    out.insert(out.end(), merged.begin(), merged.end());
+  };
+  auto each_rail = [&](Collective type, double size) {
+    std::vector<Phase> merged;
+    for (int64_t local = 0; local < k; ++local) {
+      std::vector<int64_t> rail;
+      for (const auto& [server, ranks] : by_server) rail.push_back(ranks[local]);
+      std::vector<Phase> phases;
+      Flat(type, across, size, rail, fidelity, &phases);
+      if (merged.size() < phases.size()) merged.resize(phases.size());
+      for (size_t i = 0; i < phases.size(); ++i) {
+        merged[i].flows.insert(merged[i].flows.end(), phases[i].flows.begin(), phases[i].flows.end());
+        merged[i].extra_latency_steps = phases[i].extra_latency_steps;
+      }
+    }
+    out.insert(out.end(), merged.begin(), merged.end());
+  };
+  const double kk = static_cast<double>(k);
+  switch (c) {
+    case Collective::kAllReduce:
+      each_server(Collective::kReduceScatter, bytes);
+      each_rail(Collective::kAllReduce, bytes / kk);
+      each_server(Collective::kAllGather, bytes / kk);
+      break;
+    case Collective::kReduceScatter:
+      each_server(Collective::kReduceScatter, bytes);
+      each_rail(Collective::kReduceScatter, bytes / kk);
+      break;
+    default:  // AllGather
+      each_rail(Collective::kAllGather, bytes);
+      each_server(Collective::kAllGather, bytes * static_cast<double>(m));
+      break;
+  }
+  return out;
+}
+
+}  // namespace shardlab::sim

@@ -1,0 +1,35 @@
+// Collective algorithms expanded into flows on the platform. A collective is
+// a sequence of phases; a phase is a set of flows that run concurrently (and
+// contend for the links they share) followed by the per-step latencies the
+// aggregated model folds in. Aggregated fidelity carries a whole ring in one
+// flow per member; step fidelity simulates every ring step.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/cost/collective_cost.h"
+
+namespace shardlab::sim {
+
+enum class Fidelity { kAggregated, kStep };
+
+struct Flow {
+  int64_t src;
+  int64_t dst;
+  double bytes;
+};
+
+struct Phase {
+  std::vector<Flow> flows;
+  // Algorithm steps folded into this phase beyond the first: their latency
+  // (steps x the route latency of the first flow) is added after the flows.
+  int64_t extra_latency_steps = 0;
+};
+
+// `members` are ranks in group order; `bytes` follows CollectiveSeconds.
+std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double bytes,
+                                    const std::vector<int64_t>& members, int64_t devices_per_server,
+                                    Fidelity fidelity);
+
+}  // namespace shardlab::sim

@@ -1,0 +1,37 @@
+// Runs expanded collectives on the platform from maestro (no actors): each
+// phase's flows start together as SimGrid communications; when the last one
+// completes the phase's folded latency passes as a kernel timer and the next
+// phase starts; at the end the caller's continuation runs. Everything is
+// driven from completion callbacks, which keeps 4096-device steps fast.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "sim/cluster_platform.h"
+#include "sim/collective_flows.h"
+
+namespace shardlab::sim {
+
+class FlowRunner {
+ public:
+  explicit FlowRunner(ClusterPlatform& platform);
+  ~FlowRunner();
+
+  // Starts at the current simulated time; `done` runs when the last phase ends.
+  void Run(std::vector<Phase> phases, std::function<void()> done);
+  // Runs `done` after `seconds` of simulated time (compute, folded latencies).
+  void After(double seconds, std::function<void()> done);
+
+  int64_t flows_started() const { return flows_started_; }
+
+ private:
+  struct Running;
+  void StartPhase(Running* r);
+  void PhaseFinished(Running* r);
+
+  ClusterPlatform& platform_;
+  int64_t flows_started_ = 0;
+};
+
+}  // namespace shardlab::sim

@@ -1,0 +1,94 @@
+// SimGrid runs of expanded collectives against their closed forms. One
+// SimGrid engine per process: every test case runs in its own ctest process.
+#include <simgrid/s4u/Engine.hpp>
+
+#include <catch2/catch.hpp>
+
+#include "core/util/json_reader.h"
+#include "sim/cluster_platform.h"
+#include "sim/flow_runner.h"
+#include "tests/test_util.h"
+
+namespace shardlab::sim {
+namespace {
+
+ClusterSpec Cluster(const std::string& name) {
+  const std::string path = testing::SourcePath("configs/clusters/" + name + ".json");
+  const nlohmann::json doc = ReadJsonFile(path);
+  return ReadClusterSpec(JsonNode(doc, path));
+}
+
+std::vector<int64_t> Strided(int64_t n, int64_t stride) {
+  std::vector<int64_t> members;
+  for (int64_t i = 0; i < n; ++i) members.push_back(i * stride);
+  return members;
+}
+
+// Simulated seconds of the collectives, started together at time 0.
+std::vector<double> Simulate(const ClusterSpec& cluster, int64_t devices, const std::vector<std::vector<Phase>>& runs) {
+  ClusterPlatform platform(cluster, devices);
+  FlowRunner runner(platform);
+  std::vector<double> ends(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i)
+    runner.Run(runs[i], [&ends, i] { ends[i] = simgrid::s4u::Engine::get_clock(); });
+  platform.engine().run();
+  return ends;
+}
+
+TEST_CASE("a ring AllReduce on an idle uniform ring matches 2(n-1)/n S/B + 2(n-1) alpha within 1%") {
+  const ClusterSpec cluster = Cluster("dgx-h100-ndr");
+  const auto members = Strided(16, 8);  // one GPU per server, all on one rail leaf
+  const double bytes = 1 << 30;
+  const double alpha = 2 * 0.7e-6 + 0.13e-6, beta = 50e9;
+  const double closed = 2.0 * 15 / 16 * bytes / beta + 2 * 15 * alpha;
+  const auto t = Simulate(cluster, 16 * 8,
+                          {ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, members, 8,
+                                            Fidelity::kAggregated)});
+  CHECK(t[0] == Approx(closed).epsilon(0.01));
+  CHECK(t[0] == Approx(CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes,
+                                         PlaceGroup(members, cluster), cluster))
+                    .epsilon(0.01));
+}
+
+TEST_CASE("step fidelity agrees with aggregated flows on a uniform ring") {
+  const ClusterSpec cluster = Cluster("dgx-a100-hdr");
+  const auto members = Strided(8, 8);
+  const double bytes = 64 << 20;
+  const auto t = Simulate(cluster, 64,
+                          {ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, members, 8,
+                                            Fidelity::kStep)});
+  const double closed = CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes,
+                                          PlaceGroup(members, cluster), cluster);
+  CHECK(t[0] == Approx(closed).epsilon(0.01));
+}
+
+TEST_CASE("hierarchical AllReduce over 4096 Ascend devices matches its closed form") {
+  const ClusterSpec cluster = Cluster("ascend910-atlas900");
+  const auto members = Strided(4096, 1);
+  const double bytes = 1 << 30;
+  const auto t = Simulate(cluster, 4096,
+                          {ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kHierarchical, bytes, members,
+                                            8, Fidelity::kAggregated)});
+  const double closed = CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kHierarchical, bytes,
+                                          PlaceGroup(members, cluster), cluster);
+  CHECK(t[0] == Approx(closed).epsilon(0.01));
+}
+
+TEST_CASE("two rings over the same cross-group path share its bandwidth") {
+  const ClusterSpec cluster = Cluster("ascend910-atlas900");
+  const double bytes = 256 << 20;
+  const std::vector<int64_t> a = {0, 4}, b = {1, 5};
+  const auto both = Simulate(cluster, 8,
+                             {ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, a, 8,
+                                               Fidelity::kAggregated),
+                              ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, b, 8,
+                                               Fidelity::kAggregated)});
+  // Each 2-member ring moves 2(n-1)/n S = S per member over the 32 GB/s
+  // path between the HCCS groups, which both rings' flows share: S / 16 GB/s.
+  const double shared = bytes / (cluster.intra_server.cross_group_bandwidth / 2) + 2 * cluster.intra_server.latency;
+  CHECK(both[0] == Approx(shared).epsilon(0.01));
+  CHECK(both[1] == Approx(shared).epsilon(0.01));
+}
+
+}  // namespace
+}  // namespace shardlab::sim
