@@ -1,0 +1,387 @@
+#include "sim/step_engine.h"
+
+#include <simgrid/s4u/Engine.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <tuple>
+
+#include "core/layout/device_matrix.h"
+#include "core/plan/pipeline_schedule.h"
+#include "sim/cluster_platform.h"
+#include "sim/flow_runner.h"
+
+namespace shardlab::sim {
+namespace {
+
+namespace sg4 = simgrid::s4u;
+
+double Now() { return sg4::Engine::get_clock(); }
+
+// A pass (forward or backward of one chunk) as steps: compute runs merged
+// into one timer between communications.
+struct Step {
+  bool compute = true;
+  double seconds = 0;  // compute
+  int task = -1;       // collective: index into the pass's task list
+};
+
+struct StagePrograms {
+  std::vector<ScheduleItem> order;
+  std::vector<std::vector<Step>> forward;   // per chunk
+  std::vector<std::vector<Step>> backward;  // per chunk
+  std::vector<int> backward_task_chunk;     // chunk of each backward task
+  // Per group spec: for each local index, (instance, members).
+  std::vector<std::vector<std::pair<int64_t, std::vector<int64_t>>>> groups;
+};
+
+std::vector<std::vector<Step>> Split(const std::vector<Task>& tasks, int64_t chunks,
+                                     std::vector<int>* chunk_of_task = nullptr) {
+  std::vector<std::vector<Step>> out(chunks);
+  const size_t n = tasks.size();
+  if (chunk_of_task) chunk_of_task->assign(n, 0);
+  for (int64_t c = 0; c < chunks; ++c) {
+    const size_t begin = n * c / chunks, end = n * (c + 1) / chunks;
+    for (size_t i = begin; i < end; ++i) {
+      if (chunk_of_task) (*chunk_of_task)[i] = static_cast<int>(c);
+      const Task& t = tasks[i];
+      if (t.kind == Task::Kind::kCompute) {
+        if (!out[c].empty() && out[c].back().compute) out[c].back().seconds += t.seconds;
+        else out[c].push_back({true, t.seconds, static_cast<int>(i)});
+      } else {
+        out[c].push_back({false, 0, static_cast<int>(i)});
+      }
+    }
+  }
+  return out;
+}
+
+class Engine {
+ public:
+  Engine(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, bool with_events)
+      : plan_(plan), cluster_(cluster), fidelity_(fidelity), with_events_(with_events),
+        platform_(cluster, plan.devices), runner_(platform_) {
+    S_ = static_cast<int64_t>(plan.stages.size());
+    M_ = plan.micro_batches;
+    V_ = plan.schedule == "interleaved" ? plan.chunks : 1;
+    D_ = plan.devices_per_stage;
+    for (const StageProgram& stage : plan.stages) {
+      StagePrograms p;
+      p.order = StageSchedule(plan.training ? plan.schedule : "gpipe", stage.stage, S_, M_, V_);
+      if (!plan.training)
+        p.order.erase(std::remove_if(p.order.begin(), p.order.end(), [](const ScheduleItem& i) { return !i.forward; }),
+                      p.order.end());
+      p.forward = Split(stage.forward, V_);
+      p.backward = Split(stage.backward, V_, &p.backward_task_chunk);
+      std::vector<int64_t> ranks(D_);
+      for (int64_t i = 0; i < D_; ++i) ranks[i] = stage.first_rank + i;
+      for (const CommGroupSpec& spec : stage.groups) {
+        const DeviceMatrix matrix(spec.device_matrix, ranks);
+        std::vector<std::pair<int64_t, std::vector<int64_t>>> per_local(D_);
+        std::map<int64_t, int64_t> instance_of_first;
+        for (int64_t l = 0; l < D_; ++l) {
+          auto members = matrix.GroupAlongDims(stage.first_rank + l, spec.dims);
+          const int64_t first = *std::min_element(members.begin(), members.end());
+          auto [it, inserted] = instance_of_first.emplace(first, static_cast<int64_t>(instance_of_first.size()));
+          per_local[l] = {it->second, std::move(members)};
+        }
+        p.groups.push_back(std::move(per_local));
+      }
+      programs_.push_back(std::move(p));
+    }
+    devices_.resize(plan.devices);
+    for (int64_t r = 0; r < plan.devices; ++r) {
+      Device& d = devices_[r];
+      d.rank = r;
+      d.stage = r / D_;
+      d.local = r % D_;
+      d.counters.assign(plan.stages[d.stage].groups.size(), 0);
+    }
+    stage_results_.resize(S_);
+    for (int64_t s = 0; s < S_; ++s) stage_results_[s].stage = s;
+  }
+
+  StepResult Run(SimGridStats* stats) {
+    for (auto& d : devices_) StartStep(d);
+    platform_.engine().run();
+    StepResult result;
+    result.engine = "simgrid";
+    for (int64_t s = 0; s < S_; ++s) {
+      StageResult& r = stage_results_[s];
+      const Device& d = devices_[s * D_];
+      if (!d.finished) throw std::logic_error("the simulated step did not finish on every device");
+      r.memory = plan_.stages[s].memory;
+      for (const Task& t : plan_.stages[s].forward) r.forward_seconds += t.seconds;
+      for (const Task& t : plan_.stages[s].backward) r.backward_seconds += t.seconds;
+      r.end_seconds = d.end;
+      r.compute_seconds = d.compute;
+      r.communication_seconds = d.communication;
+      r.exposed_communication_seconds = d.exposed;
+      r.bubble_seconds = std::max(0.0, (d.last_pass_end - d.first_pass_start) - d.busy);
+      result.stages.push_back(r);
+    }
+    result.events = std::move(events_);
+    Finalize(plan_, result);
+    if (stats) {
+      stats->flows = runner_.flows_started();
+      stats->collectives = collectives_;
+      stats->timers = timers_;
+    }
+    return result;
+  }
+
+ private:
+  struct Device {
+    int64_t rank = 0, stage = 0, local = 0;
+    size_t start_task = 0;  // step_start collectives done
+    size_t item = 0;
+    size_t step = 0;
+    bool in_pass = false;
+    double pass_start = 0;
+    std::vector<int64_t> counters;  // collectives issued per group spec
+    // Gradient buckets on the communication stream.
+    size_t bucket = 0;
+    bool bucket_running = false;
+    int last_backward_task_done = -1;
+    bool last_backward_started = false;
+    bool compute_done = false;
+    bool finished = false;
+    double end = 0;
+    // Accounting.
+    double compute = 0, communication = 0, exposed = 0, busy = 0;
+    double first_pass_start = -1, last_pass_end = 0;
+  };
+
+  struct Barrier {
+    int64_t arrived = 0;
+    std::vector<std::function<void()>> resumes;
+  };
+
+  const StageProgram& StageOf(const Device& d) const { return plan_.stages[d.stage]; }
+
+  void StartStep(Device& d) {
+    if (d.start_task < StageOf(d).step_start.size()) {
+      const Task& t = StageOf(d).step_start[d.start_task];
+      const double begin = Now();
+      Collective(d, t, [this, &d, begin] {
+        d.communication += Now() - begin;
+        d.exposed += Now() - begin;
+        ++d.start_task;
+        StartStep(d);
+      });
+      return;
+    }
+    Next(d);
+  }
+
+  // Key of a pass input: (device, forward?, virtual stage, micro-batch).
+  using InputKey = std::tuple<int64_t, bool, int64_t, int64_t>;
+
+  bool NeedsInput(const Device& d, const ScheduleItem& item) const {
+    const int64_t vs = item.chunk * S_ + d.stage;
+    return item.forward ? vs > 0 : vs + 1 < S_ * V_;
+  }
+
+  // Runs the device's next pass once its input has arrived.
+  void Next(Device& d) {
+    const StagePrograms& p = programs_[d.stage];
+    if (d.item == p.order.size()) {
+      d.compute_done = true;
+      MaybeStartBucket(d);
+      MaybeFinish(d);
+      return;
+    }
+    const ScheduleItem& item = p.order[d.item];
+    const int64_t vs = item.chunk * S_ + d.stage;
+    if (NeedsInput(d, item)) {
+      const InputKey key{d.rank, item.forward, vs, item.micro_batch};
+      auto it = arrived_.find(key);
+      if (it == arrived_.end()) {
+        waiting_[key] = &d;
+        return;
+      }
+      arrived_.erase(it);
+    }
+    d.in_pass = true;
+    d.step = 0;
+    d.pass_start = Now();
+    if (d.first_pass_start < 0) d.first_pass_start = d.pass_start;
+    if (!item.forward && d.item + 1 == p.order.size()) d.last_backward_started = true;
+    RunStep(d);
+  }
+
+  void RunStep(Device& d) {
+    const StagePrograms& p = programs_[d.stage];
+    const ScheduleItem& item = p.order[d.item];
+    const auto& steps = (item.forward ? p.forward : p.backward)[item.chunk];
+    if (d.step == steps.size()) {
+      EndPass(d, item);
+      return;
+    }
+    const Step& step = steps[d.step];
+    const std::vector<Task>& tasks = item.forward ? StageOf(d).forward : StageOf(d).backward;
+    if (step.compute) {
+      ++timers_;
+      d.compute += step.seconds;
+      runner_.After(step.seconds, [this, &d, item, step] {
+        AfterTask(d, item, step.task);
+        ++d.step;
+        RunStep(d);
+      });
+      return;
+    }
+    const double begin = Now();
+    Collective(d, tasks[step.task], [this, &d, item, step, begin] {
+      d.communication += Now() - begin;
+      d.exposed += Now() - begin;
+      AfterTask(d, item, step.task);
+      ++d.step;
+      RunStep(d);
+    });
+  }
+
+  // Tracks how far the last backward pass has come, for the gradient buckets.
+  void AfterTask(Device& d, const ScheduleItem& item, int task) {
+    if (item.forward || !d.last_backward_started) return;
+    // Merged compute steps end at their last task: every task up to the next step's first is done.
+    const StagePrograms& p = programs_[d.stage];
+    const auto& steps = p.backward[item.chunk];
+    const int done = d.step + 1 < steps.size() ? steps[d.step + 1].task - 1 : static_cast<int>(StageOf(d).backward.size()) - 1;
+    d.last_backward_task_done = std::max(d.last_backward_task_done, std::max(task, done));
+    MaybeStartBucket(d);
+  }
+
+  void EndPass(Device& d, const ScheduleItem& item) {
+    const double duration = Now() - d.pass_start;
+    d.busy += duration;
+    d.last_pass_end = Now();
+    d.in_pass = false;
+    if (with_events_ && d.local == 0)
+      events_.push_back({d.stage, "compute",
+                         (item.forward ? "F" : "B") + std::to_string(item.micro_batch) +
+                             (V_ > 1 ? "." + std::to_string(item.chunk) : ""),
+                         item.forward ? "forward" : "backward", item.micro_batch, item.chunk, d.pass_start, duration});
+    // Hand the activation (or its gradient) to the neighbouring virtual stage.
+    const int64_t vs = item.chunk * S_ + d.stage;
+    const int64_t target_vs = item.forward ? vs + 1 : vs - 1;
+    if (plan_.training || item.forward) {
+      if (target_vs >= 0 && target_vs < S_ * V_) {
+        const int64_t target_stage = target_vs % S_;
+        const int64_t peer = target_stage * D_ + d.local;
+        const double bytes = item.forward ? StageOf(d).send_forward_bytes : plan_.stages[target_stage].send_forward_bytes;
+        const InputKey key{peer, item.forward, target_vs, item.micro_batch};
+        Phase phase;
+        phase.flows.push_back({d.rank, peer, bytes});
+        runner_.Run({phase}, [this, key] { Deliver(key); });
+      }
+    }
+    ++d.item;
+    Next(d);
+  }
+
+  void Deliver(const InputKey& key) {
+    auto it = waiting_.find(key);
+    if (it == waiting_.end()) {
+      arrived_.insert(key);
+      return;
+    }
+    Device& d = *it->second;
+    waiting_.erase(it);
+    arrived_.insert(key);
+    Next(d);
+  }
+
+  // A collective starts when all members of the device's group have arrived.
+  void Collective(Device& d, const Task& task, std::function<void()> resume) {
+    const auto& [instance, members] = programs_[d.stage].groups[task.group][d.local];
+    const int64_t sequence = d.counters[task.group]++;
+    const auto key = std::make_tuple(d.stage, task.group, instance, sequence);
+    Barrier& b = barriers_[key];
+    b.resumes.push_back(std::move(resume));
+    if (++b.arrived < static_cast<int64_t>(members.size())) return;
+    auto resumes = std::move(b.resumes);
+    barriers_.erase(key);
+    ++collectives_;
+    runner_.Run(ExpandCollective(task.collective, task.algorithm, task.comm_bytes, members, cluster_.devices_per_server,
+                                 fidelity_),
+                [resumes = std::move(resumes)] {
+                  for (const auto& resume : resumes) resume();
+                });
+  }
+
+  // Bucket b starts once its gradients exist on this device and bucket b-1 is done.
+  void MaybeStartBucket(Device& d) {
+    const StageProgram& stage = StageOf(d);
+    if (d.bucket_running || d.bucket >= stage.buckets.size() || !plan_.training) return;
+    const GradientBucket& bucket = stage.buckets[d.bucket];
+    const bool ready = d.compute_done || (d.last_backward_started && d.last_backward_task_done >= bucket.ready_after);
+    if (!ready) return;
+    d.bucket_running = true;
+    Task task;
+    task.kind = Task::Kind::kCollective;
+    task.collective = bucket.collective;
+    task.algorithm = bucket.algorithm;
+    task.group = bucket.group;
+    task.comm_bytes = bucket.bytes;
+    const double begin = Now();
+    const size_t index = d.bucket;
+    Collective(d, task, [this, &d, begin, index] {
+      d.communication += Now() - begin;
+      if (with_events_ && d.local == 0)
+        events_.push_back({d.stage, "communication", "gradients " + std::to_string(index), "gradient", -1, 0, begin,
+                           Now() - begin});
+      d.bucket_running = false;
+      ++d.bucket;
+      MaybeStartBucket(d);
+      MaybeFinish(d);
+    });
+  }
+
+  void MaybeFinish(Device& d) {
+    const StageProgram& stage = StageOf(d);
+    if (!d.compute_done || d.bucket_running || d.finished) return;
+    if (plan_.training && d.bucket < stage.buckets.size()) return;
+    d.exposed += Now() - d.last_pass_end;  // the gradient tail after the last backward
+    double optimizer = 0;
+    for (const Task& t : stage.optimizer) optimizer += t.seconds;
+    d.finished = true;  // no more work will be scheduled
+    if (with_events_ && d.local == 0 && optimizer > 0)
+      events_.push_back({d.stage, "compute", "optimizer", "optimizer", -1, 0, Now(), optimizer});
+    ++timers_;
+    d.compute += optimizer;
+    runner_.After(optimizer, [&d] { d.end = Now(); });
+  }
+
+  const Plan& plan_;
+  const ClusterSpec& cluster_;
+  Fidelity fidelity_;
+  bool with_events_;
+  ClusterPlatform platform_;
+  FlowRunner runner_;
+  int64_t S_ = 1, M_ = 1, V_ = 1, D_ = 1;
+  std::vector<StagePrograms> programs_;
+  std::vector<Device> devices_;
+  std::vector<StageResult> stage_results_;
+  std::map<std::tuple<int64_t, int, int64_t, int64_t>, Barrier> barriers_;
+  std::set<InputKey> arrived_;
+  std::map<InputKey, Device*> waiting_;
+  std::vector<TimelineEvent> events_;
+  int64_t collectives_ = 0, timers_ = 0;
+};
+
+}  // namespace
+
+StepResult RunSimGrid(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, bool with_events,
+                      SimGridStats* stats) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  Engine engine(plan, cluster, fidelity, with_events);
+  StepResult result = engine.Run(stats);
+  result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return result;
+}
+
+}  // namespace shardlab::sim

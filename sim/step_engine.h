@@ -1,0 +1,27 @@
+// The SimGrid engine: executes a Plan on every device of the cluster's
+// platform. Each device runs its stage's program (its pipeline schedule of
+// forward and backward passes); compute runs as timers, collectives start when
+// every member of their group has arrived and run as flows that contend for
+// the links they share, pipeline transfers are flows between neighbouring
+// stages, gradient buckets run on a separate communication stream as soon as
+// their gradients exist, and the optimizer closes the step.
+#pragma once
+
+#include "core/config/cluster_config.h"
+#include "core/plan/plan.h"
+#include "core/report/step_result.h"
+#include "sim/collective_flows.h"
+
+namespace shardlab::sim {
+
+struct SimGridStats {
+  int64_t flows = 0;
+  int64_t collectives = 0;
+  int64_t timers = 0;
+};
+
+// One SimGrid engine per process: call once per process.
+StepResult RunSimGrid(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, bool with_events,
+                      SimGridStats* stats = nullptr);
+
+}  // namespace shardlab::sim
