@@ -26,10 +26,24 @@ void Ring(const std::vector<int64_t>& members, int64_t steps, double step_bytes,
   }
 }
 
-// Recursive halving (reduce-scatter) then doubling (all-gather) on a power-of-two group.
+// Recursive halving (reduce-scatter) then doubling (all-gather) on a
+// power-of-two group. Step fidelity exchanges with each partner in turn;
+// aggregated fidelity moves the same volume, (n-1)/n of the buffer per half,
+// in one flow per member to its neighbour with the log2(n) step latencies.
 void HalvingDoubling(const std::vector<int64_t>& members, double bytes, bool reduce_scatter, bool all_gather,
-                     std::vector<Phase>* out) {
+                     Fidelity fidelity, std::vector<Phase>* out) {
   const int64_t n = static_cast<int64_t>(members.size());
+  if (fidelity == Fidelity::kAggregated) {
+    int64_t log2n = 0;
+    while ((int64_t{1} << log2n) < n) ++log2n;
+    const int64_t halves = (reduce_scatter ? 1 : 0) + (all_gather ? 1 : 0);
+    Phase p;
+    const double volume = static_cast<double>(halves) * bytes * static_cast<double>(n - 1) / static_cast<double>(n);
+    for (int64_t i = 0; i < n; ++i) p.flows.push_back({members[i], members[(i + 1) % n], volume});
+    p.extra_latency_steps = halves * log2n - 1;
+    out->push_back(std::move(p));
+    return;
+  }
   double chunk = bytes;
   std::vector<Phase> halving;
   for (int64_t distance = n / 2; distance >= 1; distance /= 2) {
@@ -51,13 +65,13 @@ void Flat(Collective c, CollectiveAlgorithm a, double bytes, const std::vector<i
                   IsPowerOfTwo(n);
   switch (c) {
     case Collective::kAllReduce:
-      if (hd) return HalvingDoubling(members, bytes, true, true, out);
+      if (hd) return HalvingDoubling(members, bytes, true, true, fidelity, out);
       return Ring(members, 2 * (n - 1), bytes / nn, fidelity, out);
     case Collective::kReduceScatter:
-      if (hd) return HalvingDoubling(members, bytes, true, false, out);
+      if (hd) return HalvingDoubling(members, bytes, true, false, fidelity, out);
       return Ring(members, n - 1, bytes / nn, fidelity, out);
     case Collective::kAllGather:
-      if (hd) return HalvingDoubling(members, bytes * nn, false, true, out);
+      if (hd) return HalvingDoubling(members, bytes * nn, false, true, fidelity, out);
       return Ring(members, n - 1, bytes, fidelity, out);
     case Collective::kBroadcast: return Ring(members, n - 1, bytes / static_cast<double>(n - 1), fidelity, out);
     case Collective::kAllToAll: {

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
-#include <set>
+#include <memory>
 #include <stdexcept>
 #include <tuple>
 
@@ -37,7 +37,45 @@ struct StagePrograms {
   std::vector<int> backward_task_chunk;     // chunk of each backward task
   // Per group spec: for each local index, (instance, members).
   std::vector<std::vector<std::pair<int64_t, std::vector<int64_t>>>> groups;
+  // Lanes: devices that take part in exactly the same blocking collectives
+  // run in lockstep; when such a set sits inside one server it is simulated
+  // once, its blocking collectives in closed form (the server's fabric is
+  // private to it). Local indices per lane.
+  std::vector<std::vector<int64_t>> lanes;
 };
+
+// Union of the blocking collective groups of a stage, split back into single
+// devices where a set would span servers (its traffic must contend as flows).
+std::vector<std::vector<int64_t>> Lanes(const StageProgram& stage, const StagePrograms& p, int64_t devices_per_server) {
+  const int64_t n = stage.devices;
+  std::vector<int64_t> parent(n);
+  for (int64_t i = 0; i < n; ++i) parent[i] = i;
+  std::function<int64_t(int64_t)> find = [&](int64_t x) { return parent[x] == x ? x : parent[x] = find(parent[x]); };
+  auto join_groups_of = [&](const std::vector<Task>& tasks) {
+    for (const Task& t : tasks) {
+      if (t.kind != Task::Kind::kCollective) continue;
+      for (int64_t l = 0; l < n; ++l)
+        for (int64_t member : p.groups[t.group][l].second) parent[find(member - stage.first_rank)] = find(l);
+    }
+  };
+  // The passes decide lockstep; step-start gathers and gradient buckets run
+  // per device across lanes.
+  join_groups_of(stage.forward);
+  join_groups_of(stage.backward);
+  std::map<int64_t, std::vector<int64_t>> classes;
+  for (int64_t l = 0; l < n; ++l) classes[find(l)].push_back(l);
+  std::vector<std::vector<int64_t>> lanes;
+  for (auto& [root, members] : classes) {
+    const int64_t first_server = (stage.first_rank + members.front()) / devices_per_server;
+    const int64_t last_server = (stage.first_rank + members.back()) / devices_per_server;
+    if (first_server == last_server) {
+      lanes.push_back(members);
+    } else {
+      for (int64_t m : members) lanes.push_back({m});
+    }
+  }
+  return lanes;
+}
 
 std::vector<std::vector<Step>> Split(const std::vector<Task>& tasks, int64_t chunks,
                                      std::vector<int>* chunk_of_task = nullptr) {
@@ -91,15 +129,21 @@ class Engine {
         }
         p.groups.push_back(std::move(per_local));
       }
+      p.lanes = Lanes(stage, p, cluster.devices_per_server);
       programs_.push_back(std::move(p));
     }
-    devices_.resize(plan.devices);
-    for (int64_t r = 0; r < plan.devices; ++r) {
-      Device& d = devices_[r];
-      d.rank = r;
-      d.stage = r / D_;
-      d.local = r % D_;
-      d.counters.assign(plan.stages[d.stage].groups.size(), 0);
+    lane_of_rank_.resize(plan.devices);
+    for (int64_t s = 0; s < S_; ++s) {
+      for (const auto& members : programs_[s].lanes) {
+        Device d;
+        d.stage = s;
+        d.local = members.front();
+        d.rank = s * D_ + d.local;
+        for (int64_t m : members) d.ranks.push_back(s * D_ + m);
+        d.counters.assign(plan.stages[s].groups.size(), 0);
+        for (int64_t r : d.ranks) lane_of_rank_[r] = static_cast<int64_t>(devices_.size());
+        devices_.push_back(std::move(d));
+      }
     }
     stage_results_.resize(S_);
     for (int64_t s = 0; s < S_; ++s) stage_results_[s].stage = s;
@@ -112,7 +156,7 @@ class Engine {
     result.engine = "simgrid";
     for (int64_t s = 0; s < S_; ++s) {
       StageResult& r = stage_results_[s];
-      const Device& d = devices_[s * D_];
+      const Device& d = devices_[lane_of_rank_[s * D_]];
       if (!d.finished) throw std::logic_error("the simulated step did not finish on every device");
       r.memory = plan_.stages[s].memory;
       for (const Task& t : plan_.stages[s].forward) r.forward_seconds += t.seconds;
@@ -135,8 +179,10 @@ class Engine {
   }
 
  private:
+  // A lane: one device, or the devices of one server that run in lockstep.
   struct Device {
-    int64_t rank = 0, stage = 0, local = 0;
+    int64_t rank = 0, stage = 0, local = 0;  // of its first device
+    std::vector<int64_t> ranks;
     size_t start_task = 0;  // step_start collectives done
     size_t item = 0;
     size_t step = 0;
@@ -200,7 +246,7 @@ class Engine {
     if (NeedsInput(d, item)) {
       const InputKey key{d.rank, item.forward, vs, item.micro_batch};
       auto it = arrived_.find(key);
-      if (it == arrived_.end()) {
+      if (it == arrived_.end() || it->second < static_cast<int64_t>(d.ranks.size())) {
         waiting_[key] = &d;
         return;
       }
@@ -271,12 +317,14 @@ class Engine {
     if (plan_.training || item.forward) {
       if (target_vs >= 0 && target_vs < S_ * V_) {
         const int64_t target_stage = target_vs % S_;
-        const int64_t peer = target_stage * D_ + d.local;
         const double bytes = item.forward ? StageOf(d).send_forward_bytes : plan_.stages[target_stage].send_forward_bytes;
-        const InputKey key{peer, item.forward, target_vs, item.micro_batch};
-        Phase phase;
-        phase.flows.push_back({d.rank, peer, bytes});
-        runner_.Run({phase}, [this, key] { Deliver(key); });
+        for (int64_t rank : d.ranks) {
+          const int64_t peer = target_stage * D_ + rank % D_;
+          const InputKey key{devices_[lane_of_rank_[peer]].rank, item.forward, target_vs, item.micro_batch};
+          Phase phase;
+          phase.flows.push_back({rank, peer, bytes});
+          runner_.Run({phase}, [this, key] { Deliver(key); });
+        }
       }
     }
     ++d.item;
@@ -284,33 +332,47 @@ class Engine {
   }
 
   void Deliver(const InputKey& key) {
+    const int64_t count = ++arrived_[key];
     auto it = waiting_.find(key);
-    if (it == waiting_.end()) {
-      arrived_.insert(key);
-      return;
-    }
+    if (it == waiting_.end() || count < static_cast<int64_t>(it->second->ranks.size())) return;
     Device& d = *it->second;
     waiting_.erase(it);
-    arrived_.insert(key);
     Next(d);
   }
 
-  // A collective starts when all members of the device's group have arrived.
+  // A collective inside a lane runs in closed form; otherwise each of the
+  // lane's devices arrives at its group, and a group starts as flows once
+  // all its members have arrived. The lane resumes when all its groups are done.
   void Collective(Device& d, const Task& task, std::function<void()> resume) {
-    const auto& [instance, members] = programs_[d.stage].groups[task.group][d.local];
+    const auto& groups = programs_[d.stage].groups[task.group];
     const int64_t sequence = d.counters[task.group]++;
-    const auto key = std::make_tuple(d.stage, task.group, instance, sequence);
-    Barrier& b = barriers_[key];
-    b.resumes.push_back(std::move(resume));
-    if (++b.arrived < static_cast<int64_t>(members.size())) return;
-    auto resumes = std::move(b.resumes);
-    barriers_.erase(key);
-    ++collectives_;
-    runner_.Run(ExpandCollective(task.collective, task.algorithm, task.comm_bytes, members, cluster_.devices_per_server,
-                                 fidelity_),
-                [resumes = std::move(resumes)] {
-                  for (const auto& resume : resumes) resume();
-                });
+    const auto& first_members = groups[d.local].second;
+    const bool inside = std::all_of(first_members.begin(), first_members.end(),
+                                    [&](int64_t r) { return lane_of_rank_[r] == lane_of_rank_[d.rank]; });
+    if (inside && d.ranks.size() > 1) {
+      ++timers_;
+      runner_.After(task.seconds, std::move(resume));
+      return;
+    }
+    auto pending = std::make_shared<int64_t>(static_cast<int64_t>(d.ranks.size()));
+    auto shared_resume = std::make_shared<std::function<void()>>(std::move(resume));
+    for (int64_t rank : d.ranks) {
+      const auto& [instance, members] = groups[rank % D_];
+      const auto key = std::make_tuple(d.stage, task.group, instance, sequence);
+      Barrier& b = barriers_[key];
+      b.resumes.push_back([pending, shared_resume] {
+        if (--*pending == 0) (*shared_resume)();
+      });
+      if (++b.arrived < static_cast<int64_t>(members.size())) continue;
+      auto resumes = std::move(b.resumes);
+      barriers_.erase(key);
+      ++collectives_;
+      runner_.Run(ExpandCollective(task.collective, task.algorithm, task.comm_bytes, members,
+                                   cluster_.devices_per_server, fidelity_),
+                  [resumes = std::move(resumes)] {
+                    for (const auto& r : resumes) r();
+                  });
+    }
   }
 
   // Bucket b starts once its gradients exist on this device and bucket b-1 is done.
@@ -327,6 +389,7 @@ class Engine {
     task.algorithm = bucket.algorithm;
     task.group = bucket.group;
     task.comm_bytes = bucket.bytes;
+    task.seconds = bucket.seconds;
     const double begin = Now();
     const size_t index = d.bucket;
     Collective(d, task, [this, &d, begin, index] {
@@ -367,7 +430,8 @@ class Engine {
   std::vector<Device> devices_;
   std::vector<StageResult> stage_results_;
   std::map<std::tuple<int64_t, int, int64_t, int64_t>, Barrier> barriers_;
-  std::set<InputKey> arrived_;
+  std::map<InputKey, int64_t> arrived_;  // transfers received per pass input
+  std::vector<int64_t> lane_of_rank_;
   std::map<InputKey, Device*> waiting_;
   std::vector<TimelineEvent> events_;
   int64_t collectives_ = 0, timers_ = 0;
