@@ -92,3 +92,32 @@ TEST_CASE("two rings over the same cross-group path share its bandwidth") {
 
 }  // namespace
 }  // namespace shardlab::sim
+
+#include "core/analytical/analytical_engine.h"
+#include "core/ops/graph_layouts.h"
+#include "core/plan/lowering.h"
+#include "sim/step_engine.h"
+
+namespace shardlab::sim {
+namespace {
+
+TEST_CASE("the SimGrid step of an uncontended pipeline run matches the analytical engine") {
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/pangu-alpha-13b-ascend-512.json"));
+  run.model.params.Set("layers", int64_t{4});
+  const Graph graph = BuildRunGraph(run);
+  const Plan plan = LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
+  SimGridStats stats;
+  const StepResult simulated = RunSimGrid(plan, run.cluster, Fidelity::kAggregated, true, &stats);
+  const StepResult analytical = RunAnalytical(plan);
+  CHECK(simulated.engine == "simgrid");
+  CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.01));
+  CHECK(simulated.bubble_fraction == Approx(analytical.bubble_fraction).epsilon(0.05));
+  CHECK(stats.flows > 0);
+  // Forward and backward of every micro-batch on both stages are on the timeline.
+  int passes = 0;
+  for (const auto& e : simulated.events) passes += e.category == "forward" || e.category == "backward";
+  CHECK(passes == 2 * 2 * 8);
+}
+
+}  // namespace
+}  // namespace shardlab::sim
