@@ -181,10 +181,29 @@ class Lowering {
   bool OnHost(const Operator& op) const { return op.StringAttr("primitive_target", "") == "CPU"; }
   DType OutputDType(const Operator& op) const { return graph_.tensor(op.outputs.front()).dtype; }
 
+  // Host-device training: a tensor crossing between an operator on the host
+  // and one on the device moves over PCIe (its gradient crosses back in backward).
+  std::vector<Task> HostTransfers(int index, bool backward) {
+    std::vector<Task> tasks;
+    const Operator& op = graph_.op(index);
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const Tensor& t = graph_.tensor(op.inputs[i]);
+      if (t.producer < 0 || OnHost(graph_.op(t.producer)) == OnHost(op)) continue;
+      Task transfer;
+      transfer.name = fmt::format("{}/{}", op.name, OnHost(op) != backward ? "device_to_host" : "host_to_device");
+      transfer.op = index;
+      transfer.bytes = SliceBytes(layouts_[index].inputs[i], t.dtype);
+      transfer.seconds = transfer.bytes / run_.cluster.host.pcie_bandwidth + run_.cluster.host.pcie_latency;
+      tasks.push_back(transfer);
+    }
+    return tasks;
+  }
+
   std::vector<Task> ForwardTasks(StageProgram& stage, int index, bool recompute) {
     const Operator& op = graph_.op(index);
     const OpLayout& layout = layouts_[index];
     std::vector<Task> tasks = recompute ? std::vector<Task>{} : Redistributions(stage, index, false);
+    for (Task& t : HostTransfers(index, false)) tasks.push_back(std::move(t));
     Task compute = Compute(op.name + (recompute ? "/recompute" : "/forward"), index, layout.work.forward_flops,
                            layout.work.forward_bytes, OutputDType(op), OnHost(op));
     compute.recompute = recompute;
@@ -239,6 +258,7 @@ class Lowering {
                                           Group(stage, layout.device_matrix, c.device_dims), c.bytes));
     }
     for (Task& t : Redistributions(stage, index, true)) stage.backward.push_back(std::move(t));
+    for (Task& t : HostTransfers(index, true)) stage.backward.push_back(std::move(t));
   }
 
   struct ParamInfo {

@@ -99,6 +99,22 @@ TEST_CASE("tensor-parallel GPT layers communicate forward and backward, recomput
   CHECK(scatter);
 }
 
+TEST_CASE("host-device training moves the host embedding's output over PCIe") {
+  RunSpec run = Shipped("wide-deep-host-ascend-8");
+  const Plan with_host = PlanFor(run);
+  int transfers = 0;
+  double pcie = 0;
+  for (const Task& t : with_host.stages[0].forward)
+    if (t.name.find("host_to_device") != std::string::npos) {
+      ++transfers;
+      pcie += t.seconds;
+    }
+  CHECK(transfers == 2);  // the wide and the deep lookups feed device operators
+  CHECK(pcie > run.cluster.host.pcie_latency);
+  run.model.params.Set("host_embedding", false);
+  for (const Task& t : PlanFor(run).stages[0].forward) CHECK(t.name.find("host_to_device") == std::string::npos);
+}
+
 TEST_CASE("a run that does not fit is out of memory with the peak and what dominates") {
   RunSpec run = Shipped("bert-large-a100-8");
   run.cluster.device.memory_bytes = 8e9;
