@@ -63,6 +63,12 @@ struct CollectiveArgs {
 };
 int CollectiveCommand(const CollectiveArgs& args);
 
+struct ValidateArgs {
+  std::string folder;
+  std::string engine = "analytical";  // or simgrid (one process per case)
+};
+int Validate(const ValidateArgs& args);
+
 struct DevicesArgs {
   std::string matrix;      // [2,2,3]
   std::string tensor_map;  // [-1,0]; "" = none

@@ -87,6 +87,12 @@ int main(int argc, char** argv) {
   collective_cmd->add_option("--stride", collective.stride, "rank distance between members (8: one per server)")
       ->check(CLI::Range(1, 4096));
 
+  cli::ValidateArgs validate;
+  auto* validate_cmd = app.add_subcommand("validate", "Predicted against published results for a folder of cases");
+  validate_cmd->add_option("folder", validate.folder, "folder of validation cases, e.g. configs/validation")->required();
+  validate_cmd->add_option("--engine", validate.engine, "analytical (default) or simgrid")
+      ->check(CLI::IsMember({"analytical", "simgrid"}));
+
   cli::DevicesArgs devices;
   auto* devices_cmd = app.add_subcommand("devices", "Coordinates and communication groups of a rank in a device matrix");
   devices_cmd->add_option("--matrix", devices.matrix, "device matrix, e.g. '[2,2,3]'")->required();
@@ -113,6 +119,7 @@ int main(int argc, char** argv) {
     if (*redistribute_cmd) return cli::Redistribute(redistribute);
     if (*devices_cmd) return cli::Devices(devices);
     if (*collective_cmd) return cli::CollectiveCommand(collective);
+    if (*validate_cmd) return cli::Validate(validate);
   } catch (const std::exception& e) {
     std::cerr << "shardlab: error: " << e.what() << "\n";
     return kUserError;

@@ -110,6 +110,27 @@ std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double 
   const bool hierarchical = a == CollectiveAlgorithm::kHierarchical && by_server.size() > 1 && k > 1 &&
                             (c == Collective::kAllReduce || c == Collective::kReduceScatter ||
                              c == Collective::kAllGather);
+  const bool ring = a == CollectiveAlgorithm::kRing || a == CollectiveAlgorithm::kHierarchical;
+  if (!hierarchical && ring && by_server.size() > 1 && k > 1 && c != Collective::kAllToAll &&
+      c != Collective::kSendRecv) {
+    // k channels, each a ring over every server that enters server s at local
+    // position c+1 and leaves it from local c, carrying 1/k of the data.
+    std::vector<Phase> merged;
+    for (int64_t channel = 0; channel < k; ++channel) {
+      std::vector<int64_t> order;
+      for (const auto& [server, ranks] : by_server)
+        for (int64_t i = 1; i <= k; ++i) order.push_back(ranks[(channel + i) % k]);
+      std::vector<Phase> phases;
+      Flat(c, CollectiveAlgorithm::kRing, bytes / static_cast<double>(k), order, fidelity, &phases);
+      if (merged.size() < phases.size()) merged.resize(phases.size());
+      for (size_t i = 0; i < phases.size(); ++i) {
+        merged[i].flows.insert(merged[i].flows.end(), phases[i].flows.begin(), phases[i].flows.end());
+        merged[i].extra_latency_steps = phases[i].extra_latency_steps;
+      }
+    }
+    out.insert(out.end(), merged.begin(), merged.end());
+    return out;
+  }
   if (!hierarchical) {
     Flat(c, a == CollectiveAlgorithm::kHierarchical ? CollectiveAlgorithm::kRing : a, bytes, members, fidelity, &out);
     return out;

@@ -146,9 +146,12 @@ double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, cons
     return std::max(local, remote) + (n - 1) * inter.latency;
   }
   // A flat algorithm across servers runs at the slower link on every step
-  // (only the network's when each server holds one member).
+  // (only the network's when each server holds one member). With k members
+  // per server, NCCL and HCCL run k rings (channels) whose server-crossing
+  // hops leave through different devices' NICs, so the crossing gets k NIC shares.
   if (k == 1) return FlatSeconds(c, a, bytes, p.size, inter);
-  Link slowest{std::min(intra.bandwidth, inter.bandwidth), std::max(intra.latency, inter.latency)};
+  Link slowest{std::min(intra.bandwidth, inter.bandwidth * static_cast<double>(k)),
+               std::max(intra.latency, inter.latency)};
   return FlatSeconds(c, a, bytes, p.size, slowest);
 }
 

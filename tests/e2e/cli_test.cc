@@ -265,3 +265,31 @@ TEST_CASE("a run that does not fit in memory ends with a clear message") {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("collective prints an nccl-tests table next to the closed form") {
+  const CliResult r = Run("collective --op allreduce --bytes 1MiB..4MiB --ranks 16 --stride 8 "
+                          "--cluster configs/clusters/dgx-h100-ndr.json --algo ring");
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("busbw(GB/s)"));
+  CHECK(Lines(r.out) == 2 + 3);  // two header lines, 1, 2 and 4 MiB
+  CHECK_THAT(r.out, Catch::Contains("4194304"));
+  const CliResult bad = Run("collective --op allreduce --bytes 1XB --ranks 16 --cluster configs/clusters/dgx-h100-ndr.json");
+  CHECK(bad.rc == 1);
+  CHECK_THAT(bad.err, Catch::Contains("--bytes: \"1XB\" is not a size"));
+  const CliResult too_many = Run("collective --ranks 4096 --stride 2 --cluster configs/clusters/dgx-h100-ndr.json");
+  CHECK(too_many.rc == 1);
+  CHECK_THAT(too_many.err, Catch::Contains("has 4096 devices"));
+}
+
+TEST_CASE("validate prints predicted against published with the median error") {
+  const CliResult r = Run("validate configs/validation");
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("megatron-gpt-1t"));
+  CHECK_THAT(r.out, Catch::Contains("nccl-allreduce-dgx-a100-8"));
+  CHECK_THAT(r.out, Catch::Contains("# median absolute error"));
+  CHECK(Run("validate configs/no-such-folder").rc == 1);
+}
+
+}  // namespace
