@@ -98,6 +98,15 @@ void Flat(Collective c, CollectiveAlgorithm a, double bytes, const std::vector<i
   }
 }
 
+// Runs `phases` at the same time as `merged`: phase i of both become one.
+void RunConcurrently(const std::vector<Phase>& phases, std::vector<Phase>* merged) {
+  if (merged->size() < phases.size()) merged->resize(phases.size());
+  for (size_t i = 0; i < phases.size(); ++i) {
+    (*merged)[i].flows.insert((*merged)[i].flows.end(), phases[i].flows.begin(), phases[i].flows.end());
+    (*merged)[i].extra_latency_steps = phases[i].extra_latency_steps;
+  }
+}
+
 }  // namespace
 
 std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double bytes,
@@ -122,11 +131,7 @@ std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double 
         for (int64_t i = 1; i <= k; ++i) order.push_back(ranks[(channel + i) % k]);
       std::vector<Phase> phases;
       Flat(c, CollectiveAlgorithm::kRing, bytes / static_cast<double>(k), order, fidelity, &phases);
-      if (merged.size() < phases.size()) merged.resize(phases.size());
-      for (size_t i = 0; i < phases.size(); ++i) {
-        merged[i].flows.insert(merged[i].flows.end(), phases[i].flows.begin(), phases[i].flows.end());
-        merged[i].extra_latency_steps = phases[i].extra_latency_steps;
-      }
+      RunConcurrently(phases, &merged);
     }
     out.insert(out.end(), merged.begin(), merged.end());
     return out;
@@ -144,11 +149,7 @@ std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double 
     for (const auto& [server, ranks] : by_server) {
       std::vector<Phase> phases;
       Flat(type, CollectiveAlgorithm::kRing, size, ranks, fidelity, &phases);
-      if (merged.size() < phases.size()) merged.resize(phases.size());
-      for (size_t i = 0; i < phases.size(); ++i) {
-        merged[i].flows.insert(merged[i].flows.end(), phases[i].flows.begin(), phases[i].flows.end());
-        merged[i].extra_latency_steps = phases[i].extra_latency_steps;
-      }
+      RunConcurrently(phases, &merged);
     }
     out.insert(out.end(), merged.begin(), merged.end());
   };
@@ -159,11 +160,7 @@ std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double 
       for (const auto& [server, ranks] : by_server) rail.push_back(ranks[local]);
       std::vector<Phase> phases;
       Flat(type, across, size, rail, fidelity, &phases);
-      if (merged.size() < phases.size()) merged.resize(phases.size());
-      for (size_t i = 0; i < phases.size(); ++i) {
-        merged[i].flows.insert(merged[i].flows.end(), phases[i].flows.begin(), phases[i].flows.end());
-        merged[i].extra_latency_steps = phases[i].extra_latency_steps;
-      }
+      RunConcurrently(phases, &merged);
     }
     out.insert(out.end(), merged.begin(), merged.end());
   };

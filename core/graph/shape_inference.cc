@@ -56,18 +56,6 @@ TensorType InferMatMul(const Operator& op, const TensorType& a, const TensorType
   return {out, a.dtype};
 }
 
-std::vector<int64_t> ReduceAxes(const Operator& op, int64_t rank) {
-  std::vector<int64_t> axes = op.IntsAttr("axis");
-  if (axes.empty())
-    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
-  for (auto& axis : axes) {
-    auto normalized = NormalizeAxis(axis, rank);
-    if (!normalized) Fail(op, fmt::format("axis {} is out of range for rank {}", axis, rank));
-    axis = *normalized;
-  }
-  return axes;
-}
-
 int64_t WindowOutput(const Operator& op, int64_t size, int64_t kernel, int64_t stride, int64_t pad) {
   if (kernel < 1 || stride < 1 || pad < 0) Fail(op, "kernel and stride must be >= 1 and pad >= 0");
   const int64_t span = size + 2 * pad - kernel;
@@ -94,6 +82,19 @@ std::optional<int64_t> NormalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+std::vector<int64_t> NormalizedAxes(const Operator& op, int64_t rank, std::vector<int64_t> fallback) {
+  std::vector<int64_t> axes = op.IntsAttr("axis");
+  if (axes.empty()) axes = std::move(fallback);
+  if (axes.empty())
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  for (auto& axis : axes) {
+    auto normalized = NormalizeAxis(axis, rank);
+    if (!normalized) Fail(op, fmt::format("axis {} is out of range for rank {}", axis, rank));
+    axis = *normalized;
+  }
+  return axes;
+}
+
 std::vector<TensorType> InferOutputs(const Operator& op, const std::vector<TensorType>& in) {
   const std::string& t = op.type;
   if (t == "MatMul") return {InferMatMul(op, in[0], in[1], false)};
@@ -118,7 +119,7 @@ std::vector<TensorType> InferOutputs(const Operator& op, const std::vector<Tenso
     return {in[0]};
   }
   if (t == "Softmax" || t == "LogSoftmax") {
-    ReduceAxes(op, static_cast<int64_t>(in[0].shape.size()));
+    NormalizedAxes(op, static_cast<int64_t>(in[0].shape.size()), {-1});
     return {in[0]};
   }
   if (t == "LayerNorm") {
@@ -131,7 +132,7 @@ std::vector<TensorType> InferOutputs(const Operator& op, const std::vector<Tenso
     return {in[0]};
   }
   if (t == "ReduceSum" || t == "ReduceMean" || t == "ReduceMax" || t == "ReduceMin") {
-    const auto axes = ReduceAxes(op, static_cast<int64_t>(in[0].shape.size()));
+    const auto axes = NormalizedAxes(op, static_cast<int64_t>(in[0].shape.size()), {});
     const bool keep = op.BoolAttr("keep_dims", false);
     Shape out;
     for (size_t i = 0; i < in[0].shape.size(); ++i) {

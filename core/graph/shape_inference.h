@@ -24,4 +24,9 @@ std::optional<Shape> BroadcastShapes(const Shape& a, const Shape& b);
 // A possibly negative axis made non-negative; nullopt when out of range.
 std::optional<int64_t> NormalizeAxis(int64_t axis, int64_t rank);
 
+// The operator's `axis` attribute made non-negative; `fallback` when it is
+// absent or empty (an empty fallback means every axis). Throws GraphError
+// for an axis out of range.
+std::vector<int64_t> NormalizedAxes(const Operator& op, int64_t rank, std::vector<int64_t> fallback);
+
 }  // namespace shardlab

@@ -12,16 +12,7 @@ namespace shardlab {
 namespace {
 
 std::vector<int64_t> ReducedAxes(const OpContext& ctx) {
-  const int64_t rank = static_cast<int64_t>(ctx.inputs[0].shape.size());
-  std::vector<int64_t> axes = ctx.op.IntsAttr("axis");
-  if (axes.empty())
-    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
-  for (auto& a : axes) {
-    auto normalized = NormalizeAxis(a, rank);
-    if (!normalized) throw LayoutError(fmt::format("axis {} is out of range for rank {}", a, rank));
-    a = *normalized;
-  }
-  return axes;
+  return NormalizedAxes(ctx.op, static_cast<int64_t>(ctx.inputs[0].shape.size()), {});
 }
 
 BaseLayout Infer(const OpContext& ctx, const Strategy& s) {

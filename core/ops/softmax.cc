@@ -8,15 +8,7 @@ namespace shardlab {
 namespace {
 
 std::vector<int64_t> Axis(const OpContext& ctx) {
-  std::vector<int64_t> axes = ctx.op.IntsAttr("axis");
-  if (axes.empty()) axes = {-1};
-  const int64_t rank = static_cast<int64_t>(ctx.inputs[0].shape.size());
-  for (auto& a : axes) {
-    auto normalized = NormalizeAxis(a, rank);
-    if (!normalized) throw LayoutError(fmt::format("axis {} is out of range for rank {}", a, rank));
-    a = *normalized;
-  }
-  return axes;
+  return NormalizedAxes(ctx.op, static_cast<int64_t>(ctx.inputs[0].shape.size()), {-1});
 }
 
 BaseLayout Infer(const OpContext& ctx, const Strategy& s) {
