@@ -43,8 +43,7 @@ void BM_InferMatMulLayout4096(benchmark::State& state) {
   const Operator op = MatMul();
   const std::vector<TensorType> in = {{{131072, 12288}, DType::kFloat16}, {{49152, 12288}, DType::kFloat16}};
   const auto out = InferOutputs(op, in);
-  for (auto _ : state)
-    benchmark::DoNotOptimize(InferOpLayout(op, in, out, {{512, 1}, {8, 1}}, 4096, {1}));
+  for (auto _ : state) benchmark::DoNotOptimize(InferOpLayout(op, in, out, {{512, 1}, {8, 1}}, 4096, {1}));
 }
 BENCHMARK(BM_InferMatMulLayout4096)->Unit(benchmark::kMicrosecond);
 

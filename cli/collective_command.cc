@@ -4,7 +4,6 @@
 #include <iostream>
 
 #include <fmt/format.h>
-
 #include <simgrid/s4u/Engine.hpp>
 
 #include "cli/commands.h"
@@ -36,11 +35,14 @@ std::vector<double> ParseSizes(const std::string& text) {
 double BusFactor(Collective c, int64_t n) {
   const double nn = static_cast<double>(n);
   switch (c) {
-    case Collective::kAllReduce: return 2 * (nn - 1) / nn;
+    case Collective::kAllReduce:
+      return 2 * (nn - 1) / nn;
     case Collective::kAllGather:
     case Collective::kReduceScatter:
-    case Collective::kAllToAll: return (nn - 1) / nn;
-    default: return 1;
+    case Collective::kAllToAll:
+      return (nn - 1) / nn;
+    default:
+      return 1;
   }
 }
 
@@ -52,9 +54,9 @@ int CollectiveCommand(const CollectiveArgs& args) {
   const Collective op = ParseCollective(args.op);
   const int64_t last = args.first_rank + (args.ranks - 1) * args.stride;
   if (last >= cluster.device_count())
-    throw std::runtime_error(fmt::format("--ranks {} with --stride {} from rank {} needs rank {}, but cluster \"{}\" has {} devices",
-                                         args.ranks, args.stride, args.first_rank, last, cluster.name,
-                                         cluster.device_count()));
+    throw std::runtime_error(
+        fmt::format("--ranks {} with --stride {} from rank {} needs rank {}, but cluster \"{}\" has {} devices",
+                    args.ranks, args.stride, args.first_rank, last, cluster.name, cluster.device_count()));
   const std::vector<double> sizes = ParseSizes(args.bytes);
   std::vector<int64_t> members;
   for (int64_t i = 0; i < args.ranks; ++i) members.push_back(args.first_rank + i * args.stride);
@@ -62,7 +64,9 @@ int CollectiveCommand(const CollectiveArgs& args) {
   const sim::Fidelity fidelity = args.fidelity == "step" ? sim::Fidelity::kStep : sim::Fidelity::kAggregated;
 
   // Per-rank bytes in CollectiveSeconds' convention; nccl-tests' size is the whole buffer.
-  auto per_rank = [&](double size) { return op == Collective::kAllGather ? size / static_cast<double>(args.ranks) : size; };
+  auto per_rank = [&](double size) {
+    return op == Collective::kAllGather ? size / static_cast<double>(args.ranks) : size;
+  };
   const std::map<std::string, std::string> force = {{ToString(op), args.algorithm}};
   sim::ClusterPlatform platform(cluster, last + 1);
   sim::FlowRunner runner(platform);
@@ -72,11 +76,12 @@ int CollectiveCommand(const CollectiveArgs& args) {
     if (i == sizes.size()) return;
     algorithms[i] = ChooseAlgorithm(op, per_rank(sizes[i]), placement, cluster, force);
     start[i] = simgrid::s4u::Engine::get_clock();
-    runner.Run(sim::ExpandCollective(op, algorithms[i], per_rank(sizes[i]), members, cluster.devices_per_server, fidelity),
-               [&, i] {
-                 end[i] = simgrid::s4u::Engine::get_clock();
-                 launch(i + 1);
-               });
+    runner.Run(
+        sim::ExpandCollective(op, algorithms[i], per_rank(sizes[i]), members, cluster.devices_per_server, fidelity),
+        [&, i] {
+          end[i] = simgrid::s4u::Engine::get_clock();
+          launch(i + 1);
+        });
   };
   launch(0);
   platform.engine().run();

@@ -75,8 +75,7 @@ int Layout(const LayoutArgs& args) {
   }
   Strategy strategy;
   const JsonArg strategy_arg("--strategy", args.strategy);
-  for (const auto& tuple : strategy_arg.node().AsArray())
-    strategy.push_back(tuple.AsIntList(INT64_MIN, INT64_MAX));
+  for (const auto& tuple : strategy_arg.node().AsArray()) strategy.push_back(tuple.AsIntList(INT64_MIN, INT64_MAX));
   std::vector<int> weights;
   if (args.weights.empty()) {
     weights = DefaultWeights(op, inputs, outputs);
@@ -113,8 +112,8 @@ int Devices(const DevicesArgs& args) {
   const Shape dims = JsonArg("--matrix", args.matrix).node().AsIntList(1, 4096);
   const DeviceMatrix matrix(dims);
   if (args.rank >= matrix.size())
-    throw std::runtime_error(fmt::format("--rank {} is not below the {} devices of {}", args.rank, matrix.size(),
-                                         args.matrix));
+    throw std::runtime_error(
+        fmt::format("--rank {} is not below the {} devices of {}", args.rank, matrix.size(), args.matrix));
   nlohmann::json groups = nlohmann::json::array();
   for (size_t d = 0; d < dims.size(); ++d)
     groups.push_back({{"dim", d},

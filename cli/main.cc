@@ -67,7 +67,8 @@ int main(int argc, char** argv) {
       ->add_option("--from", redistribute.from, "source layout, e.g. '{\"device_matrix\":[8,4],\"tensor_map\":[1,0]}'")
       ->required();
   redistribute_cmd->add_option("--to", redistribute.to, "target layout (may carry its own \"shape\")")->required();
-  redistribute_cmd->add_flag("--enable-alltoall", redistribute.enable_alltoall, "use AlltoAll (MindSpore's enable_alltoall)");
+  redistribute_cmd->add_flag("--enable-alltoall", redistribute.enable_alltoall,
+                             "use AlltoAll (MindSpore's enable_alltoall)");
   redistribute_cmd->add_option("--dtype", redistribute.dtype, "element type, for bytes and cost");
   redistribute_cmd->add_option("--rank", redistribute.rank, "whose groups to list")->check(CLI::Range(0, 4095));
 
@@ -83,18 +84,21 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "ring", "halving_doubling", "hierarchical", "double_binary_tree", "pairwise"}));
   collective_cmd->add_option("--fidelity", collective.fidelity, "aggregated flows or every ring step")
       ->check(CLI::IsMember({"aggregated", "step"}));
-  collective_cmd->add_option("--first-rank", collective.first_rank, "the group's first rank")->check(CLI::Range(0, 4095));
+  collective_cmd->add_option("--first-rank", collective.first_rank, "the group's first rank")
+      ->check(CLI::Range(0, 4095));
   collective_cmd->add_option("--stride", collective.stride, "rank distance between members (8: one per server)")
       ->check(CLI::Range(1, 4096));
 
   cli::ValidateArgs validate;
   auto* validate_cmd = app.add_subcommand("validate", "Predicted against published results for a folder of cases");
-  validate_cmd->add_option("folder", validate.folder, "folder of validation cases, e.g. configs/validation")->required();
+  validate_cmd->add_option("folder", validate.folder, "folder of validation cases, e.g. configs/validation")
+      ->required();
   validate_cmd->add_option("--engine", validate.engine, "analytical (default) or simgrid")
       ->check(CLI::IsMember({"analytical", "simgrid"}));
 
   cli::DevicesArgs devices;
-  auto* devices_cmd = app.add_subcommand("devices", "Coordinates and communication groups of a rank in a device matrix");
+  auto* devices_cmd =
+      app.add_subcommand("devices", "Coordinates and communication groups of a rank in a device matrix");
   devices_cmd->add_option("--matrix", devices.matrix, "device matrix, e.g. '[2,2,3]'")->required();
   devices_cmd->add_option("--rank", devices.rank, "the rank")->check(CLI::Range(0, 4095));
   devices_cmd->add_option("--tensor-map", devices.tensor_map, "also list the ranks holding the same slice");

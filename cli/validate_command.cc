@@ -2,16 +2,15 @@
 // results (training runs with their TFLOP/s per GPU, collectives with their
 // bus bandwidth) and print predicted against published with the error per
 // case and the median. Cluster profiles are the shipped ones, never fitted.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sys/wait.h>
 
 #include "cli/commands.h"
 #include "core/analytical/analytical_engine.h"
@@ -38,9 +37,8 @@ double SimulateRun(const JsonNode& node, const std::string& engine) {
   const RunSpec run = ReadRunSpec(node);
   const Graph graph = BuildRunGraph(run);
   const Plan plan = LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
-  const StepResult result = engine == "simgrid"
-                                ? sim::RunSimGrid(plan, run.cluster, sim::Fidelity::kAggregated, false)
-                                : RunAnalytical(plan, false);
+  const StepResult result = engine == "simgrid" ? sim::RunSimGrid(plan, run.cluster, sim::Fidelity::kAggregated, false)
+                                                : RunAnalytical(plan, false);
   const RunSummary summary = SummarizeRun(run, graph);
   return summary.step_flops / result.step_seconds / static_cast<double>(run.parallel.device_num) / 1e12;
 }
@@ -60,7 +58,8 @@ double SimulateCollective(const JsonNode& node) {
   const ClusterSpec cluster = ReadClusterSpec(JsonNode(doc, path));
   const GroupPlacement placement = PlaceStridedGroup(0, ranks, stride, cluster);
   const double per_rank = op == Collective::kAllGather ? bytes / static_cast<double>(ranks) : bytes;
-  const double t = CollectiveSeconds(op, ChooseAlgorithm(op, per_rank, placement, cluster), per_rank, placement, cluster);
+  const double t =
+      CollectiveSeconds(op, ChooseAlgorithm(op, per_rank, placement, cluster), per_rank, placement, cluster);
   const double n = static_cast<double>(ranks);
   const double factor = op == Collective::kAllReduce ? 2 * (n - 1) / n : (n - 1) / n;
   return bytes / t * factor / 1e9;
@@ -81,7 +80,8 @@ Case RunCase(const std::string& file, const std::string& engine, bool predict) {
   c.metric = p.Required("metric").AsEnum({"tflops_per_device_with_recompute", "busbw_gbps"});
   c.published = p.Required("value").AsNumber(1e-9, 1e12);
   p.Finish();
-  if (run.has_value() == collective.has_value()) root.Fail("a validation case has either a \"run\" or a \"collective\"");
+  if (run.has_value() == collective.has_value())
+    root.Fail("a validation case has either a \"run\" or a \"collective\"");
   if (run && c.metric != "tflops_per_device_with_recompute")
     published.Child("metric").Fail("runs report tflops_per_device_with_recompute");
   if (collective && c.metric != "busbw_gbps") published.Child("metric").Fail("collectives report busbw_gbps");

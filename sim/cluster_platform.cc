@@ -1,5 +1,6 @@
 #include "sim/cluster_platform.h"
 
+#include <fmt/format.h>
 #include <simgrid/kernel/routing/NetPoint.hpp>
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u/Engine.hpp>
@@ -7,8 +8,6 @@
 #include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/NetZone.hpp>
 #include <xbt/log.h>
-
-#include <fmt/format.h>
 
 namespace shardlab::sim {
 
@@ -39,11 +38,13 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
       mesh_.resize(servers_ * dps * g);
       for (int64_t d = 0; d < servers_ * dps; ++d)
         for (int64_t peer = 0; peer < g; ++peer)
-          if (peer != d % g) mesh_[d * g + peer] = link(fmt::format("hccs-{}-{}", d, peer), intra.link_bandwidth, intra.latency);
+          if (peer != d % g)
+            mesh_[d * g + peer] = link(fmt::format("hccs-{}-{}", d, peer), intra.link_bandwidth, intra.latency);
       if (g < dps)
         for (int64_t s = 0; s < servers_; ++s)
           for (int64_t dir = 0; dir < 2; ++dir)
-            cross_.push_back(link(fmt::format("cross-group-{}-{}", s, dir), intra.cross_group_bandwidth, intra.latency));
+            cross_.push_back(
+                link(fmt::format("cross-group-{}-{}", s, dir), intra.cross_group_bandwidth, intra.latency));
     }
     for (int64_t n = 0; n < servers_ * nics_; ++n) {
       nic_up_.push_back(link(fmt::format("nic-up-{}", n), net.nic_bandwidth, net.link_latency + net.switch_latency));

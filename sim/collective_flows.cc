@@ -14,7 +14,8 @@ void Ring(const std::vector<int64_t>& members, int64_t steps, double step_bytes,
   if (n <= 1 || steps <= 0) return;
   if (fidelity == Fidelity::kAggregated) {
     Phase p;
-    for (int64_t i = 0; i < n; ++i) p.flows.push_back({members[i], members[(i + 1) % n], step_bytes * static_cast<double>(steps)});
+    for (int64_t i = 0; i < n; ++i)
+      p.flows.push_back({members[i], members[(i + 1) % n], step_bytes * static_cast<double>(steps)});
     p.extra_latency_steps = steps - 1;
     out->push_back(std::move(p));
     return;
@@ -61,8 +62,8 @@ void Flat(Collective c, CollectiveAlgorithm a, double bytes, const std::vector<i
   const int64_t n = static_cast<int64_t>(members.size());
   if (n <= 1) return;
   const double nn = static_cast<double>(n);
-  const bool hd = (a == CollectiveAlgorithm::kHalvingDoubling || a == CollectiveAlgorithm::kDoubleBinaryTree) &&
-                  IsPowerOfTwo(n);
+  const bool hd =
+      (a == CollectiveAlgorithm::kHalvingDoubling || a == CollectiveAlgorithm::kDoubleBinaryTree) && IsPowerOfTwo(n);
   switch (c) {
     case Collective::kAllReduce:
       if (hd) return HalvingDoubling(members, bytes, true, true, fidelity, out);
@@ -73,7 +74,8 @@ void Flat(Collective c, CollectiveAlgorithm a, double bytes, const std::vector<i
     case Collective::kAllGather:
       if (hd) return HalvingDoubling(members, bytes * nn, false, true, fidelity, out);
       return Ring(members, n - 1, bytes, fidelity, out);
-    case Collective::kBroadcast: return Ring(members, n - 1, bytes / static_cast<double>(n - 1), fidelity, out);
+    case Collective::kBroadcast:
+      return Ring(members, n - 1, bytes / static_cast<double>(n - 1), fidelity, out);
     case Collective::kAllToAll: {
       // Pairwise exchange; large groups send to the opposite member only,
       // carrying the whole off-rank share, which loads the bisection alike.
@@ -83,7 +85,8 @@ void Flat(Collective c, CollectiveAlgorithm a, double bytes, const std::vector<i
           for (int64_t j = 0; j < n; ++j)
             if (i != j) p.flows.push_back({members[i], members[j], bytes / nn});
       } else {
-        for (int64_t i = 0; i < n; ++i) p.flows.push_back({members[i], members[(i + n / 2) % n], bytes * (nn - 1) / nn});
+        for (int64_t i = 0; i < n; ++i)
+          p.flows.push_back({members[i], members[(i + n / 2) % n], bytes * (nn - 1) / nn});
         p.extra_latency_steps = n - 2;
       }
       out->push_back(std::move(p));
@@ -116,9 +119,9 @@ std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double 
   std::map<int64_t, std::vector<int64_t>> by_server;
   for (int64_t r : members) by_server[r / devices_per_server].push_back(r);
   const int64_t k = static_cast<int64_t>(members.size() / by_server.size());
-  const bool hierarchical = a == CollectiveAlgorithm::kHierarchical && by_server.size() > 1 && k > 1 &&
-                            (c == Collective::kAllReduce || c == Collective::kReduceScatter ||
-                             c == Collective::kAllGather);
+  const bool hierarchical =
+      a == CollectiveAlgorithm::kHierarchical && by_server.size() > 1 && k > 1 &&
+      (c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kAllGather);
   const bool ring = a == CollectiveAlgorithm::kRing || a == CollectiveAlgorithm::kHierarchical;
   if (!hierarchical && ring && by_server.size() > 1 && k > 1 && c != Collective::kAllToAll &&
       c != Collective::kSendRecv) {
@@ -143,7 +146,8 @@ std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double 
   // Intra-server phase on every server at once, then one inter-server group
   // per local position (a rail), then the intra-server gather.
   const int64_t m = static_cast<int64_t>(by_server.size());
-  const CollectiveAlgorithm across = IsPowerOfTwo(m) ? CollectiveAlgorithm::kHalvingDoubling : CollectiveAlgorithm::kRing;
+  const CollectiveAlgorithm across =
+      IsPowerOfTwo(m) ? CollectiveAlgorithm::kHalvingDoubling : CollectiveAlgorithm::kRing;
   auto each_server = [&](Collective type, double size) {
     std::vector<Phase> merged;
     for (const auto& [server, ranks] : by_server) {

@@ -29,7 +29,6 @@ struct Phase {
 
 // `members` are ranks in group order; `bytes` follows CollectiveSeconds.
 std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double bytes,
-                                    const std::vector<int64_t>& members, int64_t devices_per_server,
-                                    Fidelity fidelity);
+                                    const std::vector<int64_t>& members, int64_t devices_per_server, Fidelity fidelity);
 
 }  // namespace shardlab::sim

@@ -1,7 +1,10 @@
 #include "sim/engine_info.h"
 
+// simgrid/version.h needs the macros of xbt/base.h first.
+// clang-format off
 #include <xbt/base.h>
 #include <simgrid/version.h>
+// clang-format on
 
 #include <fmt/format.h>
 

@@ -1,11 +1,11 @@
 #include "sim/flow_runner.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>
-
-#include <algorithm>
-#include <cmath>
 
 namespace shardlab::sim {
 
@@ -102,8 +102,10 @@ void FlowRunner::PhaseFinished(Running* r) {
     delete r;
     done();
   };
-  if (extra > 0) After(extra, next);
-  else next();
+  if (extra > 0)
+    After(extra, next);
+  else
+    next();
 }
 
 }  // namespace shardlab::sim

@@ -1,7 +1,5 @@
 #include "sim/step_engine.h"
 
-#include <simgrid/s4u/Engine.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <functional>
@@ -9,6 +7,8 @@
 #include <memory>
 #include <stdexcept>
 #include <tuple>
+
+#include <simgrid/s4u/Engine.hpp>
 
 #include "core/layout/device_matrix.h"
 #include "core/plan/pipeline_schedule.h"
@@ -88,8 +88,10 @@ std::vector<std::vector<Step>> Split(const std::vector<Task>& tasks, int64_t chu
       if (chunk_of_task) (*chunk_of_task)[i] = static_cast<int>(c);
       const Task& t = tasks[i];
       if (t.kind == Task::Kind::kCompute) {
-        if (!out[c].empty() && out[c].back().compute) out[c].back().seconds += t.seconds;
-        else out[c].push_back({true, t.seconds, static_cast<int>(i)});
+        if (!out[c].empty() && out[c].back().compute)
+          out[c].back().seconds += t.seconds;
+        else
+          out[c].push_back({true, t.seconds, static_cast<int>(i)});
       } else {
         out[c].push_back({false, 0, static_cast<int>(i)});
       }
@@ -101,8 +103,12 @@ std::vector<std::vector<Step>> Split(const std::vector<Task>& tasks, int64_t chu
 class Engine {
  public:
   Engine(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, bool with_events)
-      : plan_(plan), cluster_(cluster), fidelity_(fidelity), with_events_(with_events),
-        platform_(cluster, plan.devices), runner_(platform_) {
+      : plan_(plan),
+        cluster_(cluster),
+        fidelity_(fidelity),
+        with_events_(with_events),
+        platform_(cluster, plan.devices),
+        runner_(platform_) {
     S_ = static_cast<int64_t>(plan.stages.size());
     M_ = plan.micro_batches;
     V_ = plan.schedule == "interleaved" ? plan.chunks : 1;
@@ -296,7 +302,8 @@ class Engine {
     // Merged compute steps end at their last task: every task up to the next step's first is done.
     const StagePrograms& p = programs_[d.stage];
     const auto& steps = p.backward[item.chunk];
-    const int done = d.step + 1 < steps.size() ? steps[d.step + 1].task - 1 : static_cast<int>(StageOf(d).backward.size()) - 1;
+    const int done =
+        d.step + 1 < steps.size() ? steps[d.step + 1].task - 1 : static_cast<int>(StageOf(d).backward.size()) - 1;
     d.last_backward_task_done = std::max(d.last_backward_task_done, std::max(task, done));
     MaybeStartBucket(d);
   }
@@ -317,7 +324,8 @@ class Engine {
     if (plan_.training || item.forward) {
       if (target_vs >= 0 && target_vs < S_ * V_) {
         const int64_t target_stage = target_vs % S_;
-        const double bytes = item.forward ? StageOf(d).send_forward_bytes : plan_.stages[target_stage].send_forward_bytes;
+        const double bytes =
+            item.forward ? StageOf(d).send_forward_bytes : plan_.stages[target_stage].send_forward_bytes;
         for (int64_t rank : d.ranks) {
           const int64_t peer = target_stage * D_ + rank % D_;
           const InputKey key{devices_[lane_of_rank_[peer]].rank, item.forward, target_vs, item.micro_batch};
@@ -395,8 +403,8 @@ class Engine {
     Collective(d, task, [this, &d, begin, index] {
       d.communication += Now() - begin;
       if (with_events_ && d.local == 0)
-        events_.push_back({d.stage, "communication", "gradients " + std::to_string(index), "gradient", -1, 0, begin,
-                           Now() - begin});
+        events_.push_back(
+            {d.stage, "communication", "gradients " + std::to_string(index), "gradient", -1, 0, begin, Now() - begin});
       d.bucket_running = false;
       ++d.bucket;
       MaybeStartBucket(d);

@@ -11,9 +11,9 @@ namespace shardlab {
 namespace {
 
 struct PassTimes {
-  double forward = 0;   // one micro-batch, all chunks
+  double forward = 0;  // one micro-batch, all chunks
   double backward = 0;
-  double compute = 0;   // compute part of forward + backward
+  double compute = 0;        // compute part of forward + backward
   double blocking_comm = 0;  // collectives on the compute stream
 };
 
@@ -52,10 +52,10 @@ StepResult RunAnalytical(const Plan& plan, bool with_events) {
   std::map<std::tuple<bool, int64_t, int64_t>, double> done;
   std::vector<std::vector<ScheduleItem>> order(S);
   for (int64_t s = 0; s < S; ++s)
-    order[s] = plan.training ? StageSchedule(plan.schedule, s, S, M, V)
-                             : StageSchedule("gpipe", s, S, M, V);
+    order[s] = plan.training ? StageSchedule(plan.schedule, s, S, M, V) : StageSchedule("gpipe", s, S, M, V);
   if (!plan.training)
-    for (auto& o : order) o.erase(std::remove_if(o.begin(), o.end(), [](const ScheduleItem& i) { return !i.forward; }), o.end());
+    for (auto& o : order)
+      o.erase(std::remove_if(o.begin(), o.end(), [](const ScheduleItem& i) { return !i.forward; }), o.end());
   std::vector<size_t> next(S, 0);
   std::vector<double> free_at = start, first_start(S, -1), last_end(S, 0);
   const int64_t virtual_stages = S * V;
@@ -91,9 +91,11 @@ StepResult RunAnalytical(const Plan& plan, bool with_events) {
         free_at[s] = ready + duration;
         last_end[s] = free_at[s];
         if (with_events)
-          result.events.push_back({s, "compute", (item.forward ? "F" : "B") + std::to_string(item.micro_batch) +
-                                                     (V > 1 ? "." + std::to_string(item.chunk) : ""),
-                                   item.forward ? "forward" : "backward", item.micro_batch, item.chunk, ready, duration});
+          result.events.push_back({s, "compute",
+                                   (item.forward ? "F" : "B") + std::to_string(item.micro_batch) +
+                                       (V > 1 ? "." + std::to_string(item.chunk) : ""),
+                                   item.forward ? "forward" : "backward", item.micro_batch, item.chunk, ready,
+                                   duration});
         ++next[s];
         --remaining;
         progressed = true;
@@ -134,8 +136,8 @@ StepResult RunAnalytical(const Plan& plan, bool with_events) {
         comm_free = begin + bucket.seconds;
         r.communication_seconds += bucket.seconds;
         if (with_events)
-          result.events.push_back({s, "communication", "gradients " + std::to_string(b), "gradient", -1, 0, begin,
-                                   bucket.seconds});
+          result.events.push_back(
+              {s, "communication", "gradients " + std::to_string(b), "gradient", -1, 0, begin, bucket.seconds});
       }
       comm_free = std::max(comm_free, last_end[s]);
       r.exposed_communication_seconds += comm_free - last_end[s];
@@ -152,8 +154,7 @@ StepResult RunAnalytical(const Plan& plan, bool with_events) {
     result.stages.push_back(r);
   }
   Finalize(plan, result);
-  result.wall_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;
 }
 

@@ -41,8 +41,8 @@ struct HostSpec {
 struct IntraServerFabric {
   enum class Kind { kHccsMesh, kNvSwitch };
   Kind kind = Kind::kNvSwitch;
-  int64_t group_size = 0;         // HCCS: devices per full-mesh group
-  double link_bandwidth = 0;      // HCCS: per link; NVSwitch: per device, each way
+  int64_t group_size = 0;            // HCCS: devices per full-mesh group
+  double link_bandwidth = 0;         // HCCS: per link; NVSwitch: per device, each way
   double cross_group_bandwidth = 0;  // HCCS: between the groups of a server (PCIe through the CPUs)
   double latency = 0;
 
@@ -52,7 +52,7 @@ struct IntraServerFabric {
 struct InterServerNetwork {
   double nic_bandwidth = 0;  // per NIC, each way
   int64_t nics_per_server = 1;
-  int64_t levels = 2;        // fat-tree switch levels
+  int64_t levels = 2;  // fat-tree switch levels
   int64_t switch_radix = 64;
   double oversubscription = 1;  // downlink:uplink ratio at the leaf switches
   bool rail_optimized = false;  // NIC i of every server on leaf switch group i

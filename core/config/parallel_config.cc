@@ -11,10 +11,9 @@
 namespace shardlab {
 namespace {
 
-const std::vector<std::string> kParallelModes = {"stand_alone", "data_parallel", "semi_auto_parallel",
-                                                 "auto_parallel", "hybrid_parallel"};
-const std::vector<std::string> kSearchModes = {"dynamic_programming", "recursive_programming",
-                                               "sharding_propagation"};
+const std::vector<std::string> kParallelModes = {"stand_alone", "data_parallel", "semi_auto_parallel", "auto_parallel",
+                                                 "hybrid_parallel"};
+const std::vector<std::string> kSearchModes = {"dynamic_programming", "recursive_programming", "sharding_propagation"};
 constexpr int64_t kMaxDevices = 4096;
 
 // all_reduce_fusion_config and comm_fusion's index config: a non-empty list of
@@ -80,7 +79,7 @@ DatasetStrategy ReadDatasetStrategy(const JsonNode& node) {
   DatasetStrategy strategy;
   if (node.json().is_string()) {
     strategy.kind = node.AsEnum({"data_parallel", "full_batch"}) == "full_batch" ? DatasetStrategy::Kind::kFullBatch
-                                                                                  : DatasetStrategy::Kind::kDataParallel;
+                                                                                 : DatasetStrategy::Kind::kDataParallel;
     return strategy;
   }
   if (!node.json().is_array())
@@ -108,10 +107,14 @@ const char* ToString(SearchMode mode) { return kSearchModes[static_cast<int>(mod
 
 const char* ToString(FusionSetting::Mode mode) {
   switch (mode) {
-    case FusionSetting::Mode::kDefault: return "default";
-    case FusionSetting::Mode::kAuto: return "auto";
-    case FusionSetting::Mode::kSize: return "size";
-    case FusionSetting::Mode::kIndex: return "index";
+    case FusionSetting::Mode::kDefault:
+      return "default";
+    case FusionSetting::Mode::kAuto:
+      return "auto";
+    case FusionSetting::Mode::kSize:
+      return "size";
+    case FusionSetting::Mode::kIndex:
+      return "index";
   }
   return "";
 }
@@ -119,10 +122,9 @@ const char* ToString(FusionSetting::Mode mode) {
 ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size, const std::string& base_dir) {
   ObjectReader reader(node);
   ParallelConfig c;
-  c.parallel_mode = static_cast<ParallelMode>(
-      std::find(kParallelModes.begin(), kParallelModes.end(),
-                reader.Enum("parallel_mode", "stand_alone", kParallelModes)) -
-      kParallelModes.begin());
+  c.parallel_mode = static_cast<ParallelMode>(std::find(kParallelModes.begin(), kParallelModes.end(),
+                                                        reader.Enum("parallel_mode", "stand_alone", kParallelModes)) -
+                                              kParallelModes.begin());
   const bool device_num_set = reader.Has("device_num");
   // MindSpore takes device_num from the communication group when unset; a
   // stand_alone run has a group of one.
@@ -131,10 +133,9 @@ ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size, cons
   c.global_rank = reader.Int("global_rank", 0, 0, kMaxDevices - 1);
   c.gradients_mean = reader.Bool("gradients_mean", false);
   c.gradient_fp32_sync = reader.Bool("gradient_fp32_sync", true);
-  c.search_mode = static_cast<SearchMode>(
-      std::find(kSearchModes.begin(), kSearchModes.end(),
-                reader.Enum("search_mode", "dynamic_programming", kSearchModes)) -
-      kSearchModes.begin());
+  c.search_mode = static_cast<SearchMode>(std::find(kSearchModes.begin(), kSearchModes.end(),
+                                                    reader.Enum("search_mode", "dynamic_programming", kSearchModes)) -
+                                          kSearchModes.begin());
   const auto fusion_indices = reader.Optional("all_reduce_fusion_config");
   if (auto v = reader.Optional("comm_fusion")) c.comm_fusion = ReadCommFusion(*v);
   if (fusion_indices) {
@@ -144,7 +145,8 @@ ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size, cons
     c.comm_fusion.allreduce.indices = ReadSplitIndices(*fusion_indices);
   }
   c.enable_parallel_optimizer = reader.Bool("enable_parallel_optimizer", false);
-  if (auto v = reader.Optional("parallel_optimizer_config")) c.parallel_optimizer_config = ReadParallelOptimizerConfig(*v);
+  if (auto v = reader.Optional("parallel_optimizer_config"))
+    c.parallel_optimizer_config = ReadParallelOptimizerConfig(*v);
   c.parameter_broadcast = reader.Bool("parameter_broadcast", false);
   c.pipeline_stages = reader.Int("pipeline_stages", 1, 1, kMaxDevices);
   c.full_batch = reader.Bool("full_batch", false);
@@ -164,20 +166,24 @@ ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size, cons
       c.parallel_mode == ParallelMode::kSemiAutoParallel || c.parallel_mode == ParallelMode::kAutoParallel;
   if (c.parallel_mode == ParallelMode::kStandAlone && c.device_num != 1) {
     const auto where = device_num_set ? node.Child("device_num") : node;
-    where.Fail(fmt::format("parallel_mode \"stand_alone\" runs on one device but device_num is {}; "
-                           "set device_num to 1 or choose a parallel parallel_mode",
-                           c.device_num));
+    where.Fail(
+        fmt::format("parallel_mode \"stand_alone\" runs on one device but device_num is {}; "
+                    "set device_num to 1 or choose a parallel parallel_mode",
+                    c.device_num));
   }
   if (c.global_rank >= c.device_num)
-    node.Child("global_rank").Fail(fmt::format("global_rank {} is not below device_num {}", c.global_rank, c.device_num));
+    node.Child("global_rank")
+        .Fail(fmt::format("global_rank {} is not below device_num {}", c.global_rank, c.device_num));
   if (c.device_num % c.pipeline_stages != 0)
     node.Child("pipeline_stages")
         .Fail(fmt::format("device_num {} is not divisible by pipeline_stages {}", c.device_num, c.pipeline_stages));
   if (c.pipeline_stages > 1 && !is_semi_or_auto)
-    node.Child("pipeline_stages").Fail("pipeline parallel needs parallel_mode \"semi_auto_parallel\" or \"auto_parallel\"");
+    node.Child("pipeline_stages")
+        .Fail("pipeline parallel needs parallel_mode \"semi_auto_parallel\" or \"auto_parallel\"");
   if (c.pipeline_stages > 1 && c.micro_batch_num < c.pipeline_stages)
     node.Child(reader.Has("micro_batch_num") ? "micro_batch_num" : "pipeline_stages")
-        .Fail(fmt::format("micro_batch_num {} must be at least pipeline_stages {}", c.micro_batch_num, c.pipeline_stages));
+        .Fail(fmt::format("micro_batch_num {} must be at least pipeline_stages {}", c.micro_batch_num,
+                          c.pipeline_stages));
   if (c.global_batch_size % c.micro_batch_num != 0)
     node.Child("global_batch_size")
         .Fail(fmt::format("global_batch_size {} is not divisible by micro_batch_num {}", c.global_batch_size,
@@ -188,9 +194,10 @@ ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size, cons
   if (c.full_batch) c.dataset_strategy.kind = DatasetStrategy::Kind::kFullBatch;
   c.full_batch = c.dataset_strategy.kind == DatasetStrategy::Kind::kFullBatch;
   if (c.dataset_strategy.kind == DatasetStrategy::Kind::kShard && !is_semi_or_auto)
-    dataset->Fail("a dataset_strategy of per-input slices needs parallel_mode \"semi_auto_parallel\" or \"auto_parallel\"");
-  if (c.parallel_mode == ParallelMode::kDataParallel && c.dataset_strategy.kind == DatasetStrategy::Kind::kDataParallel &&
-      c.micro_batch_size() % c.device_num != 0)
+    dataset->Fail(
+        "a dataset_strategy of per-input slices needs parallel_mode \"semi_auto_parallel\" or \"auto_parallel\"");
+  if (c.parallel_mode == ParallelMode::kDataParallel &&
+      c.dataset_strategy.kind == DatasetStrategy::Kind::kDataParallel && c.micro_batch_size() % c.device_num != 0)
     node.Child("global_batch_size")
         .Fail(fmt::format("data_parallel splits each batch of {} samples over {} devices: not divisible",
                           c.micro_batch_size(), c.device_num));
@@ -208,10 +215,17 @@ nlohmann::json ToJson(const ParallelConfig& c) {
   nlohmann::json fusion = {{"openstate", c.comm_fusion.openstate}};
   const auto put = [&fusion](const char* key, const FusionSetting& s) {
     switch (s.mode) {
-      case FusionSetting::Mode::kDefault: break;
-      case FusionSetting::Mode::kAuto: fusion[key] = {{"mode", "auto"}, {"config", nullptr}}; break;
-      case FusionSetting::Mode::kSize: fusion[key] = {{"mode", "size"}, {"config", s.size_mb}}; break;
-      case FusionSetting::Mode::kIndex: fusion[key] = {{"mode", "index"}, {"config", s.indices}}; break;
+      case FusionSetting::Mode::kDefault:
+        break;
+      case FusionSetting::Mode::kAuto:
+        fusion[key] = {{"mode", "auto"}, {"config", nullptr}};
+        break;
+      case FusionSetting::Mode::kSize:
+        fusion[key] = {{"mode", "size"}, {"config", s.size_mb}};
+        break;
+      case FusionSetting::Mode::kIndex:
+        fusion[key] = {{"mode", "index"}, {"config", s.indices}};
+        break;
     }
   };
   put("allreduce", c.comm_fusion.allreduce);
@@ -226,9 +240,15 @@ nlohmann::json ToJson(const ParallelConfig& c) {
   j["parameter_broadcast"] = c.parameter_broadcast;
   j["pipeline_stages"] = c.pipeline_stages;
   switch (c.dataset_strategy.kind) {
-    case DatasetStrategy::Kind::kDataParallel: j["dataset_strategy"] = "data_parallel"; break;
-    case DatasetStrategy::Kind::kFullBatch: j["dataset_strategy"] = "full_batch"; break;
-    case DatasetStrategy::Kind::kShard: j["dataset_strategy"] = c.dataset_strategy.shard; break;
+    case DatasetStrategy::Kind::kDataParallel:
+      j["dataset_strategy"] = "data_parallel";
+      break;
+    case DatasetStrategy::Kind::kFullBatch:
+      j["dataset_strategy"] = "full_batch";
+      break;
+    case DatasetStrategy::Kind::kShard:
+      j["dataset_strategy"] = c.dataset_strategy.shard;
+      break;
   }
   if (!c.strategy_ckpt_load_file.empty()) j["strategy_ckpt_load_file"] = c.strategy_ckpt_load_file;
   if (!c.strategy_ckpt_save_file.empty()) j["strategy_ckpt_save_file"] = c.strategy_ckpt_save_file;

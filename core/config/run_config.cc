@@ -13,8 +13,8 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::vector<std::string> kCollectives = {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"};
-const std::vector<std::string> kAlgorithms = {"auto", "ring", "halving_doubling", "hierarchical",
-                                              "double_binary_tree", "pairwise"};
+const std::vector<std::string> kAlgorithms = {
+    "auto", "ring", "halving_doubling", "hierarchical", "double_binary_tree", "pairwise"};
 
 std::string Folder(const std::string& file) {
   if (file.empty()) return "";
@@ -72,8 +72,8 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
   if (values.count("dtype")) {
     const DType dtype = *ParseDType(run.model.params.String("dtype"));
     if (!run.cluster.device.peak_flops.count(dtype))
-      root.Child("cluster").Fail(fmt::format("the {} has no peak_flops for the model's dtype {}",
-                                             run.cluster.device.model, ToString(dtype)));
+      root.Child("cluster").Fail(
+          fmt::format("the {} has no peak_flops for the model's dtype {}", run.cluster.device.model, ToString(dtype)));
   }
   if (values.count("data_parallel") && values.count("model_parallel")) {
     const int64_t dp = run.model.params.Int("data_parallel"), mp = run.model.params.Int("model_parallel");

@@ -13,25 +13,26 @@ namespace {
 using UnitTable = std::vector<std::pair<std::string, double>>;
 
 const UnitTable& Units(Quantity kind) {
-  static const UnitTable bytes = {
-      {"B", 1},       {"KB", 1e3},          {"MB", 1e6},          {"GB", 1e9},
-      {"TB", 1e12},   {"KiB", 1024.0},      {"MiB", 1048576.0},   {"GiB", 1073741824.0},
-      {"TiB", 1099511627776.0}};
-  static const UnitTable rates = {
-      {"B/s", 1},       {"KB/s", 1e3},       {"MB/s", 1e6},       {"GB/s", 1e9},
-      {"TB/s", 1e12},   {"KiB/s", 1024.0},   {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0},
-      {"b/s", 0.125},   {"Kb/s", 125.0},     {"Mb/s", 1.25e5},    {"Gb/s", 1.25e8},
-      {"Tb/s", 1.25e11}, {"Kbps", 125.0},    {"Mbps", 1.25e5},    {"Gbps", 1.25e8},
-      {"Tbps", 1.25e11}};
+  static const UnitTable bytes = {{"B", 1},           {"KB", 1e3},           {"MB", 1e6},
+                                  {"GB", 1e9},        {"TB", 1e12},          {"KiB", 1024.0},
+                                  {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+  static const UnitTable rates = {{"B/s", 1},        {"KB/s", 1e3},     {"MB/s", 1e6},        {"GB/s", 1e9},
+                                  {"TB/s", 1e12},    {"KiB/s", 1024.0}, {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0},
+                                  {"b/s", 0.125},    {"Kb/s", 125.0},   {"Mb/s", 1.25e5},     {"Gb/s", 1.25e8},
+                                  {"Tb/s", 1.25e11}, {"Kbps", 125.0},   {"Mbps", 1.25e5},     {"Gbps", 1.25e8},
+                                  {"Tbps", 1.25e11}};
   static const UnitTable seconds = {{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
-  static const UnitTable flops = {{"FLOP/s", 1},      {"GFLOP/s", 1e9},  {"TFLOP/s", 1e12},
-                                  {"PFLOP/s", 1e15},  {"GFLOPS", 1e9},   {"TFLOPS", 1e12},
-                                  {"PFLOPS", 1e15}};
+  static const UnitTable flops = {{"FLOP/s", 1},   {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15},
+                                  {"GFLOPS", 1e9}, {"TFLOPS", 1e12}, {"PFLOPS", 1e15}};
   switch (kind) {
-    case Quantity::kBytes: return bytes;
-    case Quantity::kBytesPerSecond: return rates;
-    case Quantity::kSeconds: return seconds;
-    case Quantity::kFlopsPerSecond: return flops;
+    case Quantity::kBytes:
+      return bytes;
+    case Quantity::kBytesPerSecond:
+      return rates;
+    case Quantity::kSeconds:
+      return seconds;
+    case Quantity::kFlopsPerSecond:
+      return flops;
   }
   return bytes;
 }
@@ -44,10 +45,14 @@ std::string UnitList(Quantity kind) {
 
 const char* BaseUnit(Quantity kind) {
   switch (kind) {
-    case Quantity::kBytes: return "bytes";
-    case Quantity::kBytesPerSecond: return "bytes/s";
-    case Quantity::kSeconds: return "seconds";
-    case Quantity::kFlopsPerSecond: return "FLOP/s";
+    case Quantity::kBytes:
+      return "bytes";
+    case Quantity::kBytesPerSecond:
+      return "bytes/s";
+    case Quantity::kSeconds:
+      return "seconds";
+    case Quantity::kFlopsPerSecond:
+      return "FLOP/s";
   }
   return "";
 }
@@ -78,15 +83,19 @@ double ReadQuantity(const JsonNode& node, Quantity kind) {
   if (node.json().is_number()) {
     value = node.json().get<double>();
   } else if (!node.json().is_string() || !ParseQuantity(node.json().get<std::string>(), kind, &value)) {
-    node.Fail(fmt::format("expected a number in {} or a string with one of the units {}, got {}",
-                          BaseUnit(kind), UnitList(kind), node.Describe()));
+    node.Fail(fmt::format("expected a number in {} or a string with one of the units {}, got {}", BaseUnit(kind),
+                          UnitList(kind), node.Describe()));
   }
-  if (!std::isfinite(value) || value <= 0) node.Fail(fmt::format("expected a positive quantity, got {}", node.Describe()));
+  if (!std::isfinite(value) || value <= 0)
+    node.Fail(fmt::format("expected a positive quantity, got {}", node.Describe()));
   return value;
 }
 
 std::string FormatQuantity(double value, Quantity kind) {
-  struct Step { double factor; const char* name; };
+  struct Step {
+    double factor;
+    const char* name;
+  };
   std::vector<Step> steps;
   switch (kind) {
     case Quantity::kBytes:

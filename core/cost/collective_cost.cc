@@ -12,7 +12,7 @@ bool IsPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 double Log2(int64_t v) { return std::ceil(std::log2(static_cast<double>(std::max<int64_t>(v, 1)))); }
 
 const char* kCollectiveNames[] = {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv"};
-const char* kAlgorithmNames[] = {"ring", "halving_doubling", "hierarchical", "double_binary_tree", "pairwise",
+const char* kAlgorithmNames[] = {"ring",  "halving_doubling", "hierarchical", "double_binary_tree", "pairwise",
                                  "direct"};
 
 // One flat algorithm over n ranks on one link class.
@@ -33,11 +33,13 @@ double FlatSeconds(Collective c, CollectiveAlgorithm a, double bytes, int64_t n,
     case Collective::kAllGather:  // bytes = one rank's input; the output is n times that
       if (hd) return (nn - 1) * beta + Log2(n) * alpha;
       return (nn - 1) * beta + (nn - 1) * alpha;
-    case Collective::kAllToAll: return (nn - 1) / nn * beta + (nn - 1) * alpha;
+    case Collective::kAllToAll:
+      return (nn - 1) / nn * beta + (nn - 1) * alpha;
     case Collective::kBroadcast:
       if (hd || tree) return beta + Log2(n) * alpha;
       return beta + (nn - 1) * alpha;
-    case Collective::kSendRecv: return beta + alpha;
+    case Collective::kSendRecv:
+      return beta + alpha;
   }
   return 0;
 }
@@ -68,9 +70,9 @@ GroupPlacement PlaceGroup(const std::vector<int64_t>& ranks, const ClusterSpec& 
   // Servers per leaf switch: half a switch's ports face down; rail-optimised
   // leaves connect one NIC of each server, otherwise all of a server's NICs.
   const int64_t down_ports = std::max<int64_t>(cluster.inter_server.switch_radix / 2, 1);
-  const int64_t servers_per_leaf =
-      cluster.inter_server.rail_optimized ? down_ports
-                                          : std::max<int64_t>(down_ports / cluster.inter_server.nics_per_server, 1);
+  const int64_t servers_per_leaf = cluster.inter_server.rail_optimized
+                                       ? down_ports
+                                       : std::max<int64_t>(down_ports / cluster.inter_server.nics_per_server, 1);
   for (int64_t r : ranks) {
     servers.insert(r / dps);
     hccs_groups.insert(r / group);
@@ -102,8 +104,8 @@ Link InterServerLink(const GroupPlacement& p, const ClusterSpec& cluster) {
   // Every device of a server communicates at once in a training step, so a
   // device gets its share of the server's NICs; crossing leaf switches pays
   // the oversubscription and two more switch hops per tree level.
-  double bandwidth = n.nic_bandwidth * static_cast<double>(n.nics_per_server) /
-                     static_cast<double>(cluster.devices_per_server);
+  double bandwidth =
+      n.nic_bandwidth * static_cast<double>(n.nics_per_server) / static_cast<double>(cluster.devices_per_server);
   int switches = 1;
   if (p.leaves > 1) {
     bandwidth /= n.oversubscription;
@@ -122,7 +124,8 @@ double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, cons
   if (a == CollectiveAlgorithm::kHierarchical && k > 1) {
     // Intra-server reduce-scatter, inter-server phase on 1/k of the data per
     // rail, intra-server all-gather (AllReduce); the analogous halves otherwise.
-    const CollectiveAlgorithm across = IsPowerOfTwo(m) ? CollectiveAlgorithm::kHalvingDoubling : CollectiveAlgorithm::kRing;
+    const CollectiveAlgorithm across =
+        IsPowerOfTwo(m) ? CollectiveAlgorithm::kHalvingDoubling : CollectiveAlgorithm::kRing;
     const double kk = static_cast<double>(k);
     switch (c) {
       case Collective::kAllReduce:
@@ -134,8 +137,10 @@ double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, cons
                FlatSeconds(Collective::kReduceScatter, across, bytes / kk, m, inter);
       case Collective::kAllGather:
         return FlatSeconds(Collective::kAllGather, across, bytes, m, inter) +
-               FlatSeconds(Collective::kAllGather, CollectiveAlgorithm::kRing, bytes * static_cast<double>(m), k, intra);
-      default: break;
+               FlatSeconds(Collective::kAllGather, CollectiveAlgorithm::kRing, bytes * static_cast<double>(m), k,
+                           intra);
+      default:
+        break;
     }
   }
   if (c == Collective::kAllToAll) {

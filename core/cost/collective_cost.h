@@ -25,10 +25,10 @@ CollectiveAlgorithm ParseAlgorithm(const std::string& name);
 // Where a group's ranks are.
 struct GroupPlacement {
   int64_t size = 1;
-  int64_t servers = 1;     // distinct servers
-  int64_t per_server = 1;  // ranks per server (groups are regular)
+  int64_t servers = 1;         // distinct servers
+  int64_t per_server = 1;      // ranks per server (groups are regular)
   bool one_hccs_group = true;  // all ranks of a server inside one HCCS mesh group
-  int64_t leaves = 1;      // leaf switches the servers hang from
+  int64_t leaves = 1;          // leaf switches the servers hang from
 };
 
 GroupPlacement PlaceGroup(const std::vector<int64_t>& ranks, const ClusterSpec& cluster);

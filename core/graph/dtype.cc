@@ -3,7 +3,7 @@
 namespace shardlab {
 
 const std::vector<std::string>& DTypeNames() {
-  static const std::vector<std::string> names = {"bool", "int8", "int32", "int64",
+  static const std::vector<std::string> names = {"bool",    "int8",     "int32",   "int64",
                                                  "float16", "bfloat16", "float32", "float64"};
   return names;
 }
@@ -11,13 +11,17 @@ const std::vector<std::string>& DTypeNames() {
 int64_t DTypeBytes(DType dtype) {
   switch (dtype) {
     case DType::kBool:
-    case DType::kInt8: return 1;
+    case DType::kInt8:
+      return 1;
     case DType::kFloat16:
-    case DType::kBFloat16: return 2;
+    case DType::kBFloat16:
+      return 2;
     case DType::kInt32:
-    case DType::kFloat32: return 4;
+    case DType::kFloat32:
+      return 4;
     case DType::kInt64:
-    case DType::kFloat64: return 8;
+    case DType::kFloat64:
+      return 8;
   }
   return 0;
 }

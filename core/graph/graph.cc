@@ -2,17 +2,20 @@
 
 #include <algorithm>
 
-#include "core/util/suggest.h"
 #include "core/graph/op_types.h"
 #include "core/graph/shape_inference.h"
+#include "core/util/suggest.h"
 
 namespace shardlab {
 
 const char* ToString(TensorKind kind) {
   switch (kind) {
-    case TensorKind::kInput: return "input";
-    case TensorKind::kParameter: return "parameter";
-    case TensorKind::kActivation: return "activation";
+    case TensorKind::kInput:
+      return "input";
+    case TensorKind::kParameter:
+      return "parameter";
+    case TensorKind::kActivation:
+      return "activation";
   }
   return "";
 }

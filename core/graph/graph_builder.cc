@@ -33,8 +33,7 @@ int GraphBuilder::MatMul(const std::string& name, int a, int b, bool transpose_a
 
 int GraphBuilder::BatchMatMul(const std::string& name, int a, int b, bool transpose_a, bool transpose_b,
                               OptStrategy s) {
-  return Add("BatchMatMul", name, {a, b}, {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}},
-             std::move(s));
+  return Add("BatchMatMul", name, {a, b}, {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}}, std::move(s));
 }
 
 int GraphBuilder::Binary(const std::string& type, const std::string& name, int a, int b, OptStrategy s) {
@@ -58,8 +57,8 @@ int GraphBuilder::Softmax(const std::string& name, int x, int64_t axis, OptStrat
 }
 
 int GraphBuilder::LayerNorm(const std::string& name, int x, int gamma, int beta, OptStrategy s) {
-  return Add("LayerNorm", name, {x, gamma, beta}, {{"begin_norm_axis", int64_t{-1}}, {"begin_params_axis", int64_t{-1}}},
-             std::move(s));
+  return Add("LayerNorm", name, {x, gamma, beta},
+             {{"begin_norm_axis", int64_t{-1}}, {"begin_params_axis", int64_t{-1}}}, std::move(s));
 }
 
 int GraphBuilder::Dropout(const std::string& name, int x, double keep_prob, OptStrategy s) {
@@ -86,8 +85,8 @@ int GraphBuilder::Transpose(const std::string& name, int x, std::vector<int64_t>
 }
 
 int GraphBuilder::OneHot(const std::string& name, int indices, int64_t depth, DType dtype, OptStrategy s) {
-  return Add("OneHot", name, {indices}, {{"depth", depth}, {"axis", int64_t{-1}}, {"dtype", std::string(ToString(dtype))}},
-             std::move(s));
+  return Add("OneHot", name, {indices},
+             {{"depth", depth}, {"axis", int64_t{-1}}, {"dtype", std::string(ToString(dtype))}}, std::move(s));
 }
 
 int GraphBuilder::SoftmaxCrossEntropy(const std::string& name, int logits, int labels, OptStrategy s) {

@@ -107,8 +107,8 @@ std::vector<TensorType> InferOutputs(const Operator& op, const std::vector<Tenso
   if (t == "BiasAdd") {
     RequireRank(op, in[0], 2, 5, "input");
     if (in[1].shape != Shape{in[0].shape[1]})
-      Fail(op, fmt::format("bias {} must match the channel dimension (dim 1) of {}", Str(in[1].shape),
-                           Str(in[0].shape)));
+      Fail(op,
+           fmt::format("bias {} must match the channel dimension (dim 1) of {}", Str(in[1].shape), Str(in[0].shape)));
     return {in[0]};
   }
   if (t == "ReLU" || t == "GeLU" || t == "FastGeLU" || t == "Tanh" || t == "Sigmoid") return {in[0]};
@@ -137,8 +137,10 @@ std::vector<TensorType> InferOutputs(const Operator& op, const std::vector<Tenso
     Shape out;
     for (size_t i = 0; i < in[0].shape.size(); ++i) {
       const bool reduced = std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
-      if (!reduced) out.push_back(in[0].shape[i]);
-      else if (keep) out.push_back(1);
+      if (!reduced)
+        out.push_back(in[0].shape[i]);
+      else if (keep)
+        out.push_back(1);
     }
     return {{out, in[0].dtype}};
   }

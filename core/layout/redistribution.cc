@@ -9,8 +9,8 @@
 namespace shardlab {
 namespace {
 
-constexpr double kAllToAllScale = 2.0;        // MindSpore ALLTOALL_SCALE_FACTOR
-constexpr double kAllGatherScale = 0.5;       // MindSpore ALLGATHER_REDUCESCATTER_SCALE_FACTOR
+constexpr double kAllToAllScale = 2.0;   // MindSpore ALLTOALL_SCALE_FACTOR
+constexpr double kAllGatherScale = 0.5;  // MindSpore ALLGATHER_REDUCESCATTER_SCALE_FACTOR
 
 double Elements(const Shape& s) {
   double p = 1;
@@ -76,8 +76,8 @@ std::vector<RedistPrimitive> InferPrimitives(const TensorLayout& from, const Ten
       changed = false;
       for (size_t i = 0; i < current.size(); ++i) {
         if (current[i] == kNotSplit && target[i] != kNotSplit && !Uses(current, target[i])) {
-          out.push_back({RedistPrimitive::Kind::kSplitByAxis, static_cast<int64_t>(i), -1, target[i],
-                         size_of(target[i])});
+          out.push_back(
+              {RedistPrimitive::Kind::kSplitByAxis, static_cast<int64_t>(i), -1, target[i], size_of(target[i])});
           current[i] = target[i];
           changed = true;
         }
@@ -100,16 +100,16 @@ std::vector<RedistPrimitive> InferPrimitives(const TensorLayout& from, const Ten
     }
     for (size_t i = 0; i < current.size(); ++i) {
       if (current[i] != kNotSplit && current[i] != target[i] && !Uses(target, current[i])) {
-        out.push_back({RedistPrimitive::Kind::kConcatByAxis, static_cast<int64_t>(i), -1, current[i],
-                       size_of(current[i])});
+        out.push_back(
+            {RedistPrimitive::Kind::kConcatByAxis, static_cast<int64_t>(i), -1, current[i], size_of(current[i])});
         current[i] = kNotSplit;
       }
     }
     if (out.size() == before && current != target) {
       for (size_t i = 0; i < current.size(); ++i) {
         if (current[i] != kNotSplit && current[i] != target[i]) {
-          out.push_back({RedistPrimitive::Kind::kConcatByAxis, static_cast<int64_t>(i), -1, current[i],
-                         size_of(current[i])});
+          out.push_back(
+              {RedistPrimitive::Kind::kConcatByAxis, static_cast<int64_t>(i), -1, current[i], size_of(current[i])});
           current[i] = kNotSplit;
           break;
         }
@@ -128,8 +128,12 @@ class Lowering {
   void Apply(const RedistPrimitive& p) {
     const int dim = DimFromMapValue(p.map_value, arrangement_.size());
     switch (p.kind) {
-      case RedistPrimitive::Kind::kSplitByAxis: StridedSlice(p.tensor_dim, dim, p.device_count); break;
-      case RedistPrimitive::Kind::kConcatByAxis: Gather(p.tensor_dim, dim, p.device_count); break;
+      case RedistPrimitive::Kind::kSplitByAxis:
+        StridedSlice(p.tensor_dim, dim, p.device_count);
+        break;
+      case RedistPrimitive::Kind::kConcatByAxis:
+        Gather(p.tensor_dim, dim, p.device_count);
+        break;
       case RedistPrimitive::Kind::kPermuteByAxis:
         if (alltoall_) {
           AlltoAll(p.tensor_dim, p.concat_dim, dim, p.device_count);
@@ -291,9 +295,12 @@ void PlanThroughReplication(Redistribution& r, bool enable_alltoall) {
 
 const char* ToString(RedistPrimitive::Kind kind) {
   switch (kind) {
-    case RedistPrimitive::Kind::kSplitByAxis: return "SplitByAxis";
-    case RedistPrimitive::Kind::kPermuteByAxis: return "PermuteByAxis";
-    case RedistPrimitive::Kind::kConcatByAxis: return "ConcatByAxis";
+    case RedistPrimitive::Kind::kSplitByAxis:
+      return "SplitByAxis";
+    case RedistPrimitive::Kind::kPermuteByAxis:
+      return "PermuteByAxis";
+    case RedistPrimitive::Kind::kConcatByAxis:
+      return "ConcatByAxis";
   }
   return "";
 }
@@ -331,7 +338,8 @@ Redistribution PlanRedistribution(const TensorLayout& from, const TensorLayout& 
     r.ops = std::move(lowering.ops());
   }
   for (const auto& op : r.ops) r.comm_bytes_per_device += op.received_elements * static_cast<double>(dtype_bytes);
-  const bool reshaped = std::any_of(r.ops.begin(), r.ops.end(), [](const RedistOp& op) { return op.type == "Reshape"; });
+  const bool reshaped =
+      std::any_of(r.ops.begin(), r.ops.end(), [](const RedistOp& op) { return op.type == "Reshape"; });
   r.cost = CostOf(r.primitives, r.unified_from.SliceShape(), reshaped, squeezed_from_slice, dtype_bytes);
   return r;
 }
@@ -339,7 +347,9 @@ Redistribution PlanRedistribution(const TensorLayout& from, const TensorLayout& 
 nlohmann::json ToJson(const Redistribution& r) {
   nlohmann::json primitives = nlohmann::json::array();
   for (const auto& p : r.primitives) {
-    nlohmann::json j = {{"type", ToString(p.kind)}, {"tensor_dim", p.tensor_dim}, {"device_dim", p.map_value},
+    nlohmann::json j = {{"type", ToString(p.kind)},
+                        {"tensor_dim", p.tensor_dim},
+                        {"device_dim", p.map_value},
                         {"device_count", p.device_count}};
     if (p.kind == RedistPrimitive::Kind::kPermuteByAxis) j["concat_dim"] = p.concat_dim;
     primitives.push_back(j);
@@ -365,8 +375,8 @@ nlohmann::json ToJson(const Redistribution& r) {
     ops.push_back(j);
   }
   const auto layout = [](const TensorLayout& l) {
-    return nlohmann::json{{"device_matrix", l.device_arrangement()}, {"tensor_map", l.tensor_map()},
-                          {"shape", l.tensor_shape()}};
+    return nlohmann::json{
+        {"device_matrix", l.device_arrangement()}, {"tensor_map", l.tensor_map()}, {"shape", l.tensor_shape()}};
   };
   return {{"unified",
            {{"device_matrix", r.unified_from.device_arrangement()},

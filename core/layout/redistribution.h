@@ -28,15 +28,15 @@ const char* ToString(RedistPrimitive::Kind kind);
 // An operator inserted into the graph. Collective groups are the ranks along
 // `device_dim` (0 = first) of `arrangement`.
 struct RedistOp {
-  std::string type;  // StridedSlice, AllGather, Split, Concat, AlltoAll, Reshape
+  std::string type;   // StridedSlice, AllGather, Split, Concat, AlltoAll, Reshape
   Shape input_shape;  // the local slice the op receives
   Shape output_shape;
-  int64_t axis = -1;          // StridedSlice, Split, Concat
-  int64_t count = 1;          // slices (StridedSlice, Split), group size (AllGather, AlltoAll)
-  int64_t split_dim = -1;     // AlltoAll
-  int64_t concat_dim = -1;    // AlltoAll
-  int device_dim = -1;        // StridedSlice, AllGather, AlltoAll
-  Shape arrangement;          // device arrangement the device_dim refers to
+  int64_t axis = -1;             // StridedSlice, Split, Concat
+  int64_t count = 1;             // slices (StridedSlice, Split), group size (AllGather, AlltoAll)
+  int64_t split_dim = -1;        // AlltoAll
+  int64_t concat_dim = -1;       // AlltoAll
+  int device_dim = -1;           // StridedSlice, AllGather, AlltoAll
+  Shape arrangement;             // device arrangement the device_dim refers to
   double received_elements = 0;  // per device
 
   bool is_communication() const { return type == "AllGather" || type == "AlltoAll"; }

@@ -76,8 +76,8 @@ TensorLayout::TensorLayout(Shape device_arrangement, TensorMap tensor_map, Shape
       throw LayoutError(fmt::format("tensor map {} names device dimension {} twice", tensor_map_, v));
     if (tensor_shape_[i] < 1) throw LayoutError(fmt::format("tensor shape {} has an entry < 1", tensor_shape_));
     if (v >= 0 && tensor_shape_[i] % device_arrangement_[DimFromMapValue(v, rank)] != 0)
-      throw LayoutError(fmt::format("tensor dimension {} of shape {} cannot be split into {} slices", i,
-                                    tensor_shape_, device_arrangement_[DimFromMapValue(v, rank)]));
+      throw LayoutError(fmt::format("tensor dimension {} of shape {} cannot be split into {} slices", i, tensor_shape_,
+                                    device_arrangement_[DimFromMapValue(v, rank)]));
   }
 }
 
@@ -206,9 +206,12 @@ TensorLayout::ShapeExpansion TensorLayout::ExpandTensorShape(const Shape& refine
   if (!factorings.empty()) {
     Shape arrangement;
     for (size_t d = 0; d < rank; ++d) {
-      auto it = std::find_if(factorings.begin(), factorings.end(), [d](const auto& f) { return f.first == static_cast<int>(d); });
-      if (it == factorings.end()) arrangement.push_back(device_arrangement_[d]);
-      else arrangement.insert(arrangement.end(), it->second.begin(), it->second.end());
+      auto it = std::find_if(factorings.begin(), factorings.end(),
+                             [d](const auto& f) { return f.first == static_cast<int>(d); });
+      if (it == factorings.end())
+        arrangement.push_back(device_arrangement_[d]);
+      else
+        arrangement.insert(arrangement.end(), it->second.begin(), it->second.end());
     }
     return {std::nullopt, arrangement};
   }

@@ -19,9 +19,7 @@ BaseLayout Infer(const OpContext& ctx, const Strategy& s) {
   return out;
 }
 
-std::vector<StrategyAxis> Axes(const OpContext&) {
-  return {{{{0, 0}}}, {{{0, 1}, {1, 0}, {2, 0}, {3, 0}, {4, 0}}}};
-}
+std::vector<StrategyAxis> Axes(const OpContext&) { return {{{{0, 0}}}, {{{0, 1}, {1, 0}, {2, 0}, {3, 0}, {4, 0}}}}; }
 
 std::vector<int> Weights(const OpContext&) { return {1, 2}; }
 

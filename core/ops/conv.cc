@@ -13,8 +13,8 @@ BaseLayout Infer(const OpContext& ctx, const Strategy& s) {
   for (int d : {2, 3})
     if (s[0][d] != 1 || s[1][d] != 1) throw LayoutError("Conv2D cannot split the spatial dimensions");
   if (s[0][1] != s[1][1])
-    throw LayoutError(fmt::format("the input channels are split {} ways in the input but {} in the weight", s[0][1],
-                                  s[1][1]));
+    throw LayoutError(
+        fmt::format("the input channels are split {} ways in the input but {} in the weight", s[0][1], s[1][1]));
   BaseLayout out;
   out.device_matrix = {s[0][0], s[0][1], s[1][0]};
   out.inputs = {{2, 1, kNotSplit, kNotSplit}, {0, 1, kNotSplit, kNotSplit}};
@@ -23,9 +23,7 @@ BaseLayout Infer(const OpContext& ctx, const Strategy& s) {
   return out;
 }
 
-std::vector<StrategyAxis> Axes(const OpContext&) {
-  return {{{{0, 0}}}, {{{0, 1}, {1, 1}}}, {{{1, 0}}}};
-}
+std::vector<StrategyAxis> Axes(const OpContext&) { return {{{{0, 0}}}, {{{0, 1}, {1, 1}}}, {{{1, 0}}}}; }
 
 std::vector<int> Weights(const OpContext&) { return {1}; }
 

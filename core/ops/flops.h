@@ -17,8 +17,7 @@ struct OpWork {
   double backward_bytes = 0;
 };
 
-OpWork ComputeOpWork(const Operator& op, const std::vector<TensorType>& inputs,
-                     const std::vector<TensorType>& outputs);
+OpWork ComputeOpWork(const Operator& op, const std::vector<TensorType>& inputs, const std::vector<TensorType>& outputs);
 
 // Convenience: the unsharded work of an operator of a graph.
 OpWork ComputeOpWork(const Graph& graph, const Operator& op);

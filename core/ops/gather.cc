@@ -37,8 +37,7 @@ BaseLayout Infer(const OpContext& ctx, const Strategy& s) {
     out.outputs = {output};
     return out;
   }
-  if (axis != 0 || rp > 2)
-    throw LayoutError("Gather can split its axis only for axis 0 of a 1-D or 2-D table");
+  if (axis != 0 || rp > 2) throw LayoutError("Gather can split its axis only for axis 0 of a 1-D or 2-D table");
   out.device_matrix = s[0];
   out.device_matrix.insert(out.device_matrix.end(), s[1].begin(), s[1].end());
   const TensorMap full = FullMap(rp + ri);

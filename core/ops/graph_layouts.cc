@@ -41,8 +41,8 @@ std::vector<OpLayout> InferGraphLayouts(const Graph& graph, int64_t stage_device
       if (graph.tensor(op.inputs[i]).is_parameter()) weights.push_back(static_cast<int>(i));
     const bool is_reshape = op.type == "Reshape" || op.type == "Flatten";
     if (is_reshape && op.strategy)
-      throw LayoutError(fmt::format("operator \"{}\": a {} strategy cannot be configured; it follows its input",
-                                    op.name, op.type));
+      throw LayoutError(
+          fmt::format("operator \"{}\": a {} strategy cannot be configured; it follows its input", op.name, op.type));
     Strategy strategy;
     if (op.strategy) {
       strategy = *op.strategy;

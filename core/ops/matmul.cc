@@ -49,8 +49,8 @@ BaseLayout Infer(const OpContext& ctx, const Strategy& s) {
     const int64_t sa = ia >= 0 ? s[0][ia] : 1, sb = ib >= 0 ? s[1][ib] : 1;
     const int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
     if (da > 1 && db > 1 && sa != sb)
-      throw LayoutError(fmt::format("batch dimension {} is split {} ways in the first input but {} in the second", i,
-                                    sa, sb));
+      throw LayoutError(
+          fmt::format("batch dimension {} is split {} ways in the first input but {} in the second", i, sa, sb));
     if ((da == 1 && sa > 1) || (db == 1 && sb > 1))
       throw LayoutError(fmt::format("batch dimension {} has size 1 and cannot be split", i));
     out.device_matrix.push_back(std::max(sa, sb));
@@ -64,10 +64,14 @@ BaseLayout Infer(const OpContext& ctx, const Strategy& s) {
   out.device_matrix.push_back(s[1][d.b_n]);
   // Values on a matrix of n+1 dims: m -> 2, k -> 1, n -> 0.
   TensorMap map_a = batch_a, map_b = batch_b, map_out = batch_out;
-  if (d.ta) map_a.insert(map_a.end(), {1, 2});
-  else map_a.insert(map_a.end(), {2, 1});
-  if (d.tb) map_b.insert(map_b.end(), {0, 1});
-  else map_b.insert(map_b.end(), {1, 0});
+  if (d.ta)
+    map_a.insert(map_a.end(), {1, 2});
+  else
+    map_a.insert(map_a.end(), {2, 1});
+  if (d.tb)
+    map_b.insert(map_b.end(), {0, 1});
+  else
+    map_b.insert(map_b.end(), {1, 0});
   map_out.insert(map_out.end(), {2, 0});
   out.inputs = {map_a, map_b};
   out.outputs = {map_out};

@@ -41,7 +41,8 @@ const OpFamily& FamilyOf(const std::string& op_type) {
   const OpTypeInfo* type = FindOpType(op_type);
   if (!type) throw LayoutError("unknown operator type \"" + op_type + "\"");
   auto it = families.find(type->family);
-  if (it == families.end()) throw LayoutError("no sharding rule for operator family \"" + std::string(type->family) + "\"");
+  if (it == families.end())
+    throw LayoutError("no sharding rule for operator family \"" + std::string(type->family) + "\"");
   return it->second;
 }
 

@@ -23,8 +23,8 @@ int64_t Product(const std::vector<int64_t>& v) {
 
 void CheckStrategy(const Operator& op, const std::vector<Shape>& shapes, const Strategy& s, int64_t devices) {
   if (s.size() != shapes.size())
-    throw LayoutError(fmt::format("{}: strategy size {} is not equal to inputs size {}", op.type, s.size(),
-                                  shapes.size()));
+    throw LayoutError(
+        fmt::format("{}: strategy size {} is not equal to inputs size {}", op.type, s.size(), shapes.size()));
   for (size_t t = 0; t < s.size(); ++t) {
     if (s[t].size() != shapes[t].size())
       throw LayoutError(fmt::format("{}: strategy {} of input {} has {} entries but the input has {} dimensions",
@@ -33,11 +33,12 @@ void CheckStrategy(const Operator& op, const std::vector<Shape>& shapes, const S
       const int64_t v = s[t][d];
       if (v < 1) throw LayoutError(fmt::format("{}: strategy {} of input {} has an entry < 1", op.type, s[t], t));
       if (IsPowerOfTwo(devices) && !IsPowerOfTwo(v))
-        throw LayoutError(fmt::format("{}: strategy value {} is not a power of two (the stage has {} devices)",
-                                      op.type, v, devices));
+        throw LayoutError(
+            fmt::format("{}: strategy value {} is not a power of two (the stage has {} devices)", op.type, v, devices));
       if (shapes[t][d] % v != 0)
-        throw LayoutError(fmt::format("{}: shape {} of input {} cannot be divisible by strategy value {} on dimension {}",
-                                      op.type, shapes[t], t, v, d));
+        throw LayoutError(
+            fmt::format("{}: shape {} of input {} cannot be divisible by strategy value {} on dimension {}", op.type,
+                        shapes[t], t, v, d));
     }
   }
 }
@@ -56,7 +57,8 @@ double SliceBytes(const TensorLayout& layout, DType dtype) {
 
 }  // namespace
 
-std::vector<int64_t> OpLayout::GroupOf(const OpComm& comm, int64_t rank, const std::vector<int64_t>& stage_ranks) const {
+std::vector<int64_t> OpLayout::GroupOf(const OpComm& comm, int64_t rank,
+                                       const std::vector<int64_t>& stage_ranks) const {
   return DeviceMatrix(device_matrix, stage_ranks).GroupAlongDims(rank, comm.device_dims);
 }
 
@@ -74,9 +76,10 @@ OpLayout InferOpLayout(const Operator& op, const std::vector<TensorType>& inputs
   out.strategy = strategy;
   const int64_t used = Product(base.device_matrix);
   if (stage_devices % used != 0)
-    throw LayoutError(fmt::format("{}: it requires {} devices, but the device number of this stage is {}, it can not "
-                                  "be divisible by {}",
-                                  op.type, used, stage_devices, used));
+    throw LayoutError(
+        fmt::format("{}: it requires {} devices, but the device number of this stage is {}, it can not "
+                    "be divisible by {}",
+                    op.type, used, stage_devices, used));
   out.repeat = stage_devices / used;
   if (out.repeat > 1 && !base.allow_repeat)
     throw LayoutError(fmt::format("{}: this strategy uses {} of the stage's {} devices; it must use all of them",
@@ -98,7 +101,8 @@ OpLayout InferOpLayout(const Operator& op, const std::vector<TensorType>& inputs
     output_matrix[d] *= output_matrix[d + 1];
     output_matrix.erase(output_matrix.begin() + d + 1);
   }
-  for (size_t i = 0; i < outputs.size(); ++i) out.outputs.emplace_back(output_matrix, base.outputs[i], outputs[i].shape);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    out.outputs.emplace_back(output_matrix, base.outputs[i], outputs[i].shape);
 
   for (const auto& f : base.forward) {
     OpComm comm{f.type, f.reduce, f.device_dims};
@@ -199,8 +203,8 @@ Strategy DataParallelStrategy(const Operator& op, const std::vector<TensorType>&
   for (size_t t = 0; t < shapes.size(); ++t) {
     ones.emplace_back(shapes[t].size(), 1);
     batch.emplace_back(shapes[t].size(), 1);
-    const bool is_weight = std::find(weights.begin(), weights.end(), static_cast<int>(t)) != weights.end() &&
-                           op.type != "OneHot";
+    const bool is_weight =
+        std::find(weights.begin(), weights.end(), static_cast<int>(t)) != weights.end() && op.type != "OneHot";
     if (is_weight || shapes[t].empty()) continue;
     batch[t][0] = std::gcd(shapes[t][0], stage_devices);
   }
@@ -221,18 +225,29 @@ nlohmann::json ToJson(const OpLayout& layout, int64_t rank) {
   };
   nlohmann::json forward = nlohmann::json::array(), mirror = nlohmann::json::array();
   for (const auto& c : layout.forward_comm) {
-    nlohmann::json j = {{"type", c.type}, {"group_size", c.group_size}, {"ranks", layout.GroupOf(c, rank)},
-                        {"device_dims", c.device_dims}, {"bytes", c.bytes}};
+    nlohmann::json j = {{"type", c.type},
+                        {"group_size", c.group_size},
+                        {"ranks", layout.GroupOf(c, rank)},
+                        {"device_dims", c.device_dims},
+                        {"bytes", c.bytes}};
     if (!c.reduce.empty()) j["reduce"] = c.reduce;
     forward.push_back(j);
   }
   nlohmann::json backward = nlohmann::json::array();
   for (const auto& c : layout.backward_comm)
-    backward.push_back({{"input", c.input}, {"type", c.type}, {"group_size", c.group_size},
-                        {"ranks", layout.GroupOf(c, rank)}, {"device_dims", c.device_dims}, {"bytes", c.bytes}});
+    backward.push_back({{"input", c.input},
+                        {"type", c.type},
+                        {"group_size", c.group_size},
+                        {"ranks", layout.GroupOf(c, rank)},
+                        {"device_dims", c.device_dims},
+                        {"bytes", c.bytes}});
   for (const auto& c : layout.mirror_comm)
-    mirror.push_back({{"input", c.input}, {"type", c.type}, {"group_size", c.group_size},
-                      {"ranks", layout.GroupOf(c, rank)}, {"device_dims", c.device_dims}, {"bytes", c.bytes}});
+    mirror.push_back({{"input", c.input},
+                      {"type", c.type},
+                      {"group_size", c.group_size},
+                      {"ranks", layout.GroupOf(c, rank)},
+                      {"device_dims", c.device_dims},
+                      {"bytes", c.bytes}});
   return {{"op", layout.op_type},
           {"devices", layout.devices},
           {"strategy", layout.strategy},

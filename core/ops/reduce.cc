@@ -27,8 +27,10 @@ BaseLayout Infer(const OpContext& ctx, const Strategy& s) {
   std::vector<int> split_reduced;
   for (size_t i = 0; i < rank; ++i) {
     const bool reduced = std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
-    if (!reduced) out_map.push_back(full[i]);
-    else if (keep) out_map.push_back(kNotSplit);
+    if (!reduced)
+      out_map.push_back(full[i]);
+    else if (keep)
+      out_map.push_back(kNotSplit);
     if (reduced && s[0][i] > 1) split_reduced.push_back(static_cast<int>(i));
   }
   out.outputs = {out_map};

@@ -147,7 +147,8 @@ class Lowering {
       const Tensor& t = graph_.tensor(op.inputs[i]);
       if (t.producer < 0) continue;
       const Operator& producer = graph_.op(t.producer);
-      const size_t out = std::find(producer.outputs.begin(), producer.outputs.end(), op.inputs[i]) - producer.outputs.begin();
+      const size_t out =
+          std::find(producer.outputs.begin(), producer.outputs.end(), op.inputs[i]) - producer.outputs.begin();
       const TensorLayout& from = layouts_[t.producer].outputs[out];
       const TensorLayout& to = layouts_[op_index].inputs[i];
       if (from.Normalized() == to.Normalized()) continue;
@@ -336,13 +337,14 @@ class Lowering {
           bucket.ready_after = std::max(bucket.ready_after, backward_task_of_op_.at(list[i].first_user));
         }
         const GroupPlacement& placement = stage.groups[group].placement;
-        bucket.algorithm =
-            ChooseAlgorithm(bucket.collective, bucket.bytes, placement, run_.cluster, run_.simulation.collective_algorithms);
+        bucket.algorithm = ChooseAlgorithm(bucket.collective, bucket.bytes, placement, run_.cluster,
+                                           run_.simulation.collective_algorithms);
         bucket.seconds = CollectiveSeconds(bucket.collective, bucket.algorithm, bucket.bytes, placement, run_.cluster);
         stage.buckets.push_back(bucket);
         // The parallel optimizer gathers the updated weight shards before the next first forward.
         if (sharded)
-          stage.step_start.push_back(Collective(stage, fmt::format("optimizer_shard/allgather.{}", stage.buckets.size() - 1),
+          stage.step_start.push_back(Collective(stage,
+                                                fmt::format("optimizer_shard/allgather.{}", stage.buckets.size() - 1),
                                                 -1, shardlab::Collective::kAllGather, group, gathered));
       }
     }
@@ -357,7 +359,8 @@ class Lowering {
     if (!p_.enable_parallel_optimizer || replicas <= 1) return 1;
     const Tensor& tensor = graph_.tensor(info.tensor);
     if (!tensor.parallel_optimizer) return 1;
-    if (static_cast<double>(tensor.bytes()) / 1024.0 < static_cast<double>(p_.parallel_optimizer_config.parallel_optimizer_threshold))
+    if (static_cast<double>(tensor.bytes()) / 1024.0 <
+        static_cast<double>(p_.parallel_optimizer_config.parallel_optimizer_threshold))
       return 1;
     int64_t shards = replicas;
     const int64_t limit = p_.parallel_optimizer_config.optimizer_weight_shard_size;
@@ -376,7 +379,8 @@ class Lowering {
       for (int user : graph_.Consumers(static_cast<int>(i)))
         last_stage = std::max(last_stage, graph_.op(user).pipeline_stage);
       const Operator& producer = graph_.op(t.producer);
-      const size_t out = std::find(producer.outputs.begin(), producer.outputs.end(), static_cast<int>(i)) - producer.outputs.begin();
+      const size_t out =
+          std::find(producer.outputs.begin(), producer.outputs.end(), static_cast<int>(i)) - producer.outputs.begin();
       const double bytes = SliceBytes(layouts_[t.producer].outputs[out], t.dtype);
       for (int64_t s = producer.pipeline_stage; s < last_stage; ++s) {
         plan.stages[s].send_forward_bytes += bytes;
@@ -435,7 +439,8 @@ class Lowering {
       }
       segment += out_bytes;
       largest_segment = std::max(largest_segment, segment);
-      const bool last_of_segment = i + 1 == graph_.operators().size() || !SameSegment(static_cast<int>(i), static_cast<int>(i) + 1);
+      const bool last_of_segment =
+          i + 1 == graph_.operators().size() || !SameSegment(static_cast<int>(i), static_cast<int>(i) + 1);
       if (last_of_segment) {
         kept += out_bytes;
         segment = 0;
@@ -482,7 +487,9 @@ std::vector<std::pair<size_t, size_t>> SplitIntoBuckets(const std::vector<double
   }
   const FusionSetting& f = fusion.allreduce;
   switch (f.mode) {
-    case FusionSetting::Mode::kDefault: ranges.emplace_back(0, n); return ranges;
+    case FusionSetting::Mode::kDefault:
+      ranges.emplace_back(0, n);
+      return ranges;
     case FusionSetting::Mode::kIndex: {
       // Inclusive end indices; indices past the last gradient are skipped
       // (MindSpore warns); ignored altogether with the parallel optimizer.
@@ -497,7 +504,8 @@ std::vector<std::pair<size_t, size_t>> SplitIntoBuckets(const std::vector<double
       return ranges;
     }
     case FusionSetting::Mode::kAuto:
-    case FusionSetting::Mode::kSize: break;
+    case FusionSetting::Mode::kSize:
+      break;
   }
   if (data_parallel) {
     // The backend splitter: a new bucket when the next gradient would pass

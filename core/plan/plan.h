@@ -31,7 +31,7 @@ struct Task {
   enum class Kind { kCompute, kCollective };
   Kind kind = Kind::kCompute;
   std::string name;
-  int op = -1;          // graph operator, -1 for the optimizer
+  int op = -1;  // graph operator, -1 for the optimizer
   bool recompute = false;
   // Compute.
   double flops = 0;
@@ -93,10 +93,10 @@ struct Plan {
   int64_t devices = 1;
   int64_t devices_per_stage = 1;
   double device_memory = 0;
-  double peak_flops = 0;         // per device, for the model's dtype
-  double model_flops = 0;        // useful FLOPs of one step (no recompute), for MFU
+  double peak_flops = 0;   // per device, for the model's dtype
+  double model_flops = 0;  // useful FLOPs of one step (no recompute), for MFU
   int64_t samples_per_step = 0;
-  int64_t tokens_per_step = 0;   // 0 when the model has no sequence
+  int64_t tokens_per_step = 0;  // 0 when the model has no sequence
   std::vector<StageProgram> stages;
 };
 

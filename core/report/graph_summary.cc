@@ -65,8 +65,8 @@ GraphSummary SummarizeGraph(const Graph& graph, int64_t batch) {
 }
 
 std::string FormatGraphSummary(const GraphSummary& s) {
-  std::string out = fmt::format("model {}: {} operators, {} tensors, batch {}\n", s.name, s.operators, s.tensors,
-                                s.batch);
+  std::string out =
+      fmt::format("model {}: {} operators, {} tensors, batch {}\n", s.name, s.operators, s.tensors, s.batch);
   out += fmt::format("  parameters   {} trainable ({} exactly) in {} tensors, {} non-trainable, {} in all\n",
                      FormatCount(static_cast<double>(s.parameters)), s.parameters, s.parameter_tensors,
                      FormatCount(static_cast<double>(s.non_trainable_parameters)),
@@ -80,9 +80,9 @@ std::string FormatGraphSummary(const GraphSummary& s) {
   if (s.stages.size() > 1) {
     out += "  pipeline stages:\n";
     for (size_t i = 0; i < s.stages.size(); ++i)
-      out += fmt::format("    stage {:<3} {:>6} ops  {:>10} params  {:>12} fwd/batch\n", i, s.stages[i].operators,
-                         FormatCount(static_cast<double>(s.stages[i].parameters)),
-                         FormatFlops(s.stages[i].forward_flops));
+      out +=
+          fmt::format("    stage {:<3} {:>6} ops  {:>10} params  {:>12} fwd/batch\n", i, s.stages[i].operators,
+                      FormatCount(static_cast<double>(s.stages[i].parameters)), FormatFlops(s.stages[i].forward_flops));
   }
   return out;
 }

@@ -13,10 +13,14 @@ std::string DescribeFusion(const CommFusion& fusion) {
   if (!fusion.openstate) return "off";
   const auto& ar = fusion.allreduce;
   switch (ar.mode) {
-    case FusionSetting::Mode::kDefault: return "default (all gradients in one AllReduce)";
-    case FusionSetting::Mode::kAuto: return "auto (64 MB buckets)";
-    case FusionSetting::Mode::kSize: return fmt::format("size ({} MB buckets)", ar.size_mb);
-    case FusionSetting::Mode::kIndex: return fmt::format("index (split after {})", fmt::join(ar.indices, ", "));
+    case FusionSetting::Mode::kDefault:
+      return "default (all gradients in one AllReduce)";
+    case FusionSetting::Mode::kAuto:
+      return "auto (64 MB buckets)";
+    case FusionSetting::Mode::kSize:
+      return fmt::format("size ({} MB buckets)", ar.size_mb);
+    case FusionSetting::Mode::kIndex:
+      return fmt::format("index (split after {})", fmt::join(ar.indices, ", "));
   }
   return "";
 }
@@ -60,10 +64,10 @@ RunSummary SummarizeRun(const RunSpec& run, const Graph& graph) {
 std::string FormatRunSummary(const RunSpec& run, const RunSummary& s) {
   const auto& c = run.cluster;
   const auto& n = c.inter_server;
-  std::string fabric = c.intra_server.kind == IntraServerFabric::Kind::kHccsMesh
-                           ? fmt::format("HCCS full-mesh groups of {}", c.intra_server.group_size)
-                           : fmt::format("NVSwitch {}/device", FormatQuantity(c.intra_server.link_bandwidth,
-                                                                              Quantity::kBytesPerSecond));
+  std::string fabric =
+      c.intra_server.kind == IntraServerFabric::Kind::kHccsMesh
+          ? fmt::format("HCCS full-mesh groups of {}", c.intra_server.group_size)
+          : fmt::format("NVSwitch {}/device", FormatQuantity(c.intra_server.link_bandwidth, Quantity::kBytesPerSecond));
   std::string out = fmt::format("run {}\n", run.name);
   out += fmt::format("  cluster    {}: {} servers x {} {} ({} devices), {} peak, {} memory each\n", c.name, c.servers,
                      c.devices_per_server, c.device.model, c.device_count(),

@@ -17,8 +17,8 @@ struct RunSummary {
   int64_t devices = 0;
   int64_t servers_used = 0;
   int64_t devices_per_stage = 0;
-  GraphSummary model;           // one micro-batch
-  double step_flops = 0;        // every micro-batch, forward + backward (+ recompute)
+  GraphSummary model;     // one micro-batch
+  double step_flops = 0;  // every micro-batch, forward + backward (+ recompute)
   double peak_flops_per_device = 0;
   double ideal_step_seconds = 0;  // step_flops over every device at peak: a lower bound
 };

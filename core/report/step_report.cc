@@ -25,32 +25,33 @@ std::string FormatStepReport(const RunSpec& run, const Plan& plan, const StepRes
   out += ")\n";
   out += fmt::format("  compute    {:.1f} TFLOP/s per device of useful work, MFU {:.1f}%\n", r.tflops_per_device,
                      100 * r.mfu);
-  out += fmt::format("  breakdown  stage {}: compute {} ({:.1f}%), exposed communication {} ({:.1f}%), "
-                     "pipeline bubbles {} ({:.1f}%)\n",
-                     r.slowest_stage, Seconds(r.compute_seconds), Percent(r.compute_seconds, r.step_seconds),
-                     Seconds(r.exposed_communication_seconds),
-                     Percent(r.exposed_communication_seconds, r.step_seconds), Seconds(r.bubble_seconds),
-                     100 * r.bubble_fraction);
+  out += fmt::format(
+      "  breakdown  stage {}: compute {} ({:.1f}%), exposed communication {} ({:.1f}%), "
+      "pipeline bubbles {} ({:.1f}%)\n",
+      r.slowest_stage, Seconds(r.compute_seconds), Percent(r.compute_seconds, r.step_seconds),
+      Seconds(r.exposed_communication_seconds), Percent(r.exposed_communication_seconds, r.step_seconds),
+      Seconds(r.bubble_seconds), 100 * r.bubble_fraction);
   out += fmt::format("  comm       {} of communication per device on stage {} ({} hidden behind compute)\n",
                      Seconds(r.communication_seconds), r.slowest_stage,
                      Seconds(Hidden(r.communication_seconds, r.exposed_communication_seconds)));
   const StageResult* peak = &r.stages.front();
   for (const auto& s : r.stages)
     if (s.memory.peak > peak->memory.peak) peak = &s;
-  out += fmt::format("  memory     peak {} of {} on stage {}: parameters {}, gradients {}, optimizer {}, "
-                     "activations {} ({} micro-batches in flight)\n",
-                     Bytes(peak->memory.peak), Bytes(plan.device_memory), peak->stage, Bytes(peak->memory.parameters),
-                     Bytes(peak->memory.gradients), Bytes(peak->memory.optimizer_states),
-                     Bytes(peak->memory.activations), peak->memory.micro_batches_in_flight);
+  out += fmt::format(
+      "  memory     peak {} of {} on stage {}: parameters {}, gradients {}, optimizer {}, "
+      "activations {} ({} micro-batches in flight)\n",
+      Bytes(peak->memory.peak), Bytes(plan.device_memory), peak->stage, Bytes(peak->memory.parameters),
+      Bytes(peak->memory.gradients), Bytes(peak->memory.optimizer_states), Bytes(peak->memory.activations),
+      peak->memory.micro_batches_in_flight);
   out += fmt::format("  slowest    stage {}: {}\n", r.slowest_stage, r.slowest_reason);
   if (r.out_of_memory) out += fmt::format("  OUT OF MEMORY: {}\n", r.memory_message);
   if (r.stages.size() > 1) {
     out += "  stage   fwd/micro-batch  bwd/micro-batch   bubble     exposed comm   memory\n";
     for (const auto& s : r.stages)
-      out += fmt::format("  {:>5}   {:>15}  {:>15}   {:>9}  {:>13}   {:>10}{}\n", s.stage, Seconds(s.forward_seconds),
-                         Seconds(s.backward_seconds), Seconds(s.bubble_seconds),
-                         Seconds(s.exposed_communication_seconds), Bytes(s.memory.peak),
-                         s.out_of_memory ? "  OOM" : "");
+      out +=
+          fmt::format("  {:>5}   {:>15}  {:>15}   {:>9}  {:>13}   {:>10}{}\n", s.stage, Seconds(s.forward_seconds),
+                      Seconds(s.backward_seconds), Seconds(s.bubble_seconds), Seconds(s.exposed_communication_seconds),
+                      Bytes(s.memory.peak), s.out_of_memory ? "  OOM" : "");
   }
   return out;
 }

@@ -84,20 +84,29 @@ nlohmann::json ChromeTrace(const StepResult& r) {
   nlohmann::json events = nlohmann::json::array();
   const char* lanes[] = {"compute", "communication", "pipeline"};
   for (const auto& s : r.stages) {
-    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", s.stage},
+    events.push_back({{"ph", "M"},
+                      {"name", "process_name"},
+                      {"pid", s.stage},
                       {"args", {{"name", fmt::format("stage {}", s.stage)}}}});
-    events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", s.stage}, {"args", {{"sort_index", s.stage}}}});
+    events.push_back(
+        {{"ph", "M"}, {"name", "process_sort_index"}, {"pid", s.stage}, {"args", {{"sort_index", s.stage}}}});
     for (int lane = 0; lane < 3; ++lane)
-      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", s.stage}, {"tid", lane},
-                        {"args", {{"name", lanes[lane]}}}});
+      events.push_back(
+          {{"ph", "M"}, {"name", "thread_name"}, {"pid", s.stage}, {"tid", lane}, {"args", {{"name", lanes[lane]}}}});
   }
   for (const auto& e : r.events) {
     const int tid = static_cast<int>(std::find(std::begin(lanes), std::end(lanes), e.lane) - std::begin(lanes));
     nlohmann::json args = {{"category", e.category}};
     if (e.micro_batch >= 0) args["micro_batch"] = e.micro_batch;
     if (e.chunk > 0) args["chunk"] = e.chunk;
-    events.push_back({{"ph", "X"}, {"name", e.name}, {"cat", e.category}, {"pid", e.stage}, {"tid", tid},
-                      {"ts", e.start * 1e6}, {"dur", e.duration * 1e6}, {"args", args}});
+    events.push_back({{"ph", "X"},
+                      {"name", e.name},
+                      {"cat", e.category},
+                      {"pid", e.stage},
+                      {"tid", tid},
+                      {"ts", e.start * 1e6},
+                      {"dur", e.duration * 1e6},
+                      {"args", args}});
   }
   return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
 }

@@ -26,9 +26,9 @@ struct TimelineEvent {
 
 struct StageResult {
   int64_t stage = 0;
-  double forward_seconds = 0;   // one micro-batch (all chunks)
+  double forward_seconds = 0;  // one micro-batch (all chunks)
   double backward_seconds = 0;
-  double compute_seconds = 0;   // the whole step, per device
+  double compute_seconds = 0;  // the whole step, per device
   double communication_seconds = 0;
   double exposed_communication_seconds = 0;
   double bubble_seconds = 0;

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+#include <unistd.h>
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 namespace shardlab {
 

@@ -12,16 +12,13 @@ class ConfigError : public std::runtime_error {
  public:
   // `pointer` is an RFC 6901 JSON pointer ("" means the whole document).
   ConfigError(std::string file, std::string pointer, const std::string& message)
-      : std::runtime_error(Format(file, pointer, message)),
-        file_(std::move(file)),
-        pointer_(std::move(pointer)) {}
+      : std::runtime_error(Format(file, pointer, message)), file_(std::move(file)), pointer_(std::move(pointer)) {}
 
   const std::string& file() const { return file_; }
   const std::string& pointer() const { return pointer_; }
 
  private:
-  static std::string Format(const std::string& file, const std::string& pointer,
-                            const std::string& message) {
+  static std::string Format(const std::string& file, const std::string& pointer, const std::string& message) {
     std::string where = file.empty() ? "<inline>" : file;
     return where + ": " + (pointer.empty() ? "/" : pointer) + ": " + message;
   }

@@ -15,9 +15,12 @@ namespace {
 std::string EscapePointerToken(const std::string& key) {
   std::string out;
   for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
   }
   return out;
 }
@@ -189,8 +192,7 @@ void ObjectReader::Finish() {
   for (const auto& [key, value] : node_.json().items()) {
     if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
     std::string hint = DidYouMean(key, known_);
-    node_.Child(key).Fail("unknown key \"" + key + "\"" +
-                          (hint.empty() ? "; valid keys: " + Join(known_) : hint));
+    node_.Child(key).Fail("unknown key \"" + key + "\"" + (hint.empty() ? "; valid keys: " + Join(known_) : hint));
   }
 }
 

@@ -67,8 +67,7 @@ class ObjectReader {
   int64_t RequiredInt(const std::string& key, int64_t min, int64_t max);
   double Number(const std::string& key, double fallback, double min, double max);
   std::string String(const std::string& key, const std::string& fallback);
-  std::string Enum(const std::string& key, const std::string& fallback,
-                   const std::vector<std::string>& allowed);
+  std::string Enum(const std::string& key, const std::string& fallback, const std::vector<std::string>& allowed);
 
   // Rejects unknown keys. The message lists the closest valid key, if any.
   void Finish();

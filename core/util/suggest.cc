@@ -13,8 +13,8 @@ int EditDistance(std::string_view a, std::string_view b) {
     row[0] = static_cast<int>(i);
     for (size_t j = 1; j <= b.size(); ++j) {
       const int above = row[j];
-      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[j - 1]));
+      const bool same =
+          std::tolower(static_cast<unsigned char>(a[i - 1])) == std::tolower(static_cast<unsigned char>(b[j - 1]));
       row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
       diagonal = above;
     }

@@ -38,9 +38,9 @@ TEST_CASE("builder models fill in defaults and check parameters") {
 TEST_CASE("a model is a builder or a graph, exactly one") {
   CHECK_THAT(ErrorAt(R"({"name": "x"})", ""), Catch::Contains("exactly one"));
   CHECK_THAT(ErrorAt(R"({"name": "x", "builder": "gpt", "graph": {}})", ""), Catch::Contains("exactly one"));
-  CHECK_THAT(ErrorAt(R"({"name": "x", "graph": {"name": "g", "tensors": [], "operators": []}, "params": {}})",
-                     "/params"),
-             Catch::Contains("belongs to builder models"));
+  CHECK_THAT(
+      ErrorAt(R"({"name": "x", "graph": {"name": "g", "tensors": [], "operators": []}, "params": {}})", "/params"),
+      Catch::Contains("belongs to builder models"));
 }
 
 TEST_CASE("builder errors name where the model came from") {

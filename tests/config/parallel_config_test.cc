@@ -49,20 +49,17 @@ TEST_CASE("device_num defaults to the world size and must be in 1..4096") {
   CHECK(Parse(R"({"parallel_mode": "data_parallel", "global_batch_size": 64})", 64).device_num == 64);
   CHECK_THAT(ErrorAt(R"({"device_num": 0, "global_batch_size": 8})", "/device_num"),
              Catch::Contains("expected an integer in 1..4096, got 0"));
-  CHECK_THAT(ErrorAt(R"({"device_num": 4097, "global_batch_size": 8})", "/device_num"),
-             Catch::Contains("1..4096"));
+  CHECK_THAT(ErrorAt(R"({"device_num": 4097, "global_batch_size": 8})", "/device_num"), Catch::Contains("1..4096"));
   CHECK_THAT(ErrorAt(R"({"device_num": 8.0, "global_batch_size": 8})", "/device_num"),
              Catch::Contains("expected an integer"));
-  CHECK_THAT(ErrorAt(R"({"device_num": true, "global_batch_size": 8})", "/device_num"),
-             Catch::Contains("got true"));
+  CHECK_THAT(ErrorAt(R"({"device_num": true, "global_batch_size": 8})", "/device_num"), Catch::Contains("got true"));
 }
 
 TEST_CASE("global_rank is in 0..4095 and below device_num") {
-  CHECK_THAT(ErrorAt(R"({"parallel_mode": "data_parallel", "global_rank": 4096, "global_batch_size": 8})",
-                     "/global_rank"),
-             Catch::Contains("0..4095"));
-  CHECK_THAT(ErrorAt(R"({"parallel_mode": "data_parallel", "global_rank": 8, "global_batch_size": 8})",
-                     "/global_rank"),
+  CHECK_THAT(
+      ErrorAt(R"({"parallel_mode": "data_parallel", "global_rank": 4096, "global_batch_size": 8})", "/global_rank"),
+      Catch::Contains("0..4095"));
+  CHECK_THAT(ErrorAt(R"({"parallel_mode": "data_parallel", "global_rank": 8, "global_batch_size": 8})", "/global_rank"),
              Catch::Contains("global_rank 8 is not below device_num 8"));
 }
 
@@ -90,7 +87,8 @@ TEST_CASE("unknown keys are rejected with the closest valid key") {
 }
 
 TEST_CASE("all_reduce_fusion_config is a non-empty list of strictly increasing positive integers") {
-  const auto c = Parse(R"({"parallel_mode": "data_parallel", "all_reduce_fusion_config": [20, 35], "global_batch_size": 8})");
+  const auto c =
+      Parse(R"({"parallel_mode": "data_parallel", "all_reduce_fusion_config": [20, 35], "global_batch_size": 8})");
   CHECK(c.comm_fusion.allreduce.mode == FusionSetting::Mode::kIndex);
   CHECK(c.comm_fusion.allreduce.indices == std::vector<int64_t>{20, 35});
   CHECK_THAT(ErrorAt(R"({"all_reduce_fusion_config": [], "global_batch_size": 8})", "/all_reduce_fusion_config"),
@@ -111,23 +109,25 @@ TEST_CASE("comm_fusion follows MindSpore's modes per operator") {
   const auto c = Parse(R"({"comm_fusion": {"openstate": true,
       "allreduce": {"mode": "size", "config": 32},
       "allgather": {"mode": "auto", "config": null},
-      "reducescatter": {"mode": "size", "config": 16}}, "global_batch_size": 8})", 1);
+      "reducescatter": {"mode": "size", "config": 16}}, "global_batch_size": 8})",
+                       1);
   CHECK(c.comm_fusion.allreduce == FusionSetting{FusionSetting::Mode::kSize, 32, {}});
   CHECK(c.comm_fusion.allgather == FusionSetting{FusionSetting::Mode::kAuto, 64, {}});
   CHECK(c.comm_fusion.reducescatter.size_mb == 16);
-  const auto index = Parse(R"({"comm_fusion": {"allreduce": {"mode": "index", "config": [2, 5]}}, "global_batch_size": 8})", 1);
+  const auto index =
+      Parse(R"({"comm_fusion": {"allreduce": {"mode": "index", "config": [2, 5]}}, "global_batch_size": 8})", 1);
   CHECK(index.comm_fusion.allreduce.indices == std::vector<int64_t>{2, 5});
   CHECK_FALSE(Parse(R"({"comm_fusion": {"openstate": false}, "global_batch_size": 8})", 1).comm_fusion.openstate);
 
   CHECK_THAT(ErrorAt(R"({"comm_fusion": {"allgather": {"mode": "index", "config": [1]}}, "global_batch_size": 8})",
                      "/comm_fusion/allgather/mode"),
              Catch::Contains(R"(expected one of "auto", "size")"));
-  CHECK_THAT(ErrorAt(R"({"comm_fusion": {"allreduce": {"mode": "auto"}}, "global_batch_size": 8})",
-                     "/comm_fusion/allreduce"),
-             Catch::Contains(R"(missing required key "config")"));
-  CHECK_THAT(ErrorAt(R"({"comm_fusion": {"allreduce": {"config": 3}}, "global_batch_size": 8})",
-                     "/comm_fusion/allreduce"),
-             Catch::Contains(R"(missing required key "mode")"));
+  CHECK_THAT(
+      ErrorAt(R"({"comm_fusion": {"allreduce": {"mode": "auto"}}, "global_batch_size": 8})", "/comm_fusion/allreduce"),
+      Catch::Contains(R"(missing required key "config")"));
+  CHECK_THAT(
+      ErrorAt(R"({"comm_fusion": {"allreduce": {"config": 3}}, "global_batch_size": 8})", "/comm_fusion/allreduce"),
+      Catch::Contains(R"(missing required key "mode")"));
   CHECK_THAT(ErrorAt(R"({"comm_fusion": {"allreduce": {"mode": "auto", "config": 3}}, "global_batch_size": 8})",
                      "/comm_fusion/allreduce/config"),
              Catch::Contains("takes no config"));
@@ -150,16 +150,18 @@ TEST_CASE("comm_fusion follows MindSpore's modes per operator") {
 }
 
 TEST_CASE("all_reduce_fusion_config and comm_fusion.allreduce cannot both be set") {
-  CHECK_THAT(ErrorAt(R"({"all_reduce_fusion_config": [2], "comm_fusion": {"allreduce": {"mode": "auto", "config": null}},
+  CHECK_THAT(
+      ErrorAt(R"({"all_reduce_fusion_config": [2], "comm_fusion": {"allreduce": {"mode": "auto", "config": null}},
                          "global_batch_size": 8})",
-                     "/all_reduce_fusion_config"),
-             Catch::Contains("not both"));
+              "/all_reduce_fusion_config"),
+      Catch::Contains("not both"));
 }
 
 TEST_CASE("parallel_optimizer_config keys and ranges") {
   const auto c = Parse(R"({"enable_parallel_optimizer": true, "parallel_optimizer_config":
       {"gradient_accumulation_shard": false, "parallel_optimizer_threshold": 0, "optimizer_weight_shard_size": 4},
-      "global_batch_size": 8})", 1);
+      "global_batch_size": 8})",
+                       1);
   CHECK_FALSE(c.parallel_optimizer_config.gradient_accumulation_shard);
   CHECK(c.parallel_optimizer_config.parallel_optimizer_threshold == 0);
   CHECK(c.parallel_optimizer_config.optimizer_weight_shard_size == 4);
@@ -176,10 +178,12 @@ TEST_CASE("pipeline_stages divides device_num and needs semi or auto parallel") 
                            "global_batch_size": 16})");
   CHECK(c.devices_per_stage() == 2);
   CHECK_THAT(ErrorAt(R"({"parallel_mode": "semi_auto_parallel", "pipeline_stages": 3, "micro_batch_num": 3,
-                         "global_batch_size": 6})", "/pipeline_stages"),
+                         "global_batch_size": 6})",
+                     "/pipeline_stages"),
              Catch::Contains("device_num 8 is not divisible by pipeline_stages 3"));
   CHECK_THAT(ErrorAt(R"({"parallel_mode": "data_parallel", "pipeline_stages": 2, "micro_batch_num": 2,
-                         "global_batch_size": 16})", "/pipeline_stages"),
+                         "global_batch_size": 16})",
+                     "/pipeline_stages"),
              Catch::Contains("semi_auto_parallel"));
   CHECK_THAT(ErrorAt(R"({"pipeline_stages": 0, "global_batch_size": 8})", "/pipeline_stages"),
              Catch::Contains("1..4096"));
@@ -187,7 +191,8 @@ TEST_CASE("pipeline_stages divides device_num and needs semi or auto parallel") 
 
 TEST_CASE("micro_batch_num is at least pipeline_stages and divides global_batch_size") {
   CHECK_THAT(ErrorAt(R"({"parallel_mode": "semi_auto_parallel", "pipeline_stages": 4, "micro_batch_num": 2,
-                         "global_batch_size": 16})", "/micro_batch_num"),
+                         "global_batch_size": 16})",
+                     "/micro_batch_num"),
              Catch::Contains("micro_batch_num 2 must be at least pipeline_stages 4"));
   CHECK_THAT(ErrorAt(R"({"parallel_mode": "semi_auto_parallel", "micro_batch_num": 3, "global_batch_size": 16})",
                      "/global_batch_size"),
@@ -197,8 +202,7 @@ TEST_CASE("micro_batch_num is at least pipeline_stages and divides global_batch_
 }
 
 TEST_CASE("stand_alone runs on one device") {
-  CHECK_THAT(ErrorAt(R"({"device_num": 8, "global_batch_size": 8})", "/device_num"),
-             Catch::Contains("stand_alone"));
+  CHECK_THAT(ErrorAt(R"({"device_num": 8, "global_batch_size": 8})", "/device_num"), Catch::Contains("stand_alone"));
   CHECK(Parse(R"({"global_batch_size": 8})", 4096).device_num == 1);
 }
 
@@ -217,25 +221,30 @@ TEST_CASE("dataset_strategy forms and its conflict with full_batch") {
   CHECK(Parse(R"({"parallel_mode": "semi_auto_parallel", "full_batch": true, "global_batch_size": 8})")
             .dataset_strategy.kind == DatasetStrategy::Kind::kFullBatch);
   CHECK_THAT(ErrorAt(R"({"parallel_mode": "semi_auto_parallel", "full_batch": true, "dataset_strategy": "data_parallel",
-                         "global_batch_size": 8})", "/dataset_strategy"),
+                         "global_batch_size": 8})",
+                     "/dataset_strategy"),
              Catch::Contains("cannot be used together"));
   CHECK_THAT(ErrorAt(R"({"parallel_mode": "data_parallel", "dataset_strategy": [[8, 1]], "global_batch_size": 8})",
                      "/dataset_strategy"),
              Catch::Contains("semi_auto_parallel"));
   CHECK_THAT(ErrorAt(R"({"parallel_mode": "semi_auto_parallel", "dataset_strategy": "model_parallel",
-                         "global_batch_size": 8})", "/dataset_strategy"),
+                         "global_batch_size": 8})",
+                     "/dataset_strategy"),
              Catch::Contains("expected one of"));
   CHECK_THAT(ErrorAt(R"({"parallel_mode": "semi_auto_parallel", "dataset_strategy": [[8, 0]],
-                         "global_batch_size": 8})", "/dataset_strategy/0/1"),
+                         "global_batch_size": 8})",
+                     "/dataset_strategy/0/1"),
              Catch::Contains("got 0"));
   CHECK_THAT(ErrorAt(R"({"parallel_mode": "semi_auto_parallel", "dataset_strategy": [],
-                         "global_batch_size": 8})", "/dataset_strategy"),
+                         "global_batch_size": 8})",
+                     "/dataset_strategy"),
              Catch::Contains("at least one"));
 }
 
 TEST_CASE("strategy checkpoint paths resolve against the run file's folder") {
   const auto c = Parse(R"({"strategy_ckpt_load_file": "ckpt/in.json", "strategy_ckpt_save_file": "/tmp/out.json",
-                           "global_batch_size": 8})", 1);
+                           "global_batch_size": 8})",
+                       1);
   CHECK(c.strategy_ckpt_load_file == "/runs/ckpt/in.json");
   CHECK(c.strategy_ckpt_save_file == "/tmp/out.json");
 }

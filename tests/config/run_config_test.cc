@@ -13,7 +13,7 @@ using testing::Doc;
 using testing::ExpectConfigError;
 using testing::SourcePath;
 
-const char* kShippedRuns[] = {"gpt3-175b-ascend-4096",      "gpt3-175b-h100-4096",  "pangu-alpha-200b-ascend-2048",
+const char* kShippedRuns[] = {"gpt3-175b-ascend-4096",      "gpt3-175b-h100-4096",   "pangu-alpha-200b-ascend-2048",
                               "pangu-alpha-13b-ascend-512", "bert-large-ascend-512", "bert-large-a100-8",
                               "resnet50-ascend-4096",       "resnet50-ascend-8",     "wide-deep-host-ascend-8",
                               "seed-ffn-ascend-8"};
@@ -61,30 +61,37 @@ TEST_CASE("run files check the rules between their sections") {
              Catch::Contains("does not exist"));
   CHECK(pointer == "/model");
   CHECK_THAT(ErrorOf(head + R"("model": "../models/gpt3-175b.json", "model_params": {"data_parallel": 3},
-      "parallel": {"parallel_mode": "semi_auto_parallel", "device_num": 8, "global_batch_size": 8}})", &pointer),
+      "parallel": {"parallel_mode": "semi_auto_parallel", "device_num": 8, "global_batch_size": 8}})",
+                     &pointer),
              Catch::Contains("data_parallel x model_parallel = 3 does not divide the 8 devices"));
   CHECK(pointer == "/model_params");
   CHECK_THAT(ErrorOf(head + R"("model": "../models/gpt3-175b.json", "model_params": {"data_parallel": 8},
-      "parallel": {"parallel_mode": "semi_auto_parallel", "device_num": 8, "global_batch_size": 4}})", &pointer),
+      "parallel": {"parallel_mode": "semi_auto_parallel", "device_num": 8, "global_batch_size": 4}})",
+                     &pointer),
              Catch::Contains("cannot be split over data_parallel 8"));
   CHECK(pointer == "/parallel/global_batch_size");
   CHECK_THAT(ErrorOf(head + R"("model": "../models/gpt3-175b.json", "model_params": {"batch": 8},
-      "parallel": {"global_batch_size": 4}})", &pointer),
+      "parallel": {"global_batch_size": 4}})",
+                     &pointer),
              Catch::Contains("global_batch_size / micro_batch_num"));
   CHECK(pointer == "/model_params/batch");
   CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
-      "simulation": {"engine": "ns3"}})", &pointer),
+      "simulation": {"engine": "ns3"}})",
+                     &pointer),
              Catch::Contains(R"("simgrid", "analytical", "both")"));
   CHECK(pointer == "/simulation/engine");
   CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
-      "simulation": {"pipeline_schedule": "interleaved"}})", &pointer),
+      "simulation": {"pipeline_schedule": "interleaved"}})",
+                     &pointer),
              Catch::Contains("virtual_pipeline_chunks >= 2"));
   CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
-      "simulation": {"virtual_pipeline_chunks": 2}})", &pointer),
+      "simulation": {"virtual_pipeline_chunks": 2}})",
+                     &pointer),
              Catch::Contains("needs pipeline_schedule"));
   CHECK(pointer == "/simulation/virtual_pipeline_chunks");
   CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
-      "simulation": {"collective_algorithms": {"allreduce": "butterfly"}}})", &pointer),
+      "simulation": {"collective_algorithms": {"allreduce": "butterfly"}}})",
+                     &pointer),
              Catch::Contains("expected one of"));
   CHECK(pointer == "/simulation/collective_algorithms/allreduce");
   CHECK_THAT(ErrorOf(head + R"("modle": "../models/resnet50.json", "parallel": {"global_batch_size": 4}})", &pointer),
@@ -102,7 +109,8 @@ TEST_CASE("a run cannot use more devices than its cluster has") {
     "inter_server": {"nic_bandwidth": "200 Gb/s", "topology": "fat_tree", "link_latency": "1 us",
                      "switch_latency": "1 us"}})";
   CHECK_THAT(ErrorOf(R"({"name": "r", "cluster": )" + cluster + R"(, "model": "../models/resnet50.json",
-      "parallel": {"parallel_mode": "data_parallel", "device_num": 16, "global_batch_size": 32}})", &pointer),
+      "parallel": {"parallel_mode": "data_parallel", "device_num": 16, "global_batch_size": 32}})",
+                     &pointer),
              Catch::Contains("cluster \"one-server\" has 8 devices, device_num asks for 16"));
   CHECK(pointer == "/parallel/device_num");
 }
@@ -110,9 +118,7 @@ TEST_CASE("a run cannot use more devices than its cluster has") {
 TEST_CASE("errors inside a referenced file name that file") {
   const auto dir = std::filesystem::temp_directory_path() / "shardlab-run-test";
   std::filesystem::create_directories(dir);
-  {
-    std::ofstream(dir / "bad-cluster.json") << R"({"name": "c", "servers": 0})";
-  }
+  { std::ofstream(dir / "bad-cluster.json") << R"({"name": "c", "servers": 0})"; }
   Doc doc(R"({"name": "r", "cluster": "bad-cluster.json", "model": "x.json", "parallel": {"global_batch_size": 1}})",
           (dir / "run.json").string());
   const ConfigError e = ExpectConfigError([&] { ReadRunSpec(doc.root()); });

@@ -36,9 +36,9 @@ TEST_CASE("ReadQuantity takes base-unit numbers and names the units on error") {
   const auto e = testing::ExpectConfigError([&] { ReadQuantity(doc.root().Child("b"), Quantity::kSeconds); });
   CHECK(e.pointer() == "/b");
   CHECK_THAT(std::string(e.what()), Catch::Contains("s, ms, us, ns"));
-  CHECK_THAT(std::string(testing::ExpectConfigError([&] { ReadQuantity(doc.root().Child("c"), Quantity::kSeconds); })
-                             .what()),
-             Catch::Contains("positive"));
+  CHECK_THAT(
+      std::string(testing::ExpectConfigError([&] { ReadQuantity(doc.root().Child("c"), Quantity::kSeconds); }).what()),
+      Catch::Contains("positive"));
 }
 
 TEST_CASE("FormatQuantity picks a readable unit") {

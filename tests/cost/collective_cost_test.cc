@@ -50,14 +50,16 @@ TEST_CASE("NCCL picks the tree for small messages across nodes and the ring for 
   const ClusterSpec gpu = Cluster("dgx-h100-ndr");
   const GroupPlacement nodes = PlaceStridedGroup(0, 256, 8, gpu);
   CHECK(ChooseAlgorithm(Collective::kAllReduce, 1e4, nodes, gpu) == CollectiveAlgorithm::kDoubleBinaryTree);
-  CHECK(ChooseAlgorithm(Collective::kAllReduce, 1e4, PlaceStridedGroup(0, 8, 1, gpu), gpu) == CollectiveAlgorithm::kRing);
+  CHECK(ChooseAlgorithm(Collective::kAllReduce, 1e4, PlaceStridedGroup(0, 8, 1, gpu), gpu) ==
+        CollectiveAlgorithm::kRing);
 }
 
 TEST_CASE("hierarchical AllReduce beats a flat ring across servers") {
   const ClusterSpec ascend = Cluster("ascend910-atlas900");
   const GroupPlacement all = PlaceStridedGroup(0, 4096, 1, ascend);
   const double flat = CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kRing, 1 << 30, all, ascend);
-  const double hier = CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kHierarchical, 1 << 30, all, ascend);
+  const double hier =
+      CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kHierarchical, 1 << 30, all, ascend);
   CHECK(hier < flat);
 }
 

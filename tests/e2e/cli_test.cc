@@ -1,17 +1,15 @@
 // End-to-end runs of the `shardlab` binary: exit codes, one-line errors,
 // output files, and every shipped run.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <sys/wait.h>
 
 namespace {
 
@@ -148,7 +146,8 @@ TEST_CASE("graph prints a summary and saves a graph that loads back") {
 TEST_CASE("models lists every builder") {
   const CliResult r = Run("models");
   CHECK(r.rc == 0);
-  for (const char* name : {"gpt:", "bert:", "resnet50:", "wide_deep:", "ffn:"}) CHECK_THAT(r.out, Catch::Contains(name));
+  for (const char* name : {"gpt:", "bert:", "resnet50:", "wide_deep:", "ffn:"})
+    CHECK_THAT(r.out, Catch::Contains(name));
 }
 
 }  // namespace
@@ -171,22 +170,25 @@ TEST_CASE("layout prints seed 004's device matrix and tensor maps") {
   CHECK(j["inputs"][0]["slice_shape"] == nlohmann::json::parse("[64,64]"));
   CHECK(j["mirror_comm"][0]["ranks"] == nlohmann::json::parse("[0,4]"));
   CHECK(j["flops"]["forward"] == 2.0 * 64 * 64 * 8);
-  const auto tb = RunJson("layout --op MatMul --inputs '[[32,64],[128,64]]' --strategy '[[2,2],[2,2]]' --devices 8 "
-                          "--attrs '{\"transpose_b\":true}' --rank 3");
+  const auto tb = RunJson(
+      "layout --op MatMul --inputs '[[32,64],[128,64]]' --strategy '[[2,2],[2,2]]' --devices 8 "
+      "--attrs '{\"transpose_b\":true}' --rank 3");
   CHECK(tb["forward_comm"][0]["type"] == "AllReduce");
   CHECK(tb["forward_comm"][0]["ranks"] == nlohmann::json::parse("[1,3]"));
 }
 
 TEST_CASE("redistribute prints the unified layouts, primitives, operators and cost") {
-  const auto j = RunJson("redistribute --shape '[512,1024]' --from '{\"device_matrix\":[8,4],\"tensor_map\":[1,0]}' "
-                         "--to '{\"device_matrix\":[2,16],\"tensor_map\":[1,0]}'");
+  const auto j = RunJson(
+      "redistribute --shape '[512,1024]' --from '{\"device_matrix\":[8,4],\"tensor_map\":[1,0]}' "
+      "--to '{\"device_matrix\":[2,16],\"tensor_map\":[1,0]}'");
   CHECK(j["unified"]["device_matrix"] == nlohmann::json::parse("[2,4,4]"));
   CHECK(j["primitives"].size() == 2);
   CHECK(j["primitives"][0]["type"] == "PermuteByAxis");
   CHECK(j["comm_bytes_per_device"] == 2 * 3 * 16384 * 4);
   CHECK(j["cost"]["communication"].get<double>() > 0);
-  const auto alltoall = RunJson("redistribute --shape '[512,1024]' --from '{\"device_matrix\":[8,4],\"tensor_map\":[1,0]}' "
-                                "--to '{\"device_matrix\":[2,16],\"tensor_map\":[1,0]}' --enable-alltoall");
+  const auto alltoall = RunJson(
+      "redistribute --shape '[512,1024]' --from '{\"device_matrix\":[8,4],\"tensor_map\":[1,0]}' "
+      "--to '{\"device_matrix\":[2,16],\"tensor_map\":[1,0]}' --enable-alltoall");
   CHECK(alltoall["ops"][1]["type"] == "AlltoAll");
 }
 
@@ -269,13 +271,15 @@ TEST_CASE("a run that does not fit in memory ends with a clear message") {
 namespace {
 
 TEST_CASE("collective prints an nccl-tests table next to the closed form") {
-  const CliResult r = Run("collective --op allreduce --bytes 1MiB..4MiB --ranks 16 --stride 8 "
-                          "--cluster configs/clusters/dgx-h100-ndr.json --algo ring");
+  const CliResult r =
+      Run("collective --op allreduce --bytes 1MiB..4MiB --ranks 16 --stride 8 "
+          "--cluster configs/clusters/dgx-h100-ndr.json --algo ring");
   REQUIRE(r.rc == 0);
   CHECK_THAT(r.out, Catch::Contains("busbw(GB/s)"));
   CHECK(Lines(r.out) == 2 + 3);  // two header lines, 1, 2 and 4 MiB
   CHECK_THAT(r.out, Catch::Contains("4194304"));
-  const CliResult bad = Run("collective --op allreduce --bytes 1XB --ranks 16 --cluster configs/clusters/dgx-h100-ndr.json");
+  const CliResult bad =
+      Run("collective --op allreduce --bytes 1XB --ranks 16 --cluster configs/clusters/dgx-h100-ndr.json");
   CHECK(bad.rc == 1);
   CHECK_THAT(bad.err, Catch::Contains("--bytes: \"1XB\" is not a size"));
   const CliResult too_many = Run("collective --ranks 4096 --stride 2 --cluster configs/clusters/dgx-h100-ndr.json");

@@ -1,5 +1,4 @@
 #include "core/graph/builders/model_builder.h"
-
 #include "core/report/graph_summary.h"
 #include "tests/test_util.h"
 
@@ -24,13 +23,17 @@ TEST_CASE("ResNet-50 has the 25,557,032 trainable parameters of the reference mo
 }
 
 TEST_CASE("GPT-3 175B has 175 B parameters and Megatron's FLOP count") {
-  const Graph g = Build("gpt", {{"layers", int64_t{96}}, {"hidden", int64_t{12288}}, {"heads", int64_t{96}},
-                                {"seq_length", int64_t{2048}}, {"vocab_size", int64_t{51200}}});
+  const Graph g = Build("gpt", {{"layers", int64_t{96}},
+                                {"hidden", int64_t{12288}},
+                                {"heads", int64_t{96}},
+                                {"seq_length", int64_t{2048}},
+                                {"vocab_size", int64_t{51200}}});
   const GraphSummary s = SummarizeGraph(g, 1);
   CHECK(s.parameters == Approx(174.6e9).epsilon(0.005));
   // Megatron: 24 s l h^2 (1 + s/6h + V/12lh) forward FLOPs per sequence.
   const double S = 2048, L = 96, H = 12288, V = 51200;
-  CHECK(s.forward_flops_per_sample() == Approx(24 * S * L * H * H * (1 + S / (6 * H) + V / (12 * L * H))).epsilon(0.02));
+  CHECK(s.forward_flops_per_sample() ==
+        Approx(24 * S * L * H * H * (1 + S / (6 * H) + V / (12 * L * H))).epsilon(0.02));
   CHECK(s.operators_by_type.at("BatchMatMul") == 2 * 96);
 }
 
@@ -41,9 +44,14 @@ TEST_CASE("BERT-large has about 335 M parameters") {
 }
 
 TEST_CASE("model_parallel places Megatron column and row strategies") {
-  const Graph g = Build("gpt", {{"layers", int64_t{2}}, {"hidden", int64_t{64}}, {"heads", int64_t{8}},
-                                {"seq_length", int64_t{16}}, {"vocab_size", int64_t{128}}, {"batch", int64_t{4}},
-                                {"data_parallel", int64_t{2}}, {"model_parallel", int64_t{4}}});
+  const Graph g = Build("gpt", {{"layers", int64_t{2}},
+                                {"hidden", int64_t{64}},
+                                {"heads", int64_t{8}},
+                                {"seq_length", int64_t{16}},
+                                {"vocab_size", int64_t{128}},
+                                {"batch", int64_t{4}},
+                                {"data_parallel", int64_t{2}},
+                                {"model_parallel", int64_t{4}}});
   const Operator& qkv = g.op(*g.FindOperator("layer0/attention/query"));
   CHECK(*qkv.strategy == Strategy{{2, 1}, {4, 1}});
   const Operator& proj = g.op(*g.FindOperator("layer1/ffn/projection"));
@@ -53,8 +61,8 @@ TEST_CASE("model_parallel places Megatron column and row strategies") {
 }
 
 TEST_CASE("pipeline stages split layers evenly and untie the LM head") {
-  const Graph g = Build("gpt", {{"layers", int64_t{8}}, {"hidden", int64_t{64}}, {"heads", int64_t{8}}},
-                        BuildOptions{4, false});
+  const Graph g =
+      Build("gpt", {{"layers", int64_t{8}}, {"hidden", int64_t{64}}, {"heads", int64_t{8}}}, BuildOptions{4, false});
   CHECK(g.stage_count() == 4);
   CHECK(g.op(*g.FindOperator("embedding/word")).pipeline_stage == 0);
   CHECK(g.op(*g.FindOperator("layer1/ffn/mapping")).pipeline_stage == 0);
@@ -67,8 +75,8 @@ TEST_CASE("pipeline stages split layers evenly and untie the LM head") {
 }
 
 TEST_CASE("recompute marks the transformer layers only") {
-  const Graph g = Build("gpt", {{"layers", int64_t{2}}, {"hidden", int64_t{64}}, {"heads", int64_t{8}}},
-                        BuildOptions{1, true});
+  const Graph g =
+      Build("gpt", {{"layers", int64_t{2}}, {"hidden", int64_t{64}}, {"heads", int64_t{8}}}, BuildOptions{1, true});
   CHECK(g.op(*g.FindOperator("layer0/ffn/gelu")).recompute);
   CHECK_FALSE(g.op(*g.FindOperator("head/logits")).recompute);
 }

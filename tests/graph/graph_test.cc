@@ -16,8 +16,8 @@ TEST_CASE("the graph builder infers MindSpore shapes") {
   const int q = b.Input("q", {2, 4, 16, 8}, DType::kFloat16);
   const int k = b.Input("k", {2, 4, 8, 16}, DType::kFloat16);
   CHECK(b.shape(b.BatchMatMul("scores", q, k, false, false)) == Shape{2, 4, 16, 16});
-  const int broadcast = b.Binary("Add", "add", b.Input("a", {1, 48}, DType::kFloat32),
-                                 b.Input("c", {48, 1}, DType::kFloat32));
+  const int broadcast =
+      b.Binary("Add", "add", b.Input("a", {1, 48}, DType::kFloat32), b.Input("c", {48, 1}, DType::kFloat32));
   CHECK(b.shape(broadcast) == Shape{48, 48});
   CHECK(b.shape(b.Transpose("t", q, {0, 2, 1, 3})) == Shape{2, 16, 4, 8});
   CHECK(b.shape(b.Reduce("ReduceSum", "sum", q, {-1}, true)) == Shape{2, 4, 16, 1});
@@ -38,7 +38,8 @@ TEST_CASE("shape rules reject inconsistent operators with the operator's name") 
   GraphBuilder b("g");
   const int x = b.Input("x", {32, 64}, DType::kFloat16);
   const int w = b.Parameter("w", {32, 64}, DType::kFloat16);
-  CHECK_THROWS_WITH(b.MatMul("mm", x, w, false, false), Catch::Contains("\"mm\" (MatMul): reduction dimensions differ"));
+  CHECK_THROWS_WITH(b.MatMul("mm", x, w, false, false),
+                    Catch::Contains("\"mm\" (MatMul): reduction dimensions differ"));
   CHECK_THROWS_WITH(b.Binary("Add", "add", x, b.Input("y", {3, 64}, DType::kFloat16)),
                     Catch::Contains("do not broadcast"));
   CHECK_THROWS_WITH(b.Reshape("r", x, {7, 9}), Catch::Contains("cannot reshape [32,64] to [7,9]"));

@@ -64,8 +64,8 @@ TEST_CASE("seed 003 example 3: equal layouts need no redistribution") {
 TEST_CASE("MindSpore's redistribution unit tests") {
   auto r = PlanRedistribution(TensorLayout({2, 4, 2}, {2, 0}, {512, 1024}),
                               TensorLayout({4, 2, 2}, {2, 1}, {512, 1024}), false, 4);
-  CHECK(OpTypes(r) == std::vector<std::string>{"Reshape", "StridedSlice", "AllGather", "Split", "Concat",
-                                               "StridedSlice", "Reshape"});
+  CHECK(OpTypes(r) ==
+        std::vector<std::string>{"Reshape", "StridedSlice", "AllGather", "Split", "Concat", "StridedSlice", "Reshape"});
   r = PlanRedistribution(TensorLayout({16, 1, 1}, {2, 0}, {512, 1024}), TensorLayout({1, 16, 1}, {2, 1}, {512, 1024}),
                          false, 4);
   CHECK(OpTypes(r) == std::vector<std::string>{"AllGather", "StridedSlice"});
@@ -112,8 +112,10 @@ struct RandomLayouts {
   Shape Group(const std::vector<int64_t>& atoms) {
     Shape shape;
     for (size_t i = 0; i < atoms.size(); ++i) {
-      if (shape.empty() || rng() % 2 == 0) shape.push_back(atoms[i]);
-      else shape.back() *= atoms[i];
+      if (shape.empty() || rng() % 2 == 0)
+        shape.push_back(atoms[i]);
+      else
+        shape.back() *= atoms[i];
     }
     if (shape.empty()) shape.push_back(1);
     return shape;

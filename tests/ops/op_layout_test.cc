@@ -143,7 +143,8 @@ TEST_CASE("element-wise broadcasting follows MindSpore's example") {
   CHECK(l.inputs[0].tensor_map() == TensorMap{-1, 0});
   CHECK(l.inputs[1].tensor_map() == TensorMap{1, -1});
   CHECK(l.outputs[0].tensor_map() == TensorMap{1, 0});
-  CHECK_THROWS_WITH(Case("Mul", {{16, 32}, {16, 32}}).Layout({{8, 1}, {1, 8}}, 8), Catch::Contains("split differently"));
+  CHECK_THROWS_WITH(Case("Mul", {{16, 32}, {16, 32}}).Layout({{8, 1}, {1, 8}}, 8),
+                    Catch::Contains("split differently"));
 }
 
 TEST_CASE("reductions communicate only when a reduced dimension is split") {
@@ -167,7 +168,8 @@ TEST_CASE("reductions communicate only when a reduced dimension is split") {
 TEST_CASE("softmax, layer norm and cross-entropy keep their normalised dimensions whole") {
   CHECK_THROWS_WITH(Case("Softmax", {{8, 16}}, {{"axis", std::vector<int64_t>{-1}}}).Layout({{2, 4}}, 8),
                     Catch::Contains("cannot split its axis dimension 1"));
-  const Case ln("LayerNorm", {{32, 64}, {64}, {64}}, {{"begin_norm_axis", int64_t{-1}}, {"begin_params_axis", int64_t{-1}}});
+  const Case ln("LayerNorm", {{32, 64}, {64}, {64}},
+                {{"begin_norm_axis", int64_t{-1}}, {"begin_params_axis", int64_t{-1}}});
   const OpLayout l = ln.Layout({{8, 1}, {1}, {1}}, 8);
   CHECK(l.inputs[1].tensor_map() == TensorMap{0});
   CHECK(l.inputs[1].ReplicaCount() == 8);
@@ -235,7 +237,8 @@ TEST_CASE("convolution, pooling, batch norm and one-hot rules") {
   l = onehot.Layout({{8, 1}}, 8);
   CHECK(l.inputs[0].tensor_map() == TensorMap{1});
   CHECK(l.outputs[0].tensor_map() == TensorMap{1, 0});
-  const Case pool("MaxPool", {{32, 64, 56, 56}}, {{"kernel_size", int64_t{3}}, {"stride", int64_t{2}}, {"pad", int64_t{1}}});
+  const Case pool("MaxPool", {{32, 64, 56, 56}},
+                  {{"kernel_size", int64_t{3}}, {"stride", int64_t{2}}, {"pad", int64_t{1}}});
   CHECK(pool.Layout({{8, 1, 1, 1}}, 8).outputs[0].SliceShape() == Shape{4, 64, 28, 28});
 }
 
@@ -244,7 +247,7 @@ TEST_CASE("strategy enumeration lists every valid strategy") {
   const auto full = EnumerateStrategies(mm.op, mm.inputs, mm.outputs, 8, true);
   CHECK(full.size() == 10);  // (m, k, n) powers of two with m*k*n = 8
   const auto any = EnumerateStrategies(mm.op, mm.inputs, mm.outputs, 8, false);
-  CHECK(any.size() == 20);   // m*k*n dividing 8
+  CHECK(any.size() == 20);  // m*k*n dividing 8
   for (const auto& s : any) CHECK_NOTHROW(mm.Layout(s, 8));
   const Case softmax("Softmax", {{8, 16}}, {{"axis", std::vector<int64_t>{-1}}});
   for (const auto& s : EnumerateStrategies(softmax.op, softmax.inputs, softmax.outputs, 4, false)) CHECK(s[0][1] == 1);

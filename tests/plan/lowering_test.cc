@@ -24,7 +24,8 @@ TEST_CASE("fusion index mode uses inclusive end indices (N=10, [3,7])") {
   CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kIndex, 64, {3, 7}), true, false) ==
         Ranges{{0, 4}, {4, 8}, {8, 10}});
   // Indices past the last gradient are skipped, as newer MindSpore warns and skips them.
-  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kIndex, 64, {3, 12}), true, false) == Ranges{{0, 4}, {4, 10}});
+  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kIndex, 64, {3, 12}), true, false) ==
+        Ranges{{0, 4}, {4, 10}});
   // The parallel optimizer ignores split indices.
   CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kIndex, 64, {3, 7}), false, true) == Ranges{{0, 10}});
 }
@@ -53,9 +54,7 @@ Plan PlanFor(const RunSpec& run) {
   return LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
 }
 
-RunSpec Shipped(const std::string& name) {
-  return LoadRunFile(testing::SourcePath("configs/runs/" + name + ".json"));
-}
+RunSpec Shipped(const std::string& name) { return LoadRunFile(testing::SourcePath("configs/runs/" + name + ".json")); }
 
 TEST_CASE("data-parallel ResNet-50: one gradient bucket by default, three with two split indices") {
   RunSpec run = Shipped("resnet50-ascend-8");
@@ -63,7 +62,7 @@ TEST_CASE("data-parallel ResNet-50: one gradient bucket by default, three with t
   REQUIRE(plan.stages.size() == 1);
   REQUIRE(plan.stages[0].buckets.size() == 1);
   const GradientBucket& all = plan.stages[0].buckets[0];
-  CHECK(all.parameters.size() == 161);  // trainable tensors: 53 conv + 106 BN + 2 FC
+  CHECK(all.parameters.size() == 161);         // trainable tensors: 53 conv + 106 BN + 2 FC
   CHECK(all.bytes == Approx(25557032.0 * 4));  // gradient_fp32_sync
   CHECK(all.ready_after + 1 == static_cast<int>(plan.stages[0].backward.size()));
   run.parallel.comm_fusion.allreduce = {FusionSetting::Mode::kIndex, 64, {50, 120}};

@@ -1,8 +1,7 @@
 // SimGrid runs of expanded collectives against their closed forms. One
 // SimGrid engine per process: every test case runs in its own ctest process.
-#include <simgrid/s4u/Engine.hpp>
-
 #include <catch2/catch.hpp>
+#include <simgrid/s4u/Engine.hpp>
 
 #include "core/util/json_reader.h"
 #include "sim/cluster_platform.h"
@@ -41,9 +40,9 @@ TEST_CASE("a ring AllReduce on an idle uniform ring matches 2(n-1)/n S/B + 2(n-1
   const double bytes = 1 << 30;
   const double alpha = 2 * 0.7e-6 + 0.13e-6, beta = 50e9;
   const double closed = 2.0 * 15 / 16 * bytes / beta + 2 * 15 * alpha;
-  const auto t = Simulate(cluster, 16 * 8,
-                          {ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, members, 8,
-                                            Fidelity::kAggregated)});
+  const auto t = Simulate(
+      cluster, 16 * 8,
+      {ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, members, 8, Fidelity::kAggregated)});
   CHECK(t[0] == Approx(closed).epsilon(0.01));
   CHECK(t[0] == Approx(CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes,
                                          PlaceGroup(members, cluster), cluster))
@@ -54,9 +53,9 @@ TEST_CASE("step fidelity agrees with aggregated flows on a uniform ring") {
   const ClusterSpec cluster = Cluster("dgx-a100-hdr");
   const auto members = Strided(8, 8);
   const double bytes = 64 << 20;
-  const auto t = Simulate(cluster, 64,
-                          {ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, members, 8,
-                                            Fidelity::kStep)});
+  const auto t = Simulate(
+      cluster, 64,
+      {ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, members, 8, Fidelity::kStep)});
   const double closed = CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes,
                                           PlaceGroup(members, cluster), cluster);
   CHECK(t[0] == Approx(closed).epsilon(0.01));
@@ -78,11 +77,10 @@ TEST_CASE("two rings over the same cross-group path share its bandwidth") {
   const ClusterSpec cluster = Cluster("ascend910-atlas900");
   const double bytes = 256 << 20;
   const std::vector<int64_t> a = {0, 4}, b = {1, 5};
-  const auto both = Simulate(cluster, 8,
-                             {ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, a, 8,
-                                               Fidelity::kAggregated),
-                              ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, b, 8,
-                                               Fidelity::kAggregated)});
+  const auto both = Simulate(
+      cluster, 8,
+      {ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, a, 8, Fidelity::kAggregated),
+       ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, b, 8, Fidelity::kAggregated)});
   // Each 2-member ring moves 2(n-1)/n S = S per member over the 32 GB/s
   // path between the HCCS groups, which both rings' flows share: S / 16 GB/s.
   const double shared = bytes / (cluster.intra_server.cross_group_bandwidth / 2) + 2 * cluster.intra_server.latency;

@@ -9,8 +9,8 @@ BuilderParams ModelBuilder::Defaults() const {
 }
 
 const std::vector<ModelBuilder>& ModelBuilders() {
-  static const std::vector<ModelBuilder> builders = {GptBuilder(), BertBuilder(), ResNet50Builder(),
-                                                     WideDeepBuilder(), FfnBuilder()};
+  static const std::vector<ModelBuilder> builders = {GptBuilder(), BertBuilder(), ResNet50Builder(), WideDeepBuilder(),
+                                                     FfnBuilder()};
   return builders;
 }
 

@@ -65,7 +65,11 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
       {"data_parallel", int64_t{1}, "MindFormers data_parallel: batch split of the strategies", 1, 4096},
       {"model_parallel", int64_t{1}, "MindFormers model_parallel: tensor split of the strategies", 1, 4096},
       {"vocab_emb_dp", true, "replicate the embedding table (false: split its rows over model_parallel)"},
-      {"dtype", std::string("float16"), "compute dtype of weights and activations", 0, 0,
+      {"dtype",
+       std::string("float16"),
+       "compute dtype of weights and activations",
+       0,
+       0,
        {"float16", "bfloat16", "float32"}},
   };
 }
@@ -85,12 +89,12 @@ int Attention(GraphBuilder& b, const Dims& d, int x, int mask) {
   const int v = column("attention/value");
   const Shape split = {d.batch, d.seq, d.heads, d.head_dim()};
   const Strategy heads4 = {{dp, 1, mp, 1}};
-  const int qh = b.Transpose("attention/query_heads",
-                             b.Reshape("attention/query_split", q, split), {0, 2, 1, 3}, shard(heads4));
-  const int kh = b.Transpose("attention/key_heads", b.Reshape("attention/key_split", k, split), {0, 2, 3, 1},
-                             shard(heads4));
-  const int vh = b.Transpose("attention/value_heads",
-                             b.Reshape("attention/value_split", v, split), {0, 2, 1, 3}, shard(heads4));
+  const int qh =
+      b.Transpose("attention/query_heads", b.Reshape("attention/query_split", q, split), {0, 2, 1, 3}, shard(heads4));
+  const int kh =
+      b.Transpose("attention/key_heads", b.Reshape("attention/key_split", k, split), {0, 2, 3, 1}, shard(heads4));
+  const int vh =
+      b.Transpose("attention/value_heads", b.Reshape("attention/value_split", v, split), {0, 2, 1, 3}, shard(heads4));
   const Strategy per_head = {{dp, mp, 1, 1}, {dp, mp, 1, 1}};
   int scores = b.BatchMatMul("attention/scores", qh, kh, false, false, shard(per_head));
   scores = b.Binary("Add", "attention/mask_add", scores, mask, shard({{dp, mp, 1, 1}, {dp, 1, 1, 1}}));
@@ -255,8 +259,8 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
 }  // namespace
 
 ModelBuilder GptBuilder() {
-  return {"gpt", "GPT decoder stack (pre-LayerNorm), MindFormers layout",
-          TransformerParams(24, 1024, 16, 1024, 51200), &BuildGpt};
+  return {"gpt", "GPT decoder stack (pre-LayerNorm), MindFormers layout", TransformerParams(24, 1024, 16, 1024, 51200),
+          &BuildGpt};
 }
 
 ModelBuilder BertBuilder() {
