@@ -5,15 +5,17 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace shardlab::cli {
 
 struct SimulateArgs {
   std::string run_file;
-  std::string out_file;    // result JSON; "" = none
-  std::string trace_file;  // Chrome/Perfetto trace; "" = none
-  std::string engine;      // overrides the run's simulation.engine; "" = keep
-  bool json = false;       // print JSON instead of text
+  std::string out_file;              // result JSON; "" = none
+  std::string trace_file;            // Chrome/Perfetto trace; "" = none
+  std::vector<int64_t> trace_ranks;  // devices on the trace; empty = the default choice
+  std::string engine;                // overrides the run's simulation.engine; "" = keep
+  bool json = false;                 // print JSON instead of text
 };
 int Simulate(const SimulateArgs& args);
 

@@ -35,6 +35,10 @@ int main(int argc, char** argv) {
   simulate_cmd->add_option("-o,--out", simulate.out_file, "write the result JSON here");
   simulate_cmd->add_flag("--json", simulate.json, "print JSON instead of the text summary");
   simulate_cmd->add_option("--trace", simulate.trace_file, "write a Chrome/Perfetto trace here");
+  simulate_cmd
+      ->add_option("--trace-ranks", simulate.trace_ranks,
+                   "devices on the trace, e.g. 0,5,17 (default: all of runs up to 64 devices, else one per stage)")
+      ->delimiter(',');
   simulate_cmd->add_option("--engine", simulate.engine, "simgrid, analytical or both (default: the run's)")
       ->check(CLI::IsMember({"simgrid", "analytical", "both"}));
 

@@ -33,7 +33,12 @@ int Simulate(const SimulateArgs& args) {
   if (engine == "simgrid" || engine == "both") {
     const auto fidelity = run.simulation.fidelity == "step" ? sim::Fidelity::kStep : sim::Fidelity::kAggregated;
     sim::SimGridStats stats;
-    results.push_back(sim::RunSimGrid(plan, run.cluster, fidelity, with_events, &stats));
+    sim::TraceRequest trace{with_events, args.trace_ranks};
+    for (int64_t r : trace.ranks)
+      if (r < 0 || r >= plan.devices)
+        throw std::runtime_error(
+            fmt::format("--trace-ranks: rank {} is not one of the run's {} devices", r, plan.devices));
+    results.push_back(sim::RunSimGrid(plan, run.cluster, fidelity, trace, &stats));
     spdlog::info("simgrid: {} flows, {} collectives, {} timers in {:.2f} s", stats.flows, stats.collectives,
                  stats.timers, results.back().wall_seconds);
   }

@@ -37,8 +37,9 @@ double SimulateRun(const JsonNode& node, const std::string& engine) {
   const RunSpec run = ReadRunSpec(node);
   const Graph graph = BuildRunGraph(run);
   const Plan plan = LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
-  const StepResult result = engine == "simgrid" ? sim::RunSimGrid(plan, run.cluster, sim::Fidelity::kAggregated, false)
-                                                : RunAnalytical(plan, false);
+  const StepResult result = engine == "simgrid"
+                                ? sim::RunSimGrid(plan, run.cluster, sim::Fidelity::kAggregated, sim::TraceRequest{})
+                                : RunAnalytical(plan, false);
   const RunSummary summary = SummarizeRun(run, graph);
   return summary.step_flops / result.step_seconds / static_cast<double>(run.parallel.device_num) / 1e12;
 }

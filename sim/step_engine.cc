@@ -102,13 +102,8 @@ std::vector<std::vector<Step>> Split(const std::vector<Task>& tasks, int64_t chu
 
 class Engine {
  public:
-  Engine(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, bool with_events)
-      : plan_(plan),
-        cluster_(cluster),
-        fidelity_(fidelity),
-        with_events_(with_events),
-        platform_(cluster, plan.devices),
-        runner_(platform_) {
+  Engine(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, const TraceRequest& trace)
+      : plan_(plan), cluster_(cluster), fidelity_(fidelity), platform_(cluster, plan.devices), runner_(platform_) {
     S_ = static_cast<int64_t>(plan.stages.size());
     M_ = plan.micro_batches;
     V_ = plan.schedule == "interleaved" ? plan.chunks : 1;
@@ -148,6 +143,13 @@ class Engine {
         for (int64_t m : members) d.ranks.push_back(s * D_ + m);
         d.counters.assign(plan.stages[s].groups.size(), 0);
         for (int64_t r : d.ranks) lane_of_rank_[r] = static_cast<int64_t>(devices_.size());
+        if (trace.enabled) {
+          if (!trace.ranks.empty()) {
+            for (int64_t r : trace.ranks) d.traced = d.traced || std::count(d.ranks.begin(), d.ranks.end(), r) > 0;
+          } else {
+            d.traced = plan.devices <= 64 || d.local == 0;
+          }
+        }
         devices_.push_back(std::move(d));
       }
     }
@@ -189,6 +191,7 @@ class Engine {
   struct Device {
     int64_t rank = 0, stage = 0, local = 0;  // of its first device
     std::vector<int64_t> ranks;
+    bool traced = false;    // its passes go on the timeline
     size_t start_task = 0;  // step_start collectives done
     size_t item = 0;
     size_t step = 0;
@@ -313,11 +316,12 @@ class Engine {
     d.busy += duration;
     d.last_pass_end = Now();
     d.in_pass = false;
-    if (with_events_ && d.local == 0)
+    if (d.traced)
       events_.push_back({d.stage, "compute",
                          (item.forward ? "F" : "B") + std::to_string(item.micro_batch) +
                              (V_ > 1 ? "." + std::to_string(item.chunk) : ""),
-                         item.forward ? "forward" : "backward", item.micro_batch, item.chunk, d.pass_start, duration});
+                         item.forward ? "forward" : "backward", item.micro_batch, item.chunk, d.pass_start, duration,
+                         d.ranks});
     // Hand the activation (or its gradient) to the neighbouring virtual stage.
     const int64_t vs = item.chunk * S_ + d.stage;
     const int64_t target_vs = item.forward ? vs + 1 : vs - 1;
@@ -402,9 +406,9 @@ class Engine {
     const size_t index = d.bucket;
     Collective(d, task, [this, &d, begin, index] {
       d.communication += Now() - begin;
-      if (with_events_ && d.local == 0)
-        events_.push_back(
-            {d.stage, "communication", "gradients " + std::to_string(index), "gradient", -1, 0, begin, Now() - begin});
+      if (d.traced)
+        events_.push_back({d.stage, "communication", "gradients " + std::to_string(index), "gradient", -1, 0, begin,
+                           Now() - begin, d.ranks});
       d.bucket_running = false;
       ++d.bucket;
       MaybeStartBucket(d);
@@ -420,8 +424,8 @@ class Engine {
     double optimizer = 0;
     for (const Task& t : stage.optimizer) optimizer += t.seconds;
     d.finished = true;  // no more work will be scheduled
-    if (with_events_ && d.local == 0 && optimizer > 0)
-      events_.push_back({d.stage, "compute", "optimizer", "optimizer", -1, 0, Now(), optimizer});
+    if (d.traced && optimizer > 0)
+      events_.push_back({d.stage, "compute", "optimizer", "optimizer", -1, 0, Now(), optimizer, d.ranks});
     ++timers_;
     d.compute += optimizer;
     runner_.After(optimizer, [&d] { d.end = Now(); });
@@ -430,7 +434,6 @@ class Engine {
   const Plan& plan_;
   const ClusterSpec& cluster_;
   Fidelity fidelity_;
-  bool with_events_;
   ClusterPlatform platform_;
   FlowRunner runner_;
   int64_t S_ = 1, M_ = 1, V_ = 1, D_ = 1;
@@ -447,10 +450,10 @@ class Engine {
 
 }  // namespace
 
-StepResult RunSimGrid(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, bool with_events,
+StepResult RunSimGrid(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, const TraceRequest& trace,
                       SimGridStats* stats) {
   const auto wall_start = std::chrono::steady_clock::now();
-  Engine engine(plan, cluster, fidelity, with_events);
+  Engine engine(plan, cluster, fidelity, trace);
   StepResult result = engine.Run(stats);
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;

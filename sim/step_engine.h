@@ -7,12 +7,21 @@
 // their gradients exist, and the optimizer closes the step.
 #pragma once
 
+#include <vector>
+
 #include "core/config/cluster_config.h"
 #include "core/plan/plan.h"
 #include "core/report/step_result.h"
 #include "sim/collective_flows.h"
 
 namespace shardlab::sim {
+
+// Which devices the timeline records: by default every device of runs of up
+// to 64 devices, else the first device of each stage; or the devices holding `ranks`.
+struct TraceRequest {
+  bool enabled = false;
+  std::vector<int64_t> ranks;
+};
 
 struct SimGridStats {
   int64_t flows = 0;
@@ -21,7 +30,7 @@ struct SimGridStats {
 };
 
 // One SimGrid engine per process: call once per process.
-StepResult RunSimGrid(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, bool with_events,
+StepResult RunSimGrid(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, const TraceRequest& trace,
                       SimGridStats* stats = nullptr);
 
 }  // namespace shardlab::sim

@@ -1,6 +1,7 @@
 #include "core/report/step_result.h"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -81,8 +82,11 @@ nlohmann::json ToJson(const StepResult& r) {
 }
 
 nlohmann::json ChromeTrace(const StepResult& r) {
+  // One process per stage; per traced device (or lane of devices in lockstep)
+  // a compute, a communication and a pipeline track.
   nlohmann::json events = nlohmann::json::array();
   const char* lanes[] = {"compute", "communication", "pipeline"};
+  std::map<std::pair<int64_t, std::vector<int64_t>>, int> track_base;
   for (const auto& s : r.stages) {
     events.push_back({{"ph", "M"},
                       {"name", "process_name"},
@@ -90,20 +94,40 @@ nlohmann::json ChromeTrace(const StepResult& r) {
                       {"args", {{"name", fmt::format("stage {}", s.stage)}}}});
     events.push_back(
         {{"ph", "M"}, {"name", "process_sort_index"}, {"pid", s.stage}, {"args", {{"sort_index", s.stage}}}});
-    for (int lane = 0; lane < 3; ++lane)
-      events.push_back(
-          {{"ph", "M"}, {"name", "thread_name"}, {"pid", s.stage}, {"tid", lane}, {"args", {{"name", lanes[lane]}}}});
   }
   for (const auto& e : r.events) {
-    const int tid = static_cast<int>(std::find(std::begin(lanes), std::end(lanes), e.lane) - std::begin(lanes));
+    const auto key = std::make_pair(e.stage, e.ranks);
+    auto [it, inserted] = track_base.emplace(key, 0);
+    if (inserted) {
+      int devices = 0;
+      for (const auto& [k, base] : track_base) devices += k.first == e.stage ? 1 : 0;
+      it->second = 3 * (devices - 1);
+      const std::string who = e.ranks.empty()       ? std::string()
+                              : e.ranks.size() == 1 ? fmt::format("rank {} ", e.ranks.front())
+                                                    : fmt::format("ranks {}-{} ", e.ranks.front(), e.ranks.back());
+      for (int lane = 0; lane < 3; ++lane) {
+        events.push_back({{"ph", "M"},
+                          {"name", "thread_name"},
+                          {"pid", e.stage},
+                          {"tid", it->second + lane},
+                          {"args", {{"name", who + lanes[lane]}}}});
+        events.push_back({{"ph", "M"},
+                          {"name", "thread_sort_index"},
+                          {"pid", e.stage},
+                          {"tid", it->second + lane},
+                          {"args", {{"sort_index", it->second + lane}}}});
+      }
+    }
+    const int lane = static_cast<int>(std::find(std::begin(lanes), std::end(lanes), e.lane) - std::begin(lanes));
     nlohmann::json args = {{"category", e.category}};
     if (e.micro_batch >= 0) args["micro_batch"] = e.micro_batch;
     if (e.chunk > 0) args["chunk"] = e.chunk;
+    if (!e.ranks.empty()) args["ranks"] = e.ranks;
     events.push_back({{"ph", "X"},
                       {"name", e.name},
                       {"cat", e.category},
                       {"pid", e.stage},
-                      {"tid", tid},
+                      {"tid", it->second + lane},
                       {"ts", e.start * 1e6},
                       {"dur", e.duration * 1e6},
                       {"args", args}});

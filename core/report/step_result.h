@@ -22,6 +22,7 @@ struct TimelineEvent {
   int64_t chunk = 0;
   double start = 0;
   double duration = 0;
+  std::vector<int64_t> ranks;  // the devices it stands for; empty: the stage's representative
 };
 
 struct StageResult {

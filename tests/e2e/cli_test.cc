@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -294,6 +295,32 @@ TEST_CASE("validate prints predicted against published with the median error") {
   CHECK_THAT(r.out, Catch::Contains("nccl-allreduce-dgx-a100-8"));
   CHECK_THAT(r.out, Catch::Contains("# median absolute error"));
   CHECK(Run("validate configs/no-such-folder").rc == 1);
+}
+
+}  // namespace
+
+namespace {
+
+TEST_CASE("traces hold every device of small runs or the ranks asked for") {
+  const fs::path trace = ScratchDir() / "resnet-trace.json";
+  CliResult r = Run("simulate configs/runs/resnet50-ascend-8.json --trace '" + trace.string() + "'");
+  REQUIRE(r.rc == 0);
+  std::set<std::string> threads;
+  const auto small = nlohmann::json::parse(Slurp(trace));
+  for (const auto& e : small["traceEvents"])
+    if (e["name"] == "thread_name") threads.insert(e["args"]["name"].get<std::string>());
+  // The 8 devices share their blocking AllReduce inside one server: one lane of ranks 0-7.
+  CHECK(threads.count("ranks 0-7 compute") == 1);
+  const fs::path chosen = ScratchDir() / "pangu-trace.json";
+  r = Run("simulate configs/runs/pangu-alpha-13b-ascend-512.json --trace '" + chosen.string() +
+          "' --trace-ranks 0,300");
+  REQUIRE(r.rc == 0);
+  std::set<int> stages;
+  const auto picked = nlohmann::json::parse(Slurp(chosen));
+  for (const auto& e : picked["traceEvents"])
+    if (e["ph"] == "X") stages.insert(e["pid"].get<int>());
+  CHECK(stages == std::set<int>{0, 1});
+  CHECK(Run("simulate configs/runs/resnet50-ascend-8.json --trace-ranks 9 --trace '" + chosen.string() + "'").rc == 1);
 }
 
 }  // namespace

@@ -105,7 +105,8 @@ TEST_CASE("the SimGrid step of an uncontended pipeline run matches the analytica
   const Graph graph = BuildRunGraph(run);
   const Plan plan = LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
   SimGridStats stats;
-  const StepResult simulated = RunSimGrid(plan, run.cluster, Fidelity::kAggregated, true, &stats);
+  const StepResult simulated =
+      RunSimGrid(plan, run.cluster, Fidelity::kAggregated, TraceRequest{true, {0, 256}}, &stats);
   const StepResult analytical = RunAnalytical(plan);
   CHECK(simulated.engine == "simgrid");
   CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.01));
