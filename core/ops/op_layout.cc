@@ -223,31 +223,21 @@ nlohmann::json ToJson(const OpLayout& layout, int64_t rank) {
       out.push_back({{"shape", l.tensor_shape()}, {"tensor_map", l.tensor_map()}, {"slice_shape", l.SliceShape()}});
     return out;
   };
-  nlohmann::json forward = nlohmann::json::array(), mirror = nlohmann::json::array();
-  for (const auto& c : layout.forward_comm) {
-    nlohmann::json j = {{"type", c.type},
-                        {"group_size", c.group_size},
-                        {"ranks", layout.GroupOf(c, rank)},
-                        {"device_dims", c.device_dims},
-                        {"bytes", c.bytes}};
-    if (!c.reduce.empty()) j["reduce"] = c.reduce;
-    forward.push_back(j);
-  }
-  nlohmann::json backward = nlohmann::json::array();
-  for (const auto& c : layout.backward_comm)
-    backward.push_back({{"input", c.input},
-                        {"type", c.type},
-                        {"group_size", c.group_size},
-                        {"ranks", layout.GroupOf(c, rank)},
-                        {"device_dims", c.device_dims},
-                        {"bytes", c.bytes}});
-  for (const auto& c : layout.mirror_comm)
-    mirror.push_back({{"input", c.input},
-                      {"type", c.type},
-                      {"group_size", c.group_size},
-                      {"ranks", layout.GroupOf(c, rank)},
-                      {"device_dims", c.device_dims},
-                      {"bytes", c.bytes}});
+  // One entry per collective; mirror and backward ones also name the input whose gradient they reduce.
+  const auto comms = [&](const std::vector<OpComm>& list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& c : list) {
+      nlohmann::json j = {{"type", c.type},
+                          {"group_size", c.group_size},
+                          {"ranks", layout.GroupOf(c, rank)},
+                          {"device_dims", c.device_dims},
+                          {"bytes", c.bytes}};
+      if (!c.reduce.empty()) j["reduce"] = c.reduce;
+      if (c.input >= 0) j["input"] = c.input;
+      out.push_back(j);
+    }
+    return out;
+  };
   return {{"op", layout.op_type},
           {"devices", layout.devices},
           {"strategy", layout.strategy},
@@ -255,9 +245,9 @@ nlohmann::json ToJson(const OpLayout& layout, int64_t rank) {
           {"repeated_calculation", layout.repeat},
           {"inputs", tensors(layout.inputs)},
           {"outputs", tensors(layout.outputs)},
-          {"forward_comm", forward},
-          {"mirror_comm", mirror},
-          {"backward_comm", backward},
+          {"forward_comm", comms(layout.forward_comm)},
+          {"mirror_comm", comms(layout.mirror_comm)},
+          {"backward_comm", comms(layout.backward_comm)},
           {"flops", {{"forward", layout.work.forward_flops}, {"backward", layout.work.backward_flops}}},
           {"bytes", {{"forward", layout.work.forward_bytes}, {"backward", layout.work.backward_bytes}}}};
 }
