@@ -173,7 +173,9 @@ class Engine {
       r.compute_seconds = d.compute;
       r.communication_seconds = d.communication;
       r.exposed_communication_seconds = d.exposed;
-      r.bubble_seconds = std::max(0.0, (d.last_pass_end - d.first_pass_start) - d.busy);
+      // Idle compute-stream time from the end of the step-start gathers to the last pass, as the analytical engine
+      // counts it.
+      r.bubble_seconds = std::max(0.0, (d.last_pass_end - d.passes_begin) - d.busy);
       result.stages.push_back(r);
     }
     result.events = std::move(events_);
@@ -208,7 +210,7 @@ class Engine {
     double end = 0;
     // Accounting.
     double compute = 0, communication = 0, exposed = 0, busy = 0;
-    double first_pass_start = -1, last_pass_end = 0;
+    double passes_begin = 0, last_pass_end = 0;
   };
 
   struct Barrier {
@@ -230,6 +232,7 @@ class Engine {
       });
       return;
     }
+    d.passes_begin = Now();
     Next(d);
   }
 
@@ -264,7 +267,6 @@ class Engine {
     d.in_pass = true;
     d.step = 0;
     d.pass_start = Now();
-    if (d.first_pass_start < 0) d.first_pass_start = d.pass_start;
     if (!item.forward && d.item + 1 == p.order.size()) d.last_backward_started = true;
     RunStep(d);
   }
