@@ -31,7 +31,6 @@ class ClusterPlatform {
 
   simgrid::s4u::Engine& engine() { return *engine_; }
   simgrid::s4u::Host* host(int64_t rank) const { return hosts_.at(rank); }
-  int64_t devices() const { return static_cast<int64_t>(hosts_.size()); }
   // Sum of the latencies on the route between two devices.
   double RouteLatency(int64_t from, int64_t to) const;
 

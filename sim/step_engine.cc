@@ -197,7 +197,6 @@ class Engine {
     size_t start_task = 0;  // step_start collectives done
     size_t item = 0;
     size_t step = 0;
-    bool in_pass = false;
     double pass_start = 0;
     std::vector<int64_t> counters;  // collectives issued per group spec
     // Gradient buckets on the communication stream.
@@ -264,7 +263,6 @@ class Engine {
       }
       arrived_.erase(it);
     }
-    d.in_pass = true;
     d.step = 0;
     d.pass_start = Now();
     if (!item.forward && d.item + 1 == p.order.size()) d.last_backward_started = true;
@@ -317,7 +315,6 @@ class Engine {
     const double duration = Now() - d.pass_start;
     d.busy += duration;
     d.last_pass_end = Now();
-    d.in_pass = false;
     if (d.traced)
       events_.push_back({d.stage, "compute",
                          (item.forward ? "F" : "B") + std::to_string(item.micro_batch) +
