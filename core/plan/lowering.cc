@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/cost/compute_cost.h"
 #include "core/layout/device_matrix.h"
@@ -140,16 +141,64 @@ class Lowering {
   }
 
   // The communication that turns each input's producer layout into the layout this operator wants.
+  // How a dataset input arrives on a stage's devices: split on the batch
+  // over every device (dataset_strategy "data_parallel", MindSpore's
+  // default), whole on every device (full_batch), or by its own tuple.
+  TensorLayout DatasetLayout(int tensor) const {
+    const Tensor& t = graph_.tensor(tensor);
+    const int64_t devices = p_.devices_per_stage();
+    TensorMap map(t.shape.size(), kNotSplit);
+    switch (p_.dataset_strategy.kind) {
+      case DatasetStrategy::Kind::kFullBatch:
+        return TensorLayout({devices}, map, t.shape);
+      case DatasetStrategy::Kind::kDataParallel:
+        if (t.shape.empty() || t.shape[0] % devices != 0)
+          throw LayoutError(
+              fmt::format("dataset input \"{}\" {}: a batch of {} cannot be split over the {} devices of a "
+                          "stage; set full_batch or a dataset_strategy",
+                          t.name, fmt::join(t.shape, "x"), t.shape.empty() ? 0 : t.shape[0], devices));
+        map[0] = 0;
+        return TensorLayout({devices}, map, t.shape);
+      case DatasetStrategy::Kind::kShard:
+        break;
+    }
+    int position = 0;
+    for (int i = 0; i < tensor; ++i) position += graph_.tensor(i).kind == TensorKind::kInput;
+    const auto& tuples = p_.dataset_strategy.shard;
+    if (position >= static_cast<int>(tuples.size()))
+      throw LayoutError(fmt::format("dataset_strategy has {} tuples but dataset input \"{}\" is number {}",
+                                    tuples.size(), t.name, position + 1));
+    const auto& tuple = tuples[position];
+    if (tuple.size() != t.shape.size())
+      throw LayoutError(fmt::format("dataset_strategy tuple {} has {} entries but input \"{}\" has {} dimensions",
+                                    position, tuple.size(), t.name, t.shape.size()));
+    int64_t used = 1;
+    for (int64_t v : tuple) used *= v;
+    if (devices % used != 0)
+      throw LayoutError(fmt::format("dataset_strategy tuple {} uses {} devices, which does not divide the stage's {}",
+                                    position, used, devices));
+    Shape dev(tuple.begin(), tuple.end());
+    dev.push_back(devices / used);  // repetition on the right, as for operators
+    for (size_t d = 0; d < tuple.size(); ++d) map[d] = static_cast<int64_t>(tuple.size() - d);
+    return TensorLayout(dev, map, t.shape);
+  }
+
   std::vector<Task> Redistributions(StageProgram& stage, int op_index, bool backward) {
     std::vector<Task> tasks;
     const Operator& op = graph_.op(op_index);
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       const Tensor& t = graph_.tensor(op.inputs[i]);
-      if (t.producer < 0) continue;
-      const Operator& producer = graph_.op(t.producer);
-      const size_t out =
-          std::find(producer.outputs.begin(), producer.outputs.end(), op.inputs[i]) - producer.outputs.begin();
-      const TensorLayout& from = layouts_[t.producer].outputs[out];
+      if (t.kind == TensorKind::kParameter) continue;
+      if (t.kind == TensorKind::kInput && backward) continue;  // dataset inputs have no gradient
+      TensorLayout from;
+      if (t.kind == TensorKind::kInput) {
+        from = DatasetLayout(op.inputs[i]);
+      } else {
+        const Operator& producer = graph_.op(t.producer);
+        const size_t out =
+            std::find(producer.outputs.begin(), producer.outputs.end(), op.inputs[i]) - producer.outputs.begin();
+        from = layouts_[t.producer].outputs[out];
+      }
       const TensorLayout& to = layouts_[op_index].inputs[i];
       if (from.Normalized() == to.Normalized()) continue;
       const Redistribution r = PlanRedistribution(from, to, p_.enable_alltoall, DTypeBytes(t.dtype));

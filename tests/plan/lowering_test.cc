@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/analytical/analytical_engine.h"
+#include "core/graph/graph_builder.h"
 #include "core/ops/graph_layouts.h"
 #include "tests/test_util.h"
 
@@ -113,6 +114,37 @@ TEST_CASE("host-device training moves the host embedding's output over PCIe") {
   run.model.params.Set("host_embedding", false);
   const Plan on_device = PlanFor(run);
   for (const Task& t : on_device.stages[0].forward) CHECK(t.name.find("host_to_device") == std::string::npos);
+}
+
+TEST_CASE("dataset inputs arrive as dataset_strategy and full_batch say") {
+  RunSpec run = Shipped("seed-ffn-ascend-8");
+  GraphBuilder b("g");
+  const int x = b.Input("x", {32, 64}, DType::kFloat32);
+  const int w = b.Parameter("w", {64, 64}, DType::kFloat32);
+  b.MatMul("mm", x, w, false, false, Strategy{{1, 1}, {1, 8}});  // wants x whole on every device
+  const Graph g = b.Finish();
+  const auto layouts = InferGraphLayouts(g, 8);
+  auto gathers = [&](const RunSpec& r) {
+    int n = 0;
+    const Plan plan = LowerToPlan(r, g, layouts);
+    for (const Task& t : plan.stages[0].forward)
+      n += t.kind == Task::Kind::kCollective && t.collective == Collective::kAllGather;
+    return n;
+  };
+  run.parallel.dataset_strategy.kind = DatasetStrategy::Kind::kDataParallel;  // batch split over the 8 devices
+  CHECK(gathers(run) == 1);
+  run.parallel.dataset_strategy.kind = DatasetStrategy::Kind::kFullBatch;
+  CHECK(gathers(run) == 0);
+  run.parallel.dataset_strategy = {DatasetStrategy::Kind::kShard, {{4, 1}}};
+  CHECK(gathers(run) == 1);
+  run.parallel.dataset_strategy = {DatasetStrategy::Kind::kShard, {{4, 1, 1}}};
+  CHECK_THROWS_WITH(gathers(run), Catch::Contains("has 3 entries but input \"x\" has 2 dimensions"));
+  GraphBuilder small("small");
+  small.Activation("ReLU", "relu", small.Input("y", {4, 8}, DType::kFloat32));
+  const Graph sg = small.Finish();
+  run.parallel.dataset_strategy.kind = DatasetStrategy::Kind::kDataParallel;
+  CHECK_THROWS_WITH(LowerToPlan(run, sg, InferGraphLayouts(sg, 8)),
+                    Catch::Contains("a batch of 4 cannot be split over the 8 devices"));
 }
 
 TEST_CASE("a run that does not fit is out of memory with the peak and what dominates") {

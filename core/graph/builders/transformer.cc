@@ -209,7 +209,8 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
   const int mask = b.Input("attention_mask", {d.batch, 1, d.seq, d.seq}, d.dtype);
   const int masked_positions = b.Input("masked_lm_positions", {d.batch * predictions}, DType::kInt32);
   const int masked_labels = b.Input("masked_lm_ids", {d.batch * predictions}, DType::kInt32);
-  const int cls_index = b.Input("cls_index", {1}, DType::kInt32);
+  // The [CLS] position is a constant of the network, not a dataset input.
+  const int cls_index = b.Parameter("pooler/cls_index", {1}, DType::kInt32, false);
   const int nsp_labels = b.Input("next_sentence_labels", {d.batch}, DType::kInt32);
 
   auto [x, table] = Embeddings(b, d, input_ids, position_ids);
