@@ -127,6 +127,32 @@ std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double 
       c != Collective::kSendRecv) {
     // k channels, each a ring over every server that enters server s at local
     // position c+1 and leaves it from local c, carrying 1/k of the data.
+    if (fidelity == Fidelity::kAggregated) {
+      // All channels at once: inside a server the hop j -> j+1 carries k-1
+      // channels; each of the k crossings to the next server carries one.
+      const int64_t n = static_cast<int64_t>(members.size());
+      const double nn = static_cast<double>(n);
+      int64_t steps = n - 1;
+      double step_bytes = bytes / nn;
+      if (c == Collective::kAllReduce) steps = 2 * (n - 1);
+      if (c == Collective::kAllGather) step_bytes = bytes;
+      if (c == Collective::kBroadcast) step_bytes = bytes / static_cast<double>(n - 1);
+      const double per_channel = static_cast<double>(steps) * step_bytes / static_cast<double>(k);
+      Phase phase;
+      std::vector<const std::vector<int64_t>*> servers;
+      for (const auto& [server, ranks] : by_server) servers.push_back(&ranks);
+      for (size_t s = 0; s < servers.size(); ++s) {
+        const auto& here = *servers[s];
+        const auto& next = *servers[(s + 1) % servers.size()];
+        for (int64_t j = 0; j < k; ++j) phase.flows.push_back({here[j], next[(j + 1) % k], per_channel});
+      }
+      for (const auto* ranks : servers)
+        for (int64_t j = 0; j < k; ++j)
+          phase.flows.push_back({(*ranks)[j], (*ranks)[(j + 1) % k], per_channel * static_cast<double>(k - 1)});
+      phase.extra_latency_steps = steps - 1;  // timed on the first flow, a server crossing
+      out.push_back(std::move(phase));
+      return out;
+    }
     std::vector<Phase> merged;
     for (int64_t channel = 0; channel < k; ++channel) {
       std::vector<int64_t> order;

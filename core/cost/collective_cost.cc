@@ -154,8 +154,11 @@ double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, cons
   // (only the network's when each server holds one member). With k members
   // per server, NCCL and HCCL run k rings (channels) whose server-crossing
   // hops leave through different devices' NICs, so the crossing gets k NIC shares.
+  // Together the channels load each intra-server hop with (k-1)/k of the
+  // ring's volume and each server crossing with 1/k.
   if (k == 1) return FlatSeconds(c, a, bytes, p.size, inter);
-  Link slowest{std::min(intra.bandwidth, inter.bandwidth * static_cast<double>(k)),
+  const double kk = static_cast<double>(k);
+  Link slowest{1.0 / std::max((kk - 1) / (kk * intra.bandwidth), 1.0 / (kk * inter.bandwidth)),
                std::max(intra.latency, inter.latency)};
   return FlatSeconds(c, a, bytes, p.size, slowest);
 }
