@@ -45,9 +45,7 @@ class Lowering {
     plan.samples_per_step = p_.global_batch_size;
     const auto& values = run_.model.params.values();
     if (values.count("seq_length")) plan.tokens_per_step = p_.global_batch_size * run_.model.params.Int("seq_length");
-    DType model_dtype = DType::kFloat32;
-    if (values.count("dtype")) model_dtype = *ParseDType(run_.model.params.String("dtype"));
-    plan.peak_flops = PeakFlops(run_.cluster.device, model_dtype);
+    plan.peak_flops = PeakFlops(run_.cluster.device, ModelDType());
     for (const Operator& op : graph_.operators()) {
       const OpWork w = ComputeOpWork(graph_, op);
       plan.model_flops += (plan.training ? w.forward_flops + w.backward_flops : w.forward_flops);
@@ -228,6 +226,12 @@ class Lowering {
     return x.name.substr(0, x.name.find('/')) == y.name.substr(0, y.name.find('/'));
   }
 
+  // The model's compute dtype (its builder's "dtype"), float32 for models without one.
+  DType ModelDType() const {
+    if (!run_.model.params.values().count("dtype")) return DType::kFloat32;
+    return *ParseDType(run_.model.params.String("dtype"));
+  }
+
   bool OnHost(const Operator& op) const { return op.StringAttr("primitive_target", "") == "CPU"; }
   DType OutputDType(const Operator& op) const { return graph_.tensor(op.outputs.front()).dtype; }
 
@@ -397,8 +401,8 @@ class Lowering {
                                                 -1, shardlab::Collective::kAllGather, group, gathered));
       }
     }
-    // Adam-style update: about 10 FLOPs and 16-28 bytes per owned element.
-    const double state = OptimizerBytesPerElement(run_.simulation.optimizer, DType::kFloat16);
+    // Adam-style update: about 10 FLOPs per owned element, reading and writing its states.
+    const double state = OptimizerBytesPerElement(run_.simulation.optimizer, ModelDType());
     stage.optimizer.push_back(Compute("optimizer/update", -1, 10 * optimizer_elements,
                                       optimizer_elements * (2 * state + 12), DType::kFloat32, false));
   }
