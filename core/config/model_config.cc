@@ -63,6 +63,11 @@ Graph BuildModelGraph(const ModelSpec& model, const BuildOptions& options, const
   }
 }
 
+DType ComputeDType(const ModelSpec& model) {
+  if (!model.params.values().count("dtype")) return DType::kFloat32;
+  return *ParseDType(model.params.String("dtype"));
+}
+
 nlohmann::json ToJson(const ModelSpec& model) {
   nlohmann::json j = {{"name", model.name}};
   if (model.graph) {

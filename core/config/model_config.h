@@ -34,4 +34,7 @@ Graph BuildModelGraph(const ModelSpec& model, const BuildOptions& options, const
 
 nlohmann::json ToJson(const ModelSpec& model);
 
+// The model's compute dtype: its builder's "dtype" parameter, float32 otherwise.
+DType ComputeDType(const ModelSpec& model);
+
 }  // namespace shardlab

@@ -70,7 +70,7 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
                           run.cluster.device_count(), p.device_num));
   const auto& values = run.model.params.values();
   if (values.count("dtype")) {
-    const DType dtype = *ParseDType(run.model.params.String("dtype"));
+    const DType dtype = ComputeDType(run.model);
     if (!run.cluster.device.peak_flops.count(dtype))
       root.Child("cluster").Fail(
           fmt::format("the {} has no peak_flops for the model's dtype {}", run.cluster.device.model, ToString(dtype)));

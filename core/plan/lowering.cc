@@ -45,7 +45,7 @@ class Lowering {
     plan.samples_per_step = p_.global_batch_size;
     const auto& values = run_.model.params.values();
     if (values.count("seq_length")) plan.tokens_per_step = p_.global_batch_size * run_.model.params.Int("seq_length");
-    plan.peak_flops = PeakFlops(run_.cluster.device, ModelDType());
+    plan.peak_flops = PeakFlops(run_.cluster.device, ComputeDType(run_.model));
     for (const Operator& op : graph_.operators()) {
       const OpWork w = ComputeOpWork(graph_, op);
       plan.model_flops += (plan.training ? w.forward_flops + w.backward_flops : w.forward_flops);
@@ -59,6 +59,7 @@ class Lowering {
       stage.first_rank = s * stage.devices;
       plan.stages.push_back(std::move(stage));
     }
+    shares_ = ParamShares();
     for (size_t i = 0; i < graph_.operators().size(); ++i) Forward(plan, static_cast<int>(i));
     if (plan.training) {
       for (size_t i = graph_.operators().size(); i-- > 0;) Backward(plan, static_cast<int>(i));
@@ -226,12 +227,6 @@ class Lowering {
     return x.name.substr(0, x.name.find('/')) == y.name.substr(0, y.name.find('/'));
   }
 
-  // The model's compute dtype (its builder's "dtype"), float32 for models without one.
-  DType ModelDType() const {
-    if (!run_.model.params.values().count("dtype")) return DType::kFloat32;
-    return *ParseDType(run_.model.params.String("dtype"));
-  }
-
   bool OnHost(const Operator& op) const { return op.StringAttr("primitive_target", "") == "CPU"; }
   DType OutputDType(const Operator& op) const { return graph_.tensor(op.outputs.front()).dtype; }
 
@@ -315,58 +310,72 @@ class Lowering {
     for (Task& t : HostTransfers(index, true)) stage.backward.push_back(std::move(t));
   }
 
-  struct ParamInfo {
+  // Where a parameter lives: the operator that first uses it (its stage, and
+  // the last of its backwards to run), its slice, its mirror group, and how
+  // many ways the parallel optimizer shards it.
+  struct ParamShare {
     int tensor;
-    int first_user;  // operator
-    int last_user;   // operator, the first whose backward produces the last gradient part
-    int input;       // input index at the first user
+    int first_user;
+    int input;  // at the first user
+    double slice_elements;
+    const OpComm* mirror;  // nullptr: fully sharded, no gradient aggregation
+    int64_t shards;
   };
+
+  std::vector<ParamShare> ParamShares() const {
+    std::vector<ParamShare> shares;
+    for (int t : graph_.Parameters()) {
+      const auto& users = graph_.Consumers(t);
+      if (users.empty()) continue;
+      const Operator& first = graph_.op(users.front());
+      ParamShare share{t, users.front(), 0, 0, nullptr, 1};
+      share.input = static_cast<int>(std::find(first.inputs.begin(), first.inputs.end(), t) - first.inputs.begin());
+      const OpLayout& layout = layouts_[share.first_user];
+      const Shape slice = layout.inputs[share.input].SliceShape();
+      share.slice_elements = static_cast<double>(ElementCount(slice));
+      for (const OpComm& c : layout.mirror_comm)
+        if (c.input == share.input) share.mirror = &c;
+      share.shards = OptimizerShards(graph_.tensor(t), slice, share.mirror ? share.mirror->group_size : 1);
+      shares.push_back(share);
+    }
+    return shares;
+  }
 
   // Gradient communication: per (group, fusion id) in MindSpore's order, split into buckets.
   void GradientsAndOptimizer(StageProgram& stage) {
     const bool data_parallel = p_.parallel_mode == ParallelMode::kDataParallel;
     const bool hybrid = p_.parallel_mode == ParallelMode::kHybridParallel;
-    std::vector<ParamInfo> params;
-    for (int t : graph_.Parameters()) {
-      const Tensor& tensor = graph_.tensor(t);
-      if (!tensor.requires_grad) continue;
-      const auto& users = graph_.Consumers(t);
-      if (users.empty() || graph_.op(users.front()).pipeline_stage != stage.stage) continue;
-      const Operator& first = graph_.op(users.front());
-      const int input = static_cast<int>(std::find(first.inputs.begin(), first.inputs.end(), t) - first.inputs.begin());
-      params.push_back({t, users.front(), users.front(), input});
-    }
+    std::vector<ParamShare> params;
+    for (const ParamShare& share : shares_)
+      if (graph_.tensor(share.tensor).requires_grad && graph_.op(share.first_user).pipeline_stage == stage.stage)
+        params.push_back(share);
     // Fusion order: parameter order in data_parallel (DistributedGradReducer's
     // index), backward execution order (last user first) otherwise.
     if (!data_parallel)
       std::stable_sort(params.begin(), params.end(),
-                       [](const ParamInfo& a, const ParamInfo& b) { return a.first_user > b.first_user; });
+                       [](const ParamShare& a, const ParamShare& b) { return a.first_user > b.first_user; });
     // MindSpore fuses gradients with the same group, reduction and fusion id.
     using Key = std::tuple<int, bool, int64_t>;  // group, optimizer-sharded, fusion id
-    std::map<Key, std::vector<ParamInfo>> by_key;
+    std::map<Key, std::vector<ParamShare>> by_key;
     std::vector<Key> key_order;
     double optimizer_elements = 0;
-    for (const ParamInfo& info : params) {
-      const Tensor& tensor = graph_.tensor(info.tensor);
-      const OpLayout& layout = layouts_[info.first_user];
-      const auto slice = static_cast<double>(ElementCount(layout.inputs[info.input].SliceShape()));
-      const auto mirror = std::find_if(layout.mirror_comm.begin(), layout.mirror_comm.end(),
-                                       [&](const OpComm& c) { return c.input == info.input; });
-      const int64_t shards = OptimizerShards(info, mirror == layout.mirror_comm.end() ? 1 : mirror->group_size);
-      optimizer_elements += slice / static_cast<double>(shards);
-      if (mirror == layout.mirror_comm.end()) continue;  // fully sharded: no gradient aggregation
+    for (const ParamShare& share : params) {
+      const Tensor& tensor = graph_.tensor(share.tensor);
+      optimizer_elements += share.slice_elements / static_cast<double>(share.shards);
+      if (!share.mirror) continue;  // fully sharded: no gradient aggregation
       if (hybrid && tensor.layerwise_parallel) continue;
-      const Key key{Group(stage, layout.device_matrix, mirror->device_dims), shards > 1, tensor.comm_fusion};
+      const Key key{Group(stage, layouts_[share.first_user].device_matrix, share.mirror->device_dims), share.shards > 1,
+                    tensor.comm_fusion};
       if (!by_key.count(key)) key_order.push_back(key);
-      by_key[key].push_back(info);
+      by_key[key].push_back(share);
     }
     for (const Key& key : key_order) {
       const auto& [group, sharded, fusion_id] = key;
       const auto& list = by_key[key];
       std::vector<double> bytes, weight_bytes;
-      for (const ParamInfo& info : list) {
-        const Tensor& tensor = graph_.tensor(info.tensor);
-        const auto slice = static_cast<double>(ElementCount(layouts_[info.first_user].inputs[info.input].SliceShape()));
+      for (const ParamShare& share : list) {
+        const Tensor& tensor = graph_.tensor(share.tensor);
+        const double slice = share.slice_elements;
         const double dtype = static_cast<double>(DTypeBytes(tensor.dtype));
         bytes.push_back(slice * (p_.gradient_fp32_sync ? 4.0 : dtype));
         weight_bytes.push_back(slice * dtype / static_cast<double>(stage.groups[group].size));
@@ -402,15 +411,14 @@ class Lowering {
       }
     }
     // Adam-style update: about 10 FLOPs per owned element, reading and writing its states.
-    const double state = OptimizerBytesPerElement(run_.simulation.optimizer, ModelDType());
+    const double state = OptimizerBytesPerElement(run_.simulation.optimizer, ComputeDType(run_.model));
     stage.optimizer.push_back(Compute("optimizer/update", -1, 10 * optimizer_elements,
                                       optimizer_elements * (2 * state + 12), DType::kFloat32, false));
   }
 
   // How many ways the parallel optimizer shards a parameter (1: not at all).
-  int64_t OptimizerShards(const ParamInfo& info, int64_t replicas) const {
+  int64_t OptimizerShards(const Tensor& tensor, const Shape& slice, int64_t replicas) const {
     if (!p_.enable_parallel_optimizer || replicas <= 1) return 1;
-    const Tensor& tensor = graph_.tensor(info.tensor);
     if (!tensor.parallel_optimizer) return 1;
     if (static_cast<double>(tensor.bytes()) / 1024.0 <
         static_cast<double>(p_.parallel_optimizer_config.parallel_optimizer_threshold))
@@ -418,7 +426,6 @@ class Lowering {
     int64_t shards = replicas;
     const int64_t limit = p_.parallel_optimizer_config.optimizer_weight_shard_size;
     if (limit > 1) shards = std::min(shards, limit);
-    const Shape slice = layouts_[info.first_user].inputs[info.input].SliceShape();
     if (slice.empty() || slice[0] % shards != 0) return 1;
     return shards;
   }
@@ -450,19 +457,11 @@ class Lowering {
 
   void Memory(const Plan& plan, StageProgram& stage) {
     MemoryBreakdown& m = stage.memory;
-    for (int t : graph_.Parameters()) {
-      const auto& users = graph_.Consumers(t);
-      if (users.empty() || graph_.op(users.front()).pipeline_stage != stage.stage) continue;
-      const Tensor& tensor = graph_.tensor(t);
-      const Operator& first = graph_.op(users.front());
-      const int input = static_cast<int>(std::find(first.inputs.begin(), first.inputs.end(), t) - first.inputs.begin());
-      const OpLayout& layout = layouts_[users.front()];
-      const auto slice = static_cast<double>(ElementCount(layout.inputs[input].SliceShape()));
-      const auto mirror = std::find_if(layout.mirror_comm.begin(), layout.mirror_comm.end(),
-                                       [&](const OpComm& c) { return c.input == input; });
-      const int64_t shards = OptimizerShards({t, users.front(), users.front(), input},
-                                             mirror == layout.mirror_comm.end() ? 1 : mirror->group_size);
-      const double owned = slice / static_cast<double>(shards);
+    for (const ParamShare& share : shares_) {
+      if (graph_.op(share.first_user).pipeline_stage != stage.stage) continue;
+      const Tensor& tensor = graph_.tensor(share.tensor);
+      const double slice = share.slice_elements;
+      const double owned = slice / static_cast<double>(share.shards);
       const double dtype = static_cast<double>(DTypeBytes(tensor.dtype));
       // A sharded weight is gathered back to its operator slice for compute,
       // so the working copy is the whole slice; the saving is in the optimizer.
@@ -525,6 +524,7 @@ class Lowering {
   const std::vector<OpLayout>& layouts_;
   const ParallelConfig& p_;
   std::map<int, int> backward_task_of_op_;
+  std::vector<ParamShare> shares_;
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config/units.h"
+#include "core/cost/compute_cost.h"
 
 namespace shardlab {
 namespace {
@@ -53,10 +54,7 @@ RunSummary SummarizeRun(const RunSpec& run, const Graph& graph) {
     if (run.parallel.recompute) per_micro += s.model.forward_flops;  // the forward runs again before backward
   }
   s.step_flops = per_micro * static_cast<double>(run.parallel.micro_batch_num);
-  DType dtype = DType::kFloat32;
-  if (run.model.params.values().count("dtype")) dtype = *ParseDType(run.model.params.String("dtype"));
-  const auto& peak = run.cluster.device.peak_flops;
-  s.peak_flops_per_device = peak.count(dtype) ? peak.at(dtype) : peak.begin()->second;
+  s.peak_flops_per_device = PeakFlops(run.cluster.device, ComputeDType(run.model));
   s.ideal_step_seconds = s.step_flops / (s.peak_flops_per_device * static_cast<double>(s.devices));
   return s;
 }
