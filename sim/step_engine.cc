@@ -11,6 +11,7 @@
 #include <simgrid/s4u/Engine.hpp>
 
 #include "core/layout/device_matrix.h"
+#include "core/plan/pass_steps.h"
 #include "core/plan/pipeline_schedule.h"
 #include "sim/cluster_platform.h"
 #include "sim/flow_runner.h"
@@ -22,18 +23,10 @@ namespace sg4 = simgrid::s4u;
 
 double Now() { return sg4::Engine::get_clock(); }
 
-// A pass (forward or backward of one chunk) as steps: compute runs merged
-// into one timer between communications.
-struct Step {
-  bool compute = true;
-  double seconds = 0;  // compute
-  int task = -1;       // collective: index into the pass's task list
-};
-
 struct StagePrograms {
   std::vector<ScheduleItem> order;
-  std::vector<std::vector<Step>> forward;   // per chunk
-  std::vector<std::vector<Step>> backward;  // per chunk
+  std::vector<std::vector<PassStep>> forward;   // per chunk
+  std::vector<std::vector<PassStep>> backward;  // per chunk
   std::vector<int> backward_task_chunk;     // chunk of each backward task
   // Per group spec: for each local index, (instance, members).
   std::vector<std::vector<std::pair<int64_t, std::vector<int64_t>>>> groups;
@@ -77,25 +70,17 @@ std::vector<std::vector<int64_t>> Lanes(const StageProgram& stage, const StagePr
   return lanes;
 }
 
-std::vector<std::vector<Step>> Split(const std::vector<Task>& tasks, int64_t chunks,
-                                     std::vector<int>* chunk_of_task = nullptr) {
-  std::vector<std::vector<Step>> out(chunks);
+// A pass's tasks split evenly over the virtual chunks, each chunk as steps.
+std::vector<std::vector<PassStep>> Split(const std::vector<Task>& tasks, int64_t chunks,
+                                         const std::vector<bool>& breaks, std::vector<int>* chunk_of_task = nullptr) {
+  std::vector<std::vector<PassStep>> out(chunks);
   const size_t n = tasks.size();
   if (chunk_of_task) chunk_of_task->assign(n, 0);
   for (int64_t c = 0; c < chunks; ++c) {
     const size_t begin = n * c / chunks, end = n * (c + 1) / chunks;
-    for (size_t i = begin; i < end; ++i) {
-      if (chunk_of_task) (*chunk_of_task)[i] = static_cast<int>(c);
-      const Task& t = tasks[i];
-      if (t.kind == Task::Kind::kCompute) {
-        if (!out[c].empty() && out[c].back().compute)
-          out[c].back().seconds += t.seconds;
-        else
-          out[c].push_back({true, t.seconds, static_cast<int>(i)});
-      } else {
-        out[c].push_back({false, 0, static_cast<int>(i)});
-      }
-    }
+    if (chunk_of_task)
+      for (size_t i = begin; i < end; ++i) (*chunk_of_task)[i] = static_cast<int>(c);
+    out[c] = PassSteps(tasks, begin, end, breaks);
   }
   return out;
 }
@@ -114,8 +99,8 @@ class Engine {
       if (!plan.training)
         p.order.erase(std::remove_if(p.order.begin(), p.order.end(), [](const ScheduleItem& i) { return !i.forward; }),
                       p.order.end());
-      p.forward = Split(stage.forward, V_);
-      p.backward = Split(stage.backward, V_, &p.backward_task_chunk);
+      p.forward = Split(stage.forward, V_, {});
+      p.backward = Split(stage.backward, V_, BucketBreaks(stage), &p.backward_task_chunk);
       std::vector<int64_t> ranks(D_);
       for (int64_t i = 0; i < D_; ++i) ranks[i] = stage.first_rank + i;
       for (const CommGroupSpec& spec : stage.groups) {
@@ -269,6 +254,8 @@ class Engine {
     RunStep(d);
   }
 
+  // A step's compute (a timer) and its collectives (one after another) start
+  // together; the pass goes on when both are done.
   void RunStep(Device& d) {
     const StagePrograms& p = programs_[d.stage];
     const ScheduleItem& item = p.order[d.item];
@@ -277,37 +264,42 @@ class Engine {
       EndPass(d, item);
       return;
     }
-    const Step& step = steps[d.step];
+    const PassStep& step = steps[d.step];
     const std::vector<Task>& tasks = item.forward ? StageOf(d).forward : StageOf(d).backward;
-    if (step.compute) {
-      ++timers_;
-      d.compute += step.seconds;
-      runner_.After(step.seconds, [this, &d, item, step] {
-        AfterTask(d, item, step.task);
-        ++d.step;
-        RunStep(d);
-      });
-      return;
-    }
     const double begin = Now();
-    Collective(d, tasks[step.task], [this, &d, item, step, begin] {
-      d.communication += Now() - begin;
-      d.exposed += Now() - begin;
-      AfterTask(d, item, step.task);
+    const bool has_compute = step.compute_seconds > 0 || step.collectives.empty();
+    auto pending = std::make_shared<int>(has_compute + !step.collectives.empty());
+    auto done = [this, &d, item, &step, begin, pending] {
+      if (--*pending > 0) return;
+      d.exposed += std::max(0.0, Now() - begin - step.compute_seconds);
+      AfterStep(d, item, step);
       ++d.step;
       RunStep(d);
+    };
+    if (has_compute) {
+      ++timers_;
+      d.compute += step.compute_seconds;
+      runner_.After(step.compute_seconds, done);
+    }
+    if (!step.collectives.empty()) RunCollectives(d, tasks, step.collectives, 0, Now(), done);
+  }
+
+  void RunCollectives(Device& d, const std::vector<Task>& tasks, const std::vector<int>& collectives, size_t i,
+                      double begin, const std::function<void()>& done) {
+    if (i == collectives.size()) {
+      d.communication += Now() - begin;
+      done();
+      return;
+    }
+    Collective(d, tasks[collectives[i]], [this, &d, &tasks, &collectives, i, begin, done] {
+      RunCollectives(d, tasks, collectives, i + 1, begin, done);
     });
   }
 
   // Tracks how far the last backward pass has come, for the gradient buckets.
-  void AfterTask(Device& d, const ScheduleItem& item, int task) {
+  void AfterStep(Device& d, const ScheduleItem& item, const PassStep& step) {
     if (item.forward || !d.last_backward_started) return;
-    // Merged compute steps end at their last task: every task up to the next step's first is done.
-    const StagePrograms& p = programs_[d.stage];
-    const auto& steps = p.backward[item.chunk];
-    const int done =
-        d.step + 1 < steps.size() ? steps[d.step + 1].task - 1 : static_cast<int>(StageOf(d).backward.size()) - 1;
-    d.last_backward_task_done = std::max(d.last_backward_task_done, std::max(task, done));
+    d.last_backward_task_done = std::max(d.last_backward_task_done, step.end_task - 1);
     MaybeStartBucket(d);
   }
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "core/plan/pass_steps.h"
 #include "core/plan/pipeline_schedule.h"
 
 namespace shardlab {
@@ -14,19 +15,28 @@ struct PassTimes {
   double forward = 0;  // one micro-batch, all chunks
   double backward = 0;
   double compute = 0;        // compute part of forward + backward
-  double blocking_comm = 0;  // collectives on the compute stream
+  double communication = 0;  // collectives inside the passes
+  double exposed = 0;        // the part of them the compute stream waits for
+  std::vector<double> backward_task_end;  // offset in one backward pass after which each task is done
 };
 
 PassTimes Sum(const StageProgram& stage) {
   PassTimes t;
-  for (const Task& task : stage.forward) {
-    t.forward += task.seconds;
-    (task.kind == Task::Kind::kCompute ? t.compute : t.blocking_comm) += task.seconds;
-  }
-  for (const Task& task : stage.backward) {
-    t.backward += task.seconds;
-    (task.kind == Task::Kind::kCompute ? t.compute : t.blocking_comm) += task.seconds;
-  }
+  auto add = [&t](const std::vector<Task>& tasks, double* duration, std::vector<double>* task_end,
+                  const std::vector<bool>& breaks) {
+    if (task_end) task_end->assign(tasks.size(), 0);
+    for (const PassStep& step : PassSteps(tasks, 0, tasks.size(), breaks)) {
+      const double seconds = step.ClosedFormSeconds(tasks);
+      *duration += seconds;
+      t.compute += step.compute_seconds;
+      t.communication += step.CommunicationSeconds(tasks);
+      t.exposed += seconds - step.compute_seconds;
+      if (task_end)
+        for (int i = step.first_task; i < step.end_task; ++i) (*task_end)[i] = *duration;
+    }
+  };
+  add(stage.forward, &t.forward, nullptr, {});
+  add(stage.backward, &t.backward, &t.backward_task_end, BucketBreaks(stage));
   return t;
 }
 
@@ -95,7 +105,7 @@ StepResult RunAnalytical(const Plan& plan, bool with_events) {
                                    (item.forward ? "F" : "B") + std::to_string(item.micro_batch) +
                                        (V > 1 ? "." + std::to_string(item.chunk) : ""),
                                    item.forward ? "forward" : "backward", item.micro_batch, item.chunk, ready,
-                                   duration});
+                                   duration, {}});
         ++next[s];
         --remaining;
         progressed = true;
@@ -113,8 +123,8 @@ StepResult RunAnalytical(const Plan& plan, bool with_events) {
     r.memory = stage.memory;
     const double passes = static_cast<double>(M);
     r.compute_seconds = passes * times[s].compute;
-    r.communication_seconds = passes * times[s].blocking_comm;
-    r.exposed_communication_seconds = passes * times[s].blocking_comm + (start[s]);
+    r.communication_seconds = passes * times[s].communication;
+    r.exposed_communication_seconds = passes * times[s].exposed + start[s];
     for (const Task& t : stage.step_start) r.communication_seconds += t.seconds;
     // Point-to-point transfers overlap the other stages' work; what they cost
     // this stage shows up as waiting, counted in the bubble.
@@ -124,10 +134,7 @@ StepResult RunAnalytical(const Plan& plan, bool with_events) {
     double comm_free = last_end[s];
     const double backward = times[s].backward;
     if (plan.training && !stage.buckets.empty()) {
-      // Offsets of the backward tasks inside one (last) backward pass.
-      std::vector<double> task_end(stage.backward.size());
-      double t = 0;
-      for (size_t i = 0; i < stage.backward.size(); ++i) task_end[i] = t += stage.backward[i].seconds;
+      const std::vector<double>& task_end = times[s].backward_task_end;
       comm_free = 0;
       for (size_t b = 0; b < stage.buckets.size(); ++b) {
         const GradientBucket& bucket = stage.buckets[b];
@@ -137,7 +144,7 @@ StepResult RunAnalytical(const Plan& plan, bool with_events) {
         r.communication_seconds += bucket.seconds;
         if (with_events)
           result.events.push_back(
-              {s, "communication", "gradients " + std::to_string(b), "gradient", -1, 0, begin, bucket.seconds});
+              {s, "communication", "gradients " + std::to_string(b), "gradient", -1, 0, begin, bucket.seconds, {}});
       }
       comm_free = std::max(comm_free, last_end[s]);
       r.exposed_communication_seconds += comm_free - last_end[s];
@@ -145,7 +152,7 @@ StepResult RunAnalytical(const Plan& plan, bool with_events) {
     double end = comm_free;
     for (const Task& task : stage.optimizer) {
       r.compute_seconds += task.seconds;
-      if (with_events) result.events.push_back({s, "compute", "optimizer", "optimizer", -1, 0, end, task.seconds});
+      if (with_events) result.events.push_back({s, "compute", "optimizer", "optimizer", -1, 0, end, task.seconds, {}});
       end += task.seconds;
     }
     r.end_seconds = end;

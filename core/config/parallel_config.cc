@@ -155,6 +155,7 @@ ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size, cons
   c.strategy_ckpt_load_file = ResolvePath(reader.String("strategy_ckpt_load_file", ""), base_dir);
   c.strategy_ckpt_save_file = ResolvePath(reader.String("strategy_ckpt_save_file", ""), base_dir);
   c.micro_batch_num = reader.Int("micro_batch_num", 1, 1, 1 << 20);
+  c.micro_batch_interleaved = reader.Int("micro_batch_interleaved", 1, 1, 16);
   c.global_batch_size = reader.RequiredInt("global_batch_size", 1, int64_t{1} << 40);
   c.recompute = reader.Bool("recompute", false);
   c.fully_use_devices = reader.Bool("fully_use_devices", true);
@@ -188,6 +189,10 @@ ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size, cons
     node.Child("global_batch_size")
         .Fail(fmt::format("global_batch_size {} is not divisible by micro_batch_num {}", c.global_batch_size,
                           c.micro_batch_num));
+  if (c.micro_batch_size() % c.micro_batch_interleaved != 0)
+    node.Child("micro_batch_interleaved")
+        .Fail(fmt::format("a micro-batch of {} samples cannot be split into {} interleaved slices",
+                          c.micro_batch_size(), c.micro_batch_interleaved));
   if (dataset && c.full_batch)
     dataset->Fail("full_batch and dataset_strategy cannot be used together; keep dataset_strategy");
   // full_batch and dataset_strategy "full_batch" mean the same; keep both views in step.
@@ -253,6 +258,7 @@ nlohmann::json ToJson(const ParallelConfig& c) {
   if (!c.strategy_ckpt_load_file.empty()) j["strategy_ckpt_load_file"] = c.strategy_ckpt_load_file;
   if (!c.strategy_ckpt_save_file.empty()) j["strategy_ckpt_save_file"] = c.strategy_ckpt_save_file;
   j["micro_batch_num"] = c.micro_batch_num;
+  j["micro_batch_interleaved"] = c.micro_batch_interleaved;
   j["global_batch_size"] = c.global_batch_size;
   j["recompute"] = c.recompute;
   j["fully_use_devices"] = c.fully_use_devices;

@@ -79,6 +79,10 @@ struct ParallelConfig {
   std::string strategy_ckpt_load_file;  // resolved against the run file's folder
   std::string strategy_ckpt_save_file;
   int64_t micro_batch_num = 1;
+  // nn.MicroBatchInterleaved(net, interleave_num): each micro-batch runs as
+  // this many interleaved slices so one slice's model-parallel communication
+  // overlaps the next slice's compute. 1 = off.
+  int64_t micro_batch_interleaved = 1;
   int64_t global_batch_size = 0;
   bool recompute = false;
   bool fully_use_devices = true;

@@ -22,10 +22,14 @@ double FlatSeconds(Collective c, CollectiveAlgorithm a, double bytes, int64_t n,
   const double beta = bytes / link.bandwidth;
   const double alpha = link.latency;
   const bool hd = a == CollectiveAlgorithm::kHalvingDoubling && IsPowerOfTwo(n);
-  const bool tree = a == CollectiveAlgorithm::kDoubleBinaryTree;
+  // NCCL's double binary tree (AllReduce and Broadcast): two pipelined trees
+  // of half the data each; a node inner in one tree and a leaf in the other
+  // sends 2S in an AllReduce (up and down), S in a Broadcast.
+  const bool tree = a == CollectiveAlgorithm::kDoubleBinaryTree && n > 2;
   switch (c) {
     case Collective::kAllReduce:
-      if (hd || tree) return 2 * (nn - 1) / nn * beta + 2 * Log2(n) * alpha;
+      if (tree) return 2 * beta + 2 * Log2(n) * alpha;
+      if (hd) return 2 * (nn - 1) / nn * beta + 2 * Log2(n) * alpha;
       return 2 * (nn - 1) / nn * beta + 2 * (nn - 1) * alpha;
     case Collective::kReduceScatter:
       if (hd) return (nn - 1) / nn * beta + Log2(n) * alpha;

@@ -11,6 +11,7 @@
 #include "core/layout/device_matrix.h"
 #include "core/layout/redistribution.h"
 #include "core/ops/graph_layouts.h"
+#include "core/plan/pass_steps.h"
 
 namespace shardlab {
 namespace {
@@ -61,8 +62,11 @@ class Lowering {
     }
     shares_ = ParamShares();
     for (size_t i = 0; i < graph_.operators().size(); ++i) Forward(plan, static_cast<int>(i));
-    if (plan.training) {
+    if (plan.training)
       for (size_t i = graph_.operators().size(); i-- > 0;) Backward(plan, static_cast<int>(i));
+    if (p_.micro_batch_interleaved > 1)
+      for (auto& stage : plan.stages) Interleave(stage);
+    if (plan.training) {
       for (auto& stage : plan.stages) GradientsAndOptimizer(stage);
     }
     Sends(plan);
@@ -72,6 +76,32 @@ class Lowering {
 
  private:
   StageProgram& StageOf(Plan& plan, int op) { return plan.stages[graph_.op(op).pipeline_stage]; }
+
+  // MicroBatchInterleaved: each pass runs as interleaved slices of the
+  // micro-batch, one slice's collectives beside the next slice's compute.
+  // A slice's work and bytes are the task's divided by the slice count (the
+  // weight reads of memory-bound kernels are divided too); kernel overheads
+  // are paid once per slice.
+  void Interleave(StageProgram& stage) {
+    const int k = static_cast<int>(p_.micro_batch_interleaved);
+    const double kk = static_cast<double>(k);
+    auto scale = [&](const Task& t) {
+      if (IsHostTransfer(t)) return HostTransfer(t.name, t.op, t.bytes / kk);
+      if (t.kind == Task::Kind::kCompute) {
+        Task c = Compute(t.name, t.op, t.flops / kk, t.bytes / kk, OutputDType(graph_.op(t.op)), t.on_host);
+        c.recompute = t.recompute;
+        return c;
+      }
+      Task c = Collective(stage, t.name, t.op, t.collective, t.group, t.comm_bytes / kk);
+      c.recompute = t.recompute;
+      return c;
+    };
+    std::vector<int> index_map;
+    stage.forward = InterleavePass(stage.forward, k, scale, &index_map);
+    stage.backward = InterleavePass(stage.backward, k, scale, &index_map);
+    for (auto& [op, task] : backward_task_of_op_)
+      if (graph_.op(op).pipeline_stage == stage.stage) task = index_map[task];
+  }
 
   // Groups are kept in a canonical form (size-1 dimensions dropped, runs of
   // grouped or ungrouped dimensions merged) so that operators whose device
@@ -230,6 +260,19 @@ class Lowering {
   bool OnHost(const Operator& op) const { return op.StringAttr("primitive_target", "") == "CPU"; }
   DType OutputDType(const Operator& op) const { return graph_.tensor(op.outputs.front()).dtype; }
 
+  // A copy over PCIe between host and device memory.
+  Task HostTransfer(const std::string& name, int op, double bytes) const {
+    Task t;
+    t.name = name;
+    t.op = op;
+    t.bytes = bytes;
+    t.seconds = bytes / run_.cluster.host.pcie_bandwidth + run_.cluster.host.pcie_latency;
+    return t;
+  }
+  static bool IsHostTransfer(const Task& t) {
+    return t.name.ends_with("/host_to_device") || t.name.ends_with("/device_to_host");
+  }
+
   // Host-device training: a tensor crossing between an operator on the host
   // and one on the device moves over PCIe (its gradient crosses back in backward).
   std::vector<Task> HostTransfers(int index, bool backward) {
@@ -238,12 +281,8 @@ class Lowering {
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       const Tensor& t = graph_.tensor(op.inputs[i]);
       if (t.producer < 0 || OnHost(graph_.op(t.producer)) == OnHost(op)) continue;
-      Task transfer;
-      transfer.name = fmt::format("{}/{}", op.name, OnHost(op) != backward ? "device_to_host" : "host_to_device");
-      transfer.op = index;
-      transfer.bytes = SliceBytes(layouts_[index].inputs[i], t.dtype);
-      transfer.seconds = transfer.bytes / run_.cluster.host.pcie_bandwidth + run_.cluster.host.pcie_latency;
-      tasks.push_back(transfer);
+      tasks.push_back(HostTransfer(fmt::format("{}/{}", op.name, OnHost(op) != backward ? "device_to_host" : "host_to_device"),
+                                   index, SliceBytes(layouts_[index].inputs[i], t.dtype)));
     }
     return tasks;
   }

@@ -42,6 +42,9 @@ struct Task {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   int group = -1;  // index into StageProgram::groups
   double comm_bytes = 0;
+  // Runs on the communication stream beside the compute that follows it
+  // (MicroBatchInterleaved); otherwise it blocks the compute stream.
+  bool overlapped = false;
   // Closed-form duration on the cluster (compute roofline or collective alpha-beta).
   double seconds = 0;
 };

@@ -1,10 +1,12 @@
 #include "core/plan/lowering.h"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "core/analytical/analytical_engine.h"
 #include "core/graph/graph_builder.h"
 #include "core/ops/graph_layouts.h"
+#include "core/util/json_reader.h"
 #include "tests/test_util.h"
 
 namespace shardlab {
@@ -97,6 +99,41 @@ TEST_CASE("tensor-parallel GPT layers communicate forward and backward, recomput
   bool scatter = false;
   for (const auto& b : plan.stages[0].buckets) scatter = scatter || b.collective == Collective::kReduceScatter;
   CHECK(scatter);
+}
+
+TEST_CASE("MicroBatchInterleaved hides tensor-parallel communication behind the other slice's compute") {
+  RunSpec run = Shipped("pangu-alpha-13b-ascend-512");
+  run.model.params.Set("layers", int64_t{4});
+  const Plan plain = PlanFor(run);
+  run.parallel.micro_batch_interleaved = 2;
+  const Plan interleaved = PlanFor(run);
+  const StageProgram& a = plain.stages[0];
+  const StageProgram& b = interleaved.stages[0];
+  CHECK(b.forward.size() == 2 * a.forward.size());
+  CHECK(b.backward.size() == 2 * a.backward.size());
+  double flops_a = 0, flops_b = 0, bytes_a = 0, bytes_b = 0;
+  int overlapped = 0;
+  for (const Task& t : a.forward) (t.kind == Task::Kind::kCompute ? flops_a : bytes_a) += t.flops + t.comm_bytes;
+  for (const Task& t : b.forward) {
+    (t.kind == Task::Kind::kCompute ? flops_b : bytes_b) += t.flops + t.comm_bytes;
+    overlapped += t.overlapped;
+  }
+  CHECK(flops_b == Approx(flops_a));  // the same work in two halves
+  CHECK(bytes_b == Approx(bytes_a));
+  CHECK(overlapped > 0);
+  // Gradient buckets still become ready after the last slice's backward of their parameters.
+  REQUIRE(b.buckets.size() == a.buckets.size());
+  for (size_t i = 0; i < a.buckets.size(); ++i) CHECK(b.buckets[i].ready_after >= 2 * a.buckets[i].ready_after);
+  const StepResult ra = RunAnalytical(plain), rb = RunAnalytical(interleaved);
+  CHECK(rb.stages[0].exposed_communication_seconds < ra.stages[0].exposed_communication_seconds);
+  CHECK(rb.step_seconds < ra.step_seconds);
+}
+
+TEST_CASE("micro_batch_interleaved must split the micro-batch evenly") {
+  nlohmann::json doc = ReadJsonFile(testing::SourcePath("configs/runs/seed-ffn-ascend-8.json"));
+  doc["parallel"]["micro_batch_interleaved"] = 3;
+  CHECK_THROWS_WITH(ReadRunSpec(JsonNode(doc, testing::SourcePath("configs/runs/seed-ffn-ascend-8.json"))),
+                    Catch::Contains("/parallel/micro_batch_interleaved") && Catch::Contains("3 interleaved slices"));
 }
 
 TEST_CASE("host-device training moves the host embedding's output over PCIe") {

@@ -1,5 +1,7 @@
 // SimGrid runs of expanded collectives against their closed forms. One
 // SimGrid engine per process: every test case runs in its own ctest process.
+#include <map>
+
 #include <catch2/catch.hpp>
 #include <simgrid/s4u/Engine.hpp>
 
@@ -61,6 +63,29 @@ TEST_CASE("step fidelity agrees with aggregated flows on a uniform ring") {
   CHECK(t[0] == Approx(closed).epsilon(0.01));
 }
 
+TEST_CASE("a double binary tree AllReduce moves 2S through its busiest NIC and matches its closed form") {
+  const ClusterSpec cluster = Cluster("dgx-h100-ndr");
+  const auto members = Strided(16, 8);  // one GPU per server on one rail
+  const double bytes = 1 << 30;
+  const auto phases = ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kDoubleBinaryTree, bytes, members,
+                                       8, Fidelity::kAggregated);
+  REQUIRE(phases.size() == 1);
+  // Two trees of 15 edges, each edge up and down.
+  CHECK(phases[0].flows.size() == 2 * 15 * 2);
+  std::map<int64_t, double> sent;
+  for (const Flow& f : phases[0].flows) sent[f.src] += f.bytes;
+  double busiest = 0;
+  for (const auto& [rank, b] : sent) busiest = std::max(busiest, b);
+  CHECK(busiest == Approx(2 * bytes));
+  const auto t = Simulate(cluster, 16 * 8, {phases});
+  const double closed = CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kDoubleBinaryTree, bytes,
+                                          PlaceGroup(members, cluster), cluster);
+  CHECK(t[0] == Approx(closed).epsilon(0.01));
+  // Slower than the ring at this size: 2S against 2(n-1)/n S.
+  CHECK(closed > CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes,
+                                   PlaceGroup(members, cluster), cluster));
+}
+
 TEST_CASE("hierarchical AllReduce over 4096 Ascend devices matches its closed form") {
   const ClusterSpec cluster = Cluster("ascend910-atlas900");
   const auto members = Strided(4096, 1);
@@ -116,6 +141,19 @@ TEST_CASE("the SimGrid step of an uncontended pipeline run matches the analytica
   int passes = 0;
   for (const auto& e : simulated.events) passes += e.category == "forward" || e.category == "backward";
   CHECK(passes == 2 * 2 * 8);
+}
+
+TEST_CASE("the SimGrid step of an interleaved run matches the analytical engine") {
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/pangu-alpha-13b-ascend-512.json"));
+  run.model.params.Set("layers", int64_t{4});
+  run.parallel.micro_batch_interleaved = 2;
+  const Graph graph = BuildRunGraph(run);
+  const Plan plan = LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
+  const StepResult simulated = RunSimGrid(plan, run.cluster, Fidelity::kAggregated, TraceRequest{}, nullptr);
+  const StepResult analytical = RunAnalytical(plan);
+  CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.01));
+  CHECK(simulated.stages[0].exposed_communication_seconds ==
+        Approx(analytical.stages[0].exposed_communication_seconds).epsilon(0.05));
 }
 
 }  // namespace

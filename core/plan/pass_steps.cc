@@ -1,0 +1,51 @@
+#include "core/plan/pass_steps.h"
+
+#include <algorithm>
+
+namespace shardlab {
+
+double PassStep::CommunicationSeconds(const std::vector<Task>& tasks) const {
+  double seconds = 0;
+  for (int c : collectives) seconds += tasks[c].seconds;
+  return seconds;
+}
+
+double PassStep::ClosedFormSeconds(const std::vector<Task>& tasks) const {
+  return std::max(compute_seconds, CommunicationSeconds(tasks));
+}
+
+std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, size_t end,
+                                const std::vector<bool>& break_after) {
+  std::vector<PassStep> steps;
+  // Whether the last step still takes compute tasks: a compute run, or an
+  // overlapped collective waiting for the compute it overlaps.
+  bool open_for_compute = false;
+  for (size_t i = begin; i < end; ++i) {
+    const Task& t = tasks[i];
+    const int index = static_cast<int>(i);
+    if (t.kind == Task::Kind::kCompute) {
+      if (!open_for_compute) steps.push_back({index, index, 0, {}});
+      steps.back().compute_seconds += t.seconds;
+      steps.back().end_task = index + 1;
+      open_for_compute = i >= break_after.size() || !break_after[i];
+      continue;
+    }
+    // A collective after an overlapped one (with no compute between) joins it on the communication stream.
+    const bool joins = t.overlapped && !steps.empty() && !steps.back().collectives.empty() &&
+                       steps.back().compute_seconds == 0 && tasks[steps.back().collectives.back()].overlapped;
+    if (!joins) steps.push_back({index, index, 0, {}});
+    steps.back().collectives.push_back(index);
+    steps.back().end_task = index + 1;
+    open_for_compute = t.overlapped;
+  }
+  return steps;
+}
+
+std::vector<bool> BucketBreaks(const StageProgram& stage) {
+  std::vector<bool> breaks(stage.backward.size(), false);
+  for (const GradientBucket& b : stage.buckets)
+    if (b.ready_after >= 0) breaks[b.ready_after] = true;
+  return breaks;
+}
+
+}  // namespace shardlab

@@ -1,0 +1,45 @@
+// A pass (the forward or backward tasks of one micro-batch chunk) as the
+// steps a device runs: a run of compute tasks merged into one, a blocking
+// collective on its own, or an overlapped collective (MicroBatchInterleaved)
+// together with the compute that follows it, the two on separate streams.
+// Both engines walk a pass by these steps, so they agree on what overlaps.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "core/plan/plan.h"
+
+namespace shardlab {
+
+struct PassStep {
+  int first_task = 0;  // tasks [first_task, end_task) of the pass's task list
+  int end_task = 0;
+  double compute_seconds = 0;    // merged compute tasks
+  std::vector<int> collectives;  // run one after another on the communication stream
+  // Closed-form duration: both streams start together, the step ends when both are done.
+  double ClosedFormSeconds(const std::vector<Task>& tasks) const;
+  double CommunicationSeconds(const std::vector<Task>& tasks) const;
+};
+
+// The steps of tasks [begin, end). A compute run also ends after each task t
+// with break_after[t] (where a gradient bucket becomes ready), so that the
+// engines see the moment.
+std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, size_t end,
+                                const std::vector<bool>& break_after = {});
+
+// break_after for a stage's backward tasks: where its gradient buckets become ready.
+std::vector<bool> BucketBreaks(const StageProgram& stage);
+
+// Splits a pass into `slices` interleaved copies of 1/slices of the batch
+// each (MindSpore's MicroBatchInterleaved): segment i of slice j (its compute
+// and the collectives after it) is followed by segment i of slice j+1, and
+// each copied collective is overlapped with the compute after it. `scale`
+// rebuilds a task for a slice (work and bytes divided, seconds recomputed).
+// `index_map[t]` is the position of the last copy of task t.
+template <typename Scale>
+std::vector<Task> InterleavePass(const std::vector<Task>& tasks, int slices, Scale scale, std::vector<int>* index_map);
+
+}  // namespace shardlab
+
+#include "core/plan/pass_steps_inl.h"
