@@ -154,6 +154,7 @@ class Engine {
       r.memory = plan_.stages[s].memory;
       for (const Task& t : plan_.stages[s].forward) r.forward_seconds += t.seconds;
       for (const Task& t : plan_.stages[s].backward) r.backward_seconds += t.seconds;
+      r.passes_end_seconds = d.last_pass_end;
       r.end_seconds = d.end;
       r.compute_seconds = d.compute;
       r.communication_seconds = d.communication;

@@ -155,6 +155,7 @@ StepResult RunAnalytical(const Plan& plan, bool with_events) {
       if (with_events) result.events.push_back({s, "compute", "optimizer", "optimizer", -1, 0, end, task.seconds, {}});
       end += task.seconds;
     }
+    r.passes_end_seconds = last_end[s];
     r.end_seconds = end;
     const double span = last_end[s] - start[s];
     r.bubble_seconds = std::max(0.0, span - passes * (times[s].forward + times[s].backward));

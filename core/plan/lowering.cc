@@ -408,8 +408,9 @@ class Lowering {
       if (!by_key.count(key)) key_order.push_back(key);
       by_key[key].push_back(share);
     }
-    for (const Key& key : key_order) {
-      const auto& [group, sharded, fusion_id] = key;
+    for (size_t list_index = 0; list_index < key_order.size(); ++list_index) {
+      const auto& [group, sharded, fusion_id] = key_order[list_index];
+      const Key& key = key_order[list_index];
       const auto& list = by_key[key];
       std::vector<double> bytes, weight_bytes;
       for (const ParamShare& share : list) {
@@ -419,21 +420,24 @@ class Lowering {
         bytes.push_back(slice * (p_.gradient_fp32_sync ? 4.0 : dtype));
         weight_bytes.push_back(slice * dtype / static_cast<double>(stage.groups[group].size));
       }
-      std::vector<std::pair<size_t, size_t>> ranges;
-      if (fusion_id == 0) {  // fusion id 0: never fused
-        for (size_t i = 0; i < list.size(); ++i) ranges.emplace_back(i, i + 1);
-      } else {
-        ranges = SplitIntoBuckets(bytes, p_.comm_fusion, data_parallel, p_.enable_parallel_optimizer);
-      }
-      for (auto [begin, end] : ranges) {
+      auto split = [&](const std::vector<double>& sizes, const FusionSetting& setting) {
+        std::vector<std::pair<size_t, size_t>> ranges;
+        if (fusion_id == 0) {  // fusion id 0: never fused
+          for (size_t i = 0; i < sizes.size(); ++i) ranges.emplace_back(i, i + 1);
+          return ranges;
+        }
+        return SplitIntoBuckets(sizes, setting, p_.comm_fusion.openstate, data_parallel, p_.enable_parallel_optimizer);
+      };
+      // Optimizer-sharded gradients fuse as ReduceScatters, by their own setting.
+      for (auto [begin, end] : split(bytes, sharded ? p_.comm_fusion.reducescatter : p_.comm_fusion.allreduce)) {
         GradientBucket bucket;
+        bucket.list = static_cast<int>(list_index);
+        bucket.position = begin;
         bucket.group = group;
         bucket.collective = sharded ? shardlab::Collective::kReduceScatter : shardlab::Collective::kAllReduce;
-        double gathered = 0;
         for (size_t i = begin; i < end; ++i) {
           bucket.parameters.push_back(list[i].tensor);
           bucket.bytes += bytes[i];
-          gathered += weight_bytes[i];
           // A gradient is complete after the backward of its first user, which runs last.
           bucket.ready_after = std::max(bucket.ready_after, backward_task_of_op_.at(list[i].first_user));
         }
@@ -442,13 +446,22 @@ class Lowering {
                                            run_.simulation.collective_algorithms);
         bucket.seconds = CollectiveSeconds(bucket.collective, bucket.algorithm, bucket.bytes, placement, run_.cluster);
         stage.buckets.push_back(bucket);
-        // The parallel optimizer gathers the updated weight shards before the next first forward.
-        if (sharded)
-          stage.step_start.push_back(Collective(stage,
-                                                fmt::format("optimizer_shard/allgather.{}", stage.buckets.size() - 1),
-                                                -1, shardlab::Collective::kAllGather, group, gathered));
+      }
+      // The parallel optimizer gathers the updated weight shards before the
+      // next first forward, fused by the AllGather setting (on each rank's shard).
+      if (!sharded) continue;
+      for (auto [begin, end] : split(weight_bytes, p_.comm_fusion.allgather)) {
+        double gathered = 0;
+        for (size_t i = begin; i < end; ++i) gathered += weight_bytes[i];
+        stage.step_start.push_back(Collective(stage, fmt::format("optimizer_shard/allgather.{}", stage.step_start.size()),
+                                              -1, shardlab::Collective::kAllGather, group, gathered));
       }
     }
+    // The communication stream runs the fused collectives in execution
+    // order: as their gradients become ready (MindSpore's kernel order
+    // follows the data dependencies, not the fusion index).
+    std::stable_sort(stage.buckets.begin(), stage.buckets.end(),
+                     [](const GradientBucket& a, const GradientBucket& b) { return a.ready_after < b.ready_after; });
     // Adam-style update: about 10 FLOPs per owned element, reading and writing its states.
     const double state = OptimizerBytesPerElement(run_.simulation.optimizer, ComputeDType(run_.model));
     stage.optimizer.push_back(Compute("optimizer/update", -1, 10 * optimizer_elements,
@@ -568,16 +581,15 @@ class Lowering {
 
 }  // namespace
 
-std::vector<std::pair<size_t, size_t>> SplitIntoBuckets(const std::vector<double>& bytes, const CommFusion& fusion,
-                                                        bool data_parallel, bool parallel_optimizer) {
+std::vector<std::pair<size_t, size_t>> SplitIntoBuckets(const std::vector<double>& bytes, const FusionSetting& f,
+                                                        bool openstate, bool data_parallel, bool parallel_optimizer) {
   const size_t n = bytes.size();
   std::vector<std::pair<size_t, size_t>> ranges;
   if (n == 0) return ranges;
-  if (!fusion.openstate) {
+  if (!openstate) {
     for (size_t i = 0; i < n; ++i) ranges.emplace_back(i, i + 1);
     return ranges;
   }
-  const FusionSetting& f = fusion.allreduce;
   switch (f.mode) {
     case FusionSetting::Mode::kDefault:
       ranges.emplace_back(0, n);

@@ -19,9 +19,10 @@ namespace shardlab {
 Plan LowerToPlan(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts);
 
 // The gradients of one communication group in MindSpore's fusion order, split
-// into buckets by the fusion settings. `bytes` are the gradients' sizes in
-// that order. Returns the buckets as [begin, end) ranges.
-std::vector<std::pair<size_t, size_t>> SplitIntoBuckets(const std::vector<double>& bytes, const CommFusion& fusion,
-                                                        bool data_parallel, bool parallel_optimizer);
+// into buckets by one collective's fusion setting (`openstate` false: no
+// fusion). `bytes` are the gradients' sizes in that order. Returns the
+// buckets as [begin, end) ranges.
+std::vector<std::pair<size_t, size_t>> SplitIntoBuckets(const std::vector<double>& bytes, const FusionSetting& setting,
+                                                        bool openstate, bool data_parallel, bool parallel_optimizer);
 
 }  // namespace shardlab

@@ -57,6 +57,10 @@ struct GradientBucket {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   int ready_after = -1;  // backward task after which its last gradient exists
   double seconds = 0;
+  // The fusion list it was cut from (gradients of one group, collective and
+  // fusion id, in MindSpore's fusion order) and its first gradient's position there.
+  int list = 0;
+  size_t position = 0;
 };
 
 struct MemoryBreakdown {

@@ -60,6 +60,7 @@ nlohmann::json ToJson(const StepResult& r) {
                       {"communication_seconds", s.communication_seconds},
                       {"exposed_communication_seconds", s.exposed_communication_seconds},
                       {"bubble_seconds", s.bubble_seconds},
+                      {"passes_end_seconds", s.passes_end_seconds},
                       {"end_seconds", s.end_seconds},
                       {"memory", ToJson(s.memory)},
                       {"out_of_memory", s.out_of_memory}});

@@ -33,7 +33,8 @@ struct StageResult {
   double communication_seconds = 0;
   double exposed_communication_seconds = 0;
   double bubble_seconds = 0;
-  double end_seconds = 0;
+  double passes_end_seconds = 0;  // the last forward/backward pass ends here
+  double end_seconds = 0;         // after the gradient tail and the optimizer
   MemoryBreakdown memory;
   bool out_of_memory = false;
 };

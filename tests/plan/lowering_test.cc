@@ -14,42 +14,40 @@ namespace {
 
 using Ranges = std::vector<std::pair<size_t, size_t>>;
 
-CommFusion Fusion(FusionSetting::Mode mode, int64_t size_mb = 64, std::vector<int64_t> indices = {}) {
-  CommFusion f;
-  f.allreduce.mode = mode;
-  f.allreduce.size_mb = size_mb;
-  f.allreduce.indices = std::move(indices);
+FusionSetting Fusion(FusionSetting::Mode mode, int64_t size_mb = 64, std::vector<int64_t> indices = {}) {
+  FusionSetting f;
+  f.mode = mode;
+  f.size_mb = size_mb;
+  f.indices = std::move(indices);
   return f;
 }
 
 TEST_CASE("fusion index mode uses inclusive end indices (N=10, [3,7])") {
   const std::vector<double> bytes(10, 4.0);
-  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kIndex, 64, {3, 7}), true, false) ==
+  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kIndex, 64, {3, 7}), true, true, false) ==
         Ranges{{0, 4}, {4, 8}, {8, 10}});
   // Indices past the last gradient are skipped, as newer MindSpore warns and skips them.
-  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kIndex, 64, {3, 12}), true, false) ==
+  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kIndex, 64, {3, 12}), true, true, false) ==
         Ranges{{0, 4}, {4, 10}});
   // The parallel optimizer ignores split indices.
-  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kIndex, 64, {3, 7}), false, true) == Ranges{{0, 10}});
+  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kIndex, 64, {3, 7}), true, false, true) == Ranges{{0, 10}});
 }
 
 TEST_CASE("by default everything is one bucket; openstate false fuses nothing") {
   const std::vector<double> bytes(5, 1e6);
-  CHECK(SplitIntoBuckets(bytes, CommFusion{}, true, false) == Ranges{{0, 5}});
-  CommFusion off;
-  off.openstate = false;
-  CHECK(SplitIntoBuckets(bytes, off, true, false).size() == 5);
+  CHECK(SplitIntoBuckets(bytes, FusionSetting{}, true, true, false) == Ranges{{0, 5}});
+  CHECK(SplitIntoBuckets(bytes, FusionSetting{}, false, true, false).size() == 5);
 }
 
 TEST_CASE("size mode follows MindSpore's two thresholds") {
   // data_parallel: MB x 262144 bytes; 1 MB -> 262144 bytes, gradients of 100000 bytes: two per bucket.
   const std::vector<double> bytes(5, 100000.0);
-  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kSize, 1), true, false) == Ranges{{0, 2}, {2, 4}, {4, 5}});
+  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kSize, 1), true, true, false) == Ranges{{0, 2}, {2, 4}, {4, 5}});
   // semi/auto: a budget of MB x 2^20 bytes; the gradient that overflows opens a new id without being charged.
   const std::vector<double> big = {600000, 600000, 600000, 600000};
-  CHECK(SplitIntoBuckets(big, Fusion(FusionSetting::Mode::kSize, 1), false, false) == Ranges{{0, 1}, {1, 3}, {3, 4}});
+  CHECK(SplitIntoBuckets(big, Fusion(FusionSetting::Mode::kSize, 1), true, false, false) == Ranges{{0, 1}, {1, 3}, {3, 4}});
   // auto = 64 MB puts a small model into one bucket.
-  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kAuto, 64), false, false) == Ranges{{0, 5}});
+  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kAuto, 64), true, false, false) == Ranges{{0, 5}});
 }
 
 Plan PlanFor(const RunSpec& run) {
@@ -70,10 +68,16 @@ TEST_CASE("data-parallel ResNet-50: one gradient bucket by default, three with t
   CHECK(all.ready_after + 1 == static_cast<int>(plan.stages[0].backward.size()));
   run.parallel.comm_fusion.allreduce = {FusionSetting::Mode::kIndex, 64, {50, 120}};
   plan = PlanFor(run);
-  REQUIRE(plan.stages[0].buckets.size() == 3);
-  CHECK(plan.stages[0].buckets[0].parameters.size() == 51);
-  // Parameter order: the last bucket holds the last layers, whose gradients are ready first.
-  CHECK(plan.stages[0].buckets[2].ready_after < plan.stages[0].buckets[0].ready_after);
+  const auto& buckets = plan.stages[0].buckets;
+  REQUIRE(buckets.size() == 3);
+  // Fusion order is parameter order, but the stream runs the buckets as they
+  // become ready: the last layers' bucket first.
+  CHECK(buckets[0].position == 121);
+  CHECK(buckets[0].parameters.size() == 161 - 121);
+  CHECK(buckets[2].position == 0);
+  CHECK(buckets[2].parameters.size() == 51);
+  CHECK(buckets[0].ready_after < buckets[1].ready_after);
+  CHECK(buckets[1].ready_after < buckets[2].ready_after);
 }
 
 TEST_CASE("tensor-parallel GPT layers communicate forward and backward, recompute reruns them") {

@@ -1,0 +1,243 @@
+#include "core/search/fusion_model.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <memory>
+
+#include "core/analytical/analytical_engine.h"
+#include "core/plan/lowering.h"
+#include "core/plan/pass_steps.h"
+
+namespace shardlab {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Backward-pass offsets after which each backward task is done, as the engines step through it.
+std::vector<double> BackwardTaskEnds(const StageProgram& stage, double* backward) {
+  std::vector<double> ends(stage.backward.size(), 0);
+  *backward = 0;
+  for (const PassStep& step : PassSteps(stage.backward, 0, stage.backward.size(), BucketBreaks(stage))) {
+    *backward += step.ClosedFormSeconds(stage.backward);
+    for (int i = step.first_task; i < step.end_task; ++i) ends[i] = *backward;
+  }
+  return ends;
+}
+
+// Runs buckets on one communication stream in order of readiness, from time 0.
+double RunStream(std::vector<FusionBucket>& buckets, const std::vector<const FusionList*>& lists) {
+  std::stable_sort(buckets.begin(), buckets.end(),
+                   [](const FusionBucket& a, const FusionBucket& b) { return a.ready < b.ready; });
+  double free = 0;
+  for (FusionBucket& b : buckets) {
+    b.start = std::max(b.ready, free);
+    b.finish = b.start + lists[b.list]->seconds(b.bytes);
+    free = b.finish;
+  }
+  return free;
+}
+
+FusionBucket MakeBucket(const FusionList& list, int index, size_t begin, size_t end) {
+  FusionBucket b;
+  b.list = index;
+  b.begin = begin;
+  b.end = end;
+  for (size_t i = begin; i < end; ++i) {
+    b.bytes += list.gradients[i].bytes;
+    b.ready = std::max(b.ready, list.gradients[i].ready);
+  }
+  return b;
+}
+
+std::vector<double> BytesOf(const FusionList& list) {
+  std::vector<double> bytes;
+  for (const FusionGradient& g : list.gradients) bytes.push_back(g.bytes);
+  return bytes;
+}
+
+}  // namespace
+
+double FusionList::Bytes() const {
+  double total = 0;
+  for (const FusionGradient& g : gradients) total += g.bytes;
+  return total;
+}
+
+FusionProblem BuildFusionProblem(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts) {
+  // One bucket per gradient (a 0 MB threshold) gives each gradient's ready
+  // time; the weight AllGathers keep the run's setting.
+  RunSpec unfused = run;
+  for (FusionSetting* f : {&unfused.parallel.comm_fusion.allreduce, &unfused.parallel.comm_fusion.reducescatter}) {
+    f->mode = FusionSetting::Mode::kSize;
+    f->size_mb = 0;
+  }
+  const Plan plan = LowerToPlan(unfused, graph, layouts);
+  const StepResult timeline = RunAnalytical(plan, false);
+  FusionProblem problem;
+  problem.data_parallel = run.parallel.parallel_mode == ParallelMode::kDataParallel;
+  problem.parallel_optimizer = run.parallel.enable_parallel_optimizer;
+  problem.openstate = run.parallel.comm_fusion.openstate;
+  problem.allreduce = run.parallel.comm_fusion.allreduce;
+  problem.reducescatter = run.parallel.comm_fusion.reducescatter;
+  const double chunks = plan.schedule == "interleaved" ? static_cast<double>(plan.chunks) : 1.0;
+  auto cluster = std::make_shared<const ClusterSpec>(run.cluster);
+  auto overrides = std::make_shared<const std::map<std::string, std::string>>(run.simulation.collective_algorithms);
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const StageProgram& stage = plan.stages[s];
+    FusionStage fs;
+    fs.stage = stage.stage;
+    fs.passes_end = timeline.stages[s].passes_end_seconds;
+    for (const Task& t : stage.optimizer) fs.optimizer += t.seconds;
+    double backward = 0;
+    const std::vector<double> task_end = BackwardTaskEnds(stage, &backward);
+    std::map<int, std::vector<std::pair<size_t, FusionGradient>>> by_list;
+    std::map<int, const GradientBucket*> first_of_list;
+    for (const GradientBucket& bucket : stage.buckets) {
+      FusionGradient g;
+      g.tensor = bucket.parameters.front();
+      g.name = graph.tensor(g.tensor).name;
+      g.bytes = bucket.bytes;
+      g.ready = fs.passes_end - (backward - task_end[bucket.ready_after]) / chunks;
+      by_list[bucket.list].emplace_back(bucket.position, g);
+      first_of_list.emplace(bucket.list, &bucket);
+    }
+    for (auto& [index, gradients] : by_list) {
+      std::sort(gradients.begin(), gradients.end(),
+                [](const auto& a, const auto& b) { return a.first < b.first; });
+      const GradientBucket& first = *first_of_list[index];
+      FusionList list;
+      list.collective = first.collective;
+      list.fusion_id = graph.tensor(first.parameters.front()).comm_fusion;
+      for (auto& [position, g] : gradients) list.gradients.push_back(std::move(g));
+      const GroupPlacement placement = stage.groups[first.group].placement;
+      const Collective c = first.collective;
+      list.seconds = [cluster, overrides, placement, c](double bytes) {
+        return CollectiveSeconds(c, ChooseAlgorithm(c, bytes, placement, *cluster, *overrides), bytes, placement,
+                                 *cluster);
+      };
+      fs.lists.push_back(std::move(list));
+    }
+    problem.stages.push_back(std::move(fs));
+  }
+  return problem;
+}
+
+FusionEstimate Estimate(const FusionProblem& problem, Collective op, const FusionSetting& setting) {
+  FusionEstimate estimate;
+  estimate.step_seconds = -1;
+  for (const FusionStage& stage : problem.stages) {
+    std::vector<FusionBucket> buckets;
+    std::vector<const FusionList*> lists;
+    for (size_t l = 0; l < stage.lists.size(); ++l) {
+      const FusionList& list = stage.lists[l];
+      lists.push_back(&list);
+      std::vector<std::pair<size_t, size_t>> ranges;
+      if (list.fusion_id == 0) {
+        for (size_t i = 0; i < list.gradients.size(); ++i) ranges.emplace_back(i, i + 1);
+      } else {
+        const FusionSetting& own =
+            list.collective == op
+                ? setting
+                : (list.collective == Collective::kReduceScatter ? problem.reducescatter : problem.allreduce);
+        ranges = SplitIntoBuckets(BytesOf(list), own, problem.openstate, problem.data_parallel,
+                                  problem.parallel_optimizer);
+      }
+      for (auto [begin, end] : ranges) buckets.push_back(MakeBucket(list, static_cast<int>(l), begin, end));
+    }
+    const double stream_end = std::max(RunStream(buckets, lists), stage.passes_end);
+    const double end = stream_end + stage.optimizer;
+    if (end > estimate.step_seconds) {
+      estimate.step_seconds = end;
+      estimate.critical_stage = stage.stage;
+      estimate.tail_seconds = stream_end - stage.passes_end;
+      estimate.collectives = buckets.size();
+      estimate.buckets = std::move(buckets);
+    }
+  }
+  estimate.step_seconds = std::max(estimate.step_seconds, 0.0);
+  return estimate;
+}
+
+double FinishTime(const FusionList& list, const std::vector<std::pair<size_t, size_t>>& ranges) {
+  std::vector<FusionBucket> buckets;
+  for (auto [begin, end] : ranges) buckets.push_back(MakeBucket(list, 0, begin, end));
+  return RunStream(buckets, {&list});
+}
+
+std::vector<std::vector<std::pair<size_t, size_t>>> OptimalSplits(const FusionList& list, size_t max_buckets,
+                                                                  bool first_alone_allowed) {
+  const size_t n = list.gradients.size();
+  const size_t K = std::min(max_buckets, n);
+  std::vector<std::vector<std::pair<size_t, size_t>>> result(K);
+  if (n == 0) return result;
+  // Work in stream order: the order in which the gradients become ready.
+  const bool reversed = n > 1 && list.gradients.front().ready > list.gradients.back().ready;
+  auto at = [&](size_t i) -> const FusionGradient& { return list.gradients[reversed ? n - 1 - i : i]; };
+  std::vector<double> prefix(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + at(i).bytes;
+  // Bucket costs for every range [i, j).
+  std::vector<std::vector<double>> cost(n, std::vector<double>(n + 1, kInf));
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = i + 1; j <= n; ++j) cost[i][j] = list.seconds(prefix[j] - prefix[i]);
+  // Gradient 0 of the fusion order alone is not a valid first bucket.
+  if (!first_alone_allowed && n > 1) (reversed ? cost[n - 1][n] : cost[0][1]) = kInf;
+  // best[k][j]: earliest finish of the first j gradients (stream order) in k buckets.
+  std::vector<std::vector<double>> best(K + 1, std::vector<double>(n + 1, kInf));
+  std::vector<std::vector<size_t>> from(K + 1, std::vector<size_t>(n + 1, 0));
+  best[0][0] = 0;
+  for (size_t k = 1; k <= K; ++k)
+    for (size_t j = k; j <= n; ++j) {
+      double ready = 0;
+      for (size_t i = j; i-- > k - 1;) {
+        ready = std::max(ready, at(i).ready);
+        if (best[k - 1][i] == kInf || cost[i][j] == kInf) continue;
+        const double finish = std::max(best[k - 1][i], ready) + cost[i][j];
+        if (finish < best[k][j]) {
+          best[k][j] = finish;
+          from[k][j] = i;
+        }
+      }
+    }
+  for (size_t k = 1; k <= K; ++k) {
+    if (best[k][n] == kInf) continue;
+    std::vector<std::pair<size_t, size_t>> ranges;
+    for (size_t j = n, kk = k; kk > 0; --kk) {
+      const size_t i = from[kk][j];
+      ranges.emplace_back(reversed ? n - j : i, reversed ? n - i : j);
+      j = i;
+    }
+    std::sort(ranges.begin(), ranges.end());
+    result[k - 1] = std::move(ranges);
+  }
+  return result;
+}
+
+std::vector<int64_t> SplitIndices(const std::vector<std::pair<size_t, size_t>>& ranges) {
+  std::vector<int64_t> indices;
+  for (size_t b = 0; b + 1 < ranges.size(); ++b) indices.push_back(static_cast<int64_t>(ranges[b].second) - 1);
+  return indices;
+}
+
+std::pair<int, int> MainList(const FusionProblem& problem, Collective op) {
+  const FusionSetting& current = op == Collective::kReduceScatter ? problem.reducescatter : problem.allreduce;
+  const int64_t critical = Estimate(problem, op, current).critical_stage;
+  std::pair<int, int> main{-1, -1};
+  double main_bytes = -1;
+  for (size_t s = 0; s < problem.stages.size(); ++s) {
+    const FusionStage& stage = problem.stages[s];
+    for (size_t l = 0; l < stage.lists.size(); ++l) {
+      const FusionList& list = stage.lists[l];
+      if (list.collective != op || list.fusion_id == 0) continue;
+      // The critical stage's lists first, then the largest anywhere.
+      const double score = list.Bytes() + (stage.stage == critical ? 1e30 : 0);
+      if (score > main_bytes) {
+        main_bytes = score;
+        main = {static_cast<int>(s), static_cast<int>(l)};
+      }
+    }
+  }
+  return main;
+}
+
+}  // namespace shardlab

@@ -1,0 +1,127 @@
+#include "core/util/child_jobs.h"
+
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <stdexcept>
+#include <thread>
+
+namespace shardlab {
+namespace {
+
+struct Running {
+  size_t slot;  // position in the result vector
+  pid_t pid;
+  int fd;
+  std::string data;
+};
+
+void WriteAll(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+[[noreturn]] void RunChild(int fd, size_t index, const std::function<std::string(size_t)>& job) {
+  std::string message;
+  try {
+    message = "O" + job(index);
+  } catch (const std::exception& e) {
+    message = std::string("E") + e.what();
+  } catch (...) {
+    message = "Eunknown error";
+  }
+  WriteAll(fd, message);
+  close(fd);
+  _exit(0);
+}
+
+ChildJobResult Finish(Running& r) {
+  close(r.fd);
+  int status = 0;
+  while (waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  ChildJobResult result;
+  result.status = ChildJobResult::Status::kFailed;
+  if (r.data.empty()) {
+    result.output = WIFSIGNALED(status) ? "the simulation was killed by signal " + std::to_string(WTERMSIG(status))
+                                        : "the simulation ended without a result";
+  } else {
+    result.status = r.data[0] == 'O' ? ChildJobResult::Status::kOk : ChildJobResult::Status::kFailed;
+    result.output = r.data.substr(1);
+  }
+  return result;
+}
+
+}  // namespace
+
+std::vector<ChildJobResult> RunInChildProcesses(const std::vector<size_t>& indices,
+                                                const std::function<std::string(size_t)>& job,
+                                                const ChildJobOptions& options) {
+  std::vector<ChildJobResult> results(indices.size());
+  std::vector<Running> running;
+  size_t next = 0;
+  const int parallel = std::max(1, options.parallel);
+  auto stopped = [&] { return options.stop && options.stop(); };
+  while (next < indices.size() || !running.empty()) {
+    while (next < indices.size() && static_cast<int>(running.size()) < parallel && !stopped()) {
+      int fds[2];
+      if (pipe(fds) != 0) throw std::runtime_error("cannot create a pipe for a child process");
+      const pid_t pid = fork();
+      if (pid < 0) throw std::runtime_error("cannot fork a child process");
+      if (pid == 0) {
+        close(fds[0]);
+        for (const Running& r : running) close(r.fd);
+        RunChild(fds[1], indices[next], job);
+      }
+      close(fds[1]);
+      running.push_back({next, pid, fds[0], {}});
+      ++next;
+    }
+    if (stopped()) {
+      for (Running& r : running) {
+        kill(r.pid, SIGKILL);
+        close(r.fd);
+        waitpid(r.pid, nullptr, 0);
+      }
+      running.clear();
+      break;
+    }
+    std::vector<pollfd> fds;
+    for (const Running& r : running) fds.push_back({r.fd, POLLIN, 0});
+    const int ready = poll(fds.data(), fds.size(), 100);
+    if (ready < 0 && errno != EINTR) throw std::runtime_error("poll failed while waiting for child processes");
+    if (ready <= 0) continue;
+    for (size_t i = running.size(); i-- > 0;) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buffer[65536];
+      const ssize_t n = read(running[i].fd, buffer, sizeof buffer);
+      if (n > 0) {
+        running[i].data.append(buffer, static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      const size_t slot = running[i].slot;
+      results[slot] = Finish(running[i]);
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+      if (options.on_done) options.on_done(slot, results[slot]);
+    }
+  }
+  return results;
+}
+
+int AvailableCores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace shardlab
