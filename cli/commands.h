@@ -71,6 +71,29 @@ struct ValidateArgs {
 };
 int Validate(const ValidateArgs& args);
 
+struct TuneFusionArgs {
+  std::string run_file;
+  std::string op = "allreduce";  // allreduce | allgather | reducescatter
+  std::string mode;              // index | size; "" = index for AllReduce unless the parallel optimizer is on
+  int64_t max_buckets = 32;
+  double time_budget = 0;  // seconds; 0 = none
+  int64_t verify = 6;      // tuned candidates verified with the engine, besides MindSpore's defaults
+  int64_t jobs = 0;        // child processes at once; 0 = every core
+  std::string engine = "simgrid";
+  std::string out_file;   // the tuned run file; "" = none
+  std::string plot_file;  // SVG of step time against bucket count; "" = none
+  bool json = false;
+};
+int TuneFusion(const TuneFusionArgs& args);
+
+struct SweepArgs {
+  std::string sweep_file;
+  std::string out_file;  // .csv or .json; "" = the sweep file's "out", else none
+  std::string engine;    // "" = the sweep file's
+  int64_t jobs = 0;
+};
+int Sweep(const SweepArgs& args);
+
 struct DevicesArgs {
   std::string matrix;      // [2,2,3]
   std::string tensor_map;  // [-1,0]; "" = none

@@ -100,6 +100,35 @@ int main(int argc, char** argv) {
   validate_cmd->add_option("--engine", validate.engine, "analytical (default) or simgrid")
       ->check(CLI::IsMember({"analytical", "simgrid"}));
 
+  cli::TuneFusionArgs tune;
+  auto* tune_cmd = app.add_subcommand(
+      "tune-fusion", "Search all_reduce_fusion_config / comm_fusion by simulation and write the tuned run");
+  tune_cmd->add_option("run", tune.run_file, "run file (JSON)")->required();
+  tune_cmd->add_option("--op", tune.op, "which fusion to tune")
+      ->check(CLI::IsMember({"allreduce", "allgather", "reducescatter"}));
+  tune_cmd->add_option("--mode", tune.mode, "split indices or a size threshold (default: index for allreduce)")
+      ->check(CLI::IsMember({"index", "size"}));
+  tune_cmd->add_option("--max-buckets", tune.max_buckets, "most buckets the search considers")
+      ->check(CLI::Range(2, 4096));
+  tune_cmd->add_option("--time-budget", tune.time_budget, "seconds after which no more verifications start")
+      ->check(CLI::NonNegativeNumber);
+  tune_cmd->add_option("--verify", tune.verify, "tuned candidates verified with the engine")
+      ->check(CLI::Range(0, 1000));
+  tune_cmd->add_option("--jobs", tune.jobs, "simulations at once (default: every core)")->check(CLI::Range(0, 1024));
+  tune_cmd->add_option("--engine", tune.engine, "engine that verifies: simgrid (default) or analytical")
+      ->check(CLI::IsMember({"simgrid", "analytical"}));
+  tune_cmd->add_option("-o,--out", tune.out_file, "write the run file with the winner here");
+  tune_cmd->add_option("--plot", tune.plot_file, "write an SVG of step time against the number of buckets");
+  tune_cmd->add_flag("--json", tune.json, "print JSON instead of text");
+
+  cli::SweepArgs sweep;
+  auto* sweep_cmd = app.add_subcommand("sweep", "Simulate a grid of runs (cluster x model x parallel settings)");
+  sweep_cmd->add_option("sweep", sweep.sweep_file, "sweep file (JSON)")->required();
+  sweep_cmd->add_option("-o,--out", sweep.out_file, "write the table here (.csv or .json)");
+  sweep_cmd->add_option("--engine", sweep.engine, "simgrid or analytical (default: the sweep file's)")
+      ->check(CLI::IsMember({"simgrid", "analytical"}));
+  sweep_cmd->add_option("--jobs", sweep.jobs, "simulations at once (default: every core)")->check(CLI::Range(0, 1024));
+
   cli::DevicesArgs devices;
   auto* devices_cmd =
       app.add_subcommand("devices", "Coordinates and communication groups of a rank in a device matrix");
@@ -128,6 +157,8 @@ int main(int argc, char** argv) {
     if (*devices_cmd) return cli::Devices(devices);
     if (*collective_cmd) return cli::CollectiveCommand(collective);
     if (*validate_cmd) return cli::Validate(validate);
+    if (*tune_cmd) return cli::TuneFusion(tune);
+    if (*sweep_cmd) return cli::Sweep(sweep);
   } catch (const std::exception& e) {
     std::cerr << "shardlab: error: " << e.what() << "\n";
     return kUserError;

@@ -27,7 +27,7 @@ struct StagePrograms {
   std::vector<ScheduleItem> order;
   std::vector<std::vector<PassStep>> forward;   // per chunk
   std::vector<std::vector<PassStep>> backward;  // per chunk
-  std::vector<int> backward_task_chunk;     // chunk of each backward task
+  std::vector<int> backward_task_chunk;         // chunk of each backward task
   // Per group spec: for each local index, (instance, members).
   std::vector<std::vector<std::pair<int64_t, std::vector<int64_t>>>> groups;
   // Lanes: devices that take part in exactly the same blocking collectives

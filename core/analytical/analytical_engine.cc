@@ -14,9 +14,9 @@ namespace {
 struct PassTimes {
   double forward = 0;  // one micro-batch, all chunks
   double backward = 0;
-  double compute = 0;        // compute part of forward + backward
-  double communication = 0;  // collectives inside the passes
-  double exposed = 0;        // the part of them the compute stream waits for
+  double compute = 0;                     // compute part of forward + backward
+  double communication = 0;               // collectives inside the passes
+  double exposed = 0;                     // the part of them the compute stream waits for
   std::vector<double> backward_task_end;  // offset in one backward pass after which each task is done
 };
 
@@ -101,11 +101,16 @@ StepResult RunAnalytical(const Plan& plan, bool with_events) {
         free_at[s] = ready + duration;
         last_end[s] = free_at[s];
         if (with_events)
-          result.events.push_back({s, "compute",
+          result.events.push_back({s,
+                                   "compute",
                                    (item.forward ? "F" : "B") + std::to_string(item.micro_batch) +
                                        (V > 1 ? "." + std::to_string(item.chunk) : ""),
-                                   item.forward ? "forward" : "backward", item.micro_batch, item.chunk, ready,
-                                   duration, {}});
+                                   item.forward ? "forward" : "backward",
+                                   item.micro_batch,
+                                   item.chunk,
+                                   ready,
+                                   duration,
+                                   {}});
         ++next[s];
         --remaining;
         progressed = true;

@@ -281,8 +281,9 @@ class Lowering {
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       const Tensor& t = graph_.tensor(op.inputs[i]);
       if (t.producer < 0 || OnHost(graph_.op(t.producer)) == OnHost(op)) continue;
-      tasks.push_back(HostTransfer(fmt::format("{}/{}", op.name, OnHost(op) != backward ? "device_to_host" : "host_to_device"),
-                                   index, SliceBytes(layouts_[index].inputs[i], t.dtype)));
+      tasks.push_back(
+          HostTransfer(fmt::format("{}/{}", op.name, OnHost(op) != backward ? "device_to_host" : "host_to_device"),
+                       index, SliceBytes(layouts_[index].inputs[i], t.dtype)));
     }
     return tasks;
   }
@@ -453,8 +454,9 @@ class Lowering {
       for (auto [begin, end] : split(weight_bytes, p_.comm_fusion.allgather)) {
         double gathered = 0;
         for (size_t i = begin; i < end; ++i) gathered += weight_bytes[i];
-        stage.step_start.push_back(Collective(stage, fmt::format("optimizer_shard/allgather.{}", stage.step_start.size()),
-                                              -1, shardlab::Collective::kAllGather, group, gathered));
+        stage.step_start.push_back(Collective(stage,
+                                              fmt::format("optimizer_shard/allgather.{}", stage.step_start.size()), -1,
+                                              shardlab::Collective::kAllGather, group, gathered));
       }
     }
     // The communication stream runs the fused collectives in execution

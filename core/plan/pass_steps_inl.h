@@ -6,8 +6,7 @@
 namespace shardlab {
 
 template <typename Scale>
-std::vector<Task> InterleavePass(const std::vector<Task>& tasks, int slices, Scale scale,
-                                 std::vector<int>* index_map) {
+std::vector<Task> InterleavePass(const std::vector<Task>& tasks, int slices, Scale scale, std::vector<int>* index_map) {
   index_map->assign(tasks.size(), 0);
   // Segments: a run of compute tasks and the collectives after it.
   std::vector<std::pair<size_t, size_t>> segments;

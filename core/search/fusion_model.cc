@@ -91,6 +91,7 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const Graph& graph, const s
     for (const Task& t : stage.optimizer) fs.optimizer += t.seconds;
     double backward = 0;
     const std::vector<double> task_end = BackwardTaskEnds(stage, &backward);
+    fs.backward_start = fs.passes_end - backward / chunks;
     std::map<int, std::vector<std::pair<size_t, FusionGradient>>> by_list;
     std::map<int, const GradientBucket*> first_of_list;
     for (const GradientBucket& bucket : stage.buckets) {
@@ -103,8 +104,7 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const Graph& graph, const s
       first_of_list.emplace(bucket.list, &bucket);
     }
     for (auto& [index, gradients] : by_list) {
-      std::sort(gradients.begin(), gradients.end(),
-                [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::sort(gradients.begin(), gradients.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       const GradientBucket& first = *first_of_list[index];
       FusionList list;
       list.collective = first.collective;
@@ -140,8 +140,8 @@ FusionEstimate Estimate(const FusionProblem& problem, Collective op, const Fusio
             list.collective == op
                 ? setting
                 : (list.collective == Collective::kReduceScatter ? problem.reducescatter : problem.allreduce);
-        ranges = SplitIntoBuckets(BytesOf(list), own, problem.openstate, problem.data_parallel,
-                                  problem.parallel_optimizer);
+        ranges =
+            SplitIntoBuckets(BytesOf(list), own, problem.openstate, problem.data_parallel, problem.parallel_optimizer);
       }
       for (auto [begin, end] : ranges) buckets.push_back(MakeBucket(list, static_cast<int>(l), begin, end));
     }

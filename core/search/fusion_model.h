@@ -29,7 +29,7 @@ struct FusionGradient {
 // Gradients fused together: one group, one collective, one fusion id.
 struct FusionList {
   Collective collective = Collective::kAllReduce;
-  int64_t fusion_id = 1;  // 0: never fused
+  int64_t fusion_id = 1;                  // 0: never fused
   std::vector<FusionGradient> gradients;  // fusion order
   std::function<double(double)> seconds;  // one bucket of these bytes
   double Bytes() const;
@@ -37,8 +37,9 @@ struct FusionList {
 
 struct FusionStage {
   int64_t stage = 0;
-  double passes_end = 0;  // the last backward pass ends here
-  double optimizer = 0;   // after the last bucket
+  double backward_start = 0;  // the last backward pass starts here
+  double passes_end = 0;      // and ends here
+  double optimizer = 0;       // after the last bucket
   std::vector<FusionList> lists;
 };
 
@@ -61,8 +62,8 @@ struct FusionBucket {
 struct FusionEstimate {
   double step_seconds = 0;
   int64_t critical_stage = 0;
-  double tail_seconds = 0;  // stream time past the last backward pass, on the critical stage
-  size_t collectives = 0;   // buckets on the critical stage
+  double tail_seconds = 0;            // stream time past the last backward pass, on the critical stage
+  size_t collectives = 0;             // buckets on the critical stage
   std::vector<FusionBucket> buckets;  // of the critical stage
 };
 

@@ -1,14 +1,14 @@
 #include "core/util/child_jobs.h"
 
+#include <cerrno>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <stdexcept>
 #include <thread>
+#include <unistd.h>
+
+#include <sys/wait.h>
 
 namespace shardlab {
 namespace {
@@ -71,8 +71,9 @@ std::vector<ChildJobResult> RunInChildProcesses(const std::vector<size_t>& indic
   size_t next = 0;
   const int parallel = std::max(1, options.parallel);
   auto stopped = [&] { return options.stop && options.stop(); };
-  while (next < indices.size() || !running.empty()) {
-    while (next < indices.size() && static_cast<int>(running.size()) < parallel && !stopped()) {
+  auto launching = [&] { return !options.may_launch || options.may_launch(); };
+  while ((next < indices.size() && launching()) || !running.empty()) {
+    while (next < indices.size() && static_cast<int>(running.size()) < parallel && !stopped() && launching()) {
       int fds[2];
       if (pipe(fds) != 0) throw std::runtime_error("cannot create a pipe for a child process");
       const pid_t pid = fork();

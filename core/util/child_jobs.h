@@ -24,6 +24,9 @@ struct ChildJobOptions {
   // Polled while jobs run; once true, running children are killed and the
   // jobs not finished stay kNotRun.
   std::function<bool()> stop;
+  // Polled before each launch; once false, no more jobs start (a time
+  // budget) and the running ones finish.
+  std::function<bool()> may_launch;
 };
 
 // Runs job(i) for every i in `indices`; the result of indices[k] is at [k].

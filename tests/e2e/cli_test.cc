@@ -10,46 +10,16 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
+
+#include "tests/e2e/cli_runner.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-struct CliResult {
-  int rc = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-fs::path ScratchDir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("shardlab-e2e-" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-// Runs shardlab from the repository root with `args` (already shell-quoted).
-CliResult Run(const std::string& args) {
-  const fs::path out = ScratchDir() / "stdout", err = ScratchDir() / "stderr";
-  const std::string cmd = std::string("cd '") + SHARDLAB_SOURCE_DIR + "' && '" + SHARDLAB_BINARY + "' " + args +
-                          " > '" + out.string() + "' 2> '" + err.string() + "'";
-  const int status = std::system(cmd.c_str());
-  CliResult r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = Slurp(out);
-  r.err = Slurp(err);
-  return r;
-}
+using shardlab::testing::CliResult;
+using shardlab::testing::Run;
+using shardlab::testing::ScratchDir;
+using shardlab::testing::Slurp;
 
 int Lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
 

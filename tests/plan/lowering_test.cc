@@ -42,10 +42,12 @@ TEST_CASE("by default everything is one bucket; openstate false fuses nothing") 
 TEST_CASE("size mode follows MindSpore's two thresholds") {
   // data_parallel: MB x 262144 bytes; 1 MB -> 262144 bytes, gradients of 100000 bytes: two per bucket.
   const std::vector<double> bytes(5, 100000.0);
-  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kSize, 1), true, true, false) == Ranges{{0, 2}, {2, 4}, {4, 5}});
+  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kSize, 1), true, true, false) ==
+        Ranges{{0, 2}, {2, 4}, {4, 5}});
   // semi/auto: a budget of MB x 2^20 bytes; the gradient that overflows opens a new id without being charged.
   const std::vector<double> big = {600000, 600000, 600000, 600000};
-  CHECK(SplitIntoBuckets(big, Fusion(FusionSetting::Mode::kSize, 1), true, false, false) == Ranges{{0, 1}, {1, 3}, {3, 4}});
+  CHECK(SplitIntoBuckets(big, Fusion(FusionSetting::Mode::kSize, 1), true, false, false) ==
+        Ranges{{0, 1}, {1, 3}, {3, 4}});
   // auto = 64 MB puts a small model into one bucket.
   CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kAuto, 64), true, false, false) == Ranges{{0, 5}});
 }

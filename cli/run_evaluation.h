@@ -1,0 +1,43 @@
+// Simulating many variants of a run for the commands that compare them
+// (tune-fusion, sweep): one variant per child process (SimGrid allows one
+// engine per process), several at once on the local cores, and under
+// `mpirun` each rank taking its share with the root gathering the results.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config/run_config.h"
+#include "core/util/child_jobs.h"
+#include "exec/mpi_world.h"
+
+namespace shardlab::cli {
+
+class Progress;
+
+// Simulates `run` with `engine` (simgrid or analytical): the step result's
+// JSON plus "gradient_collectives", the fused gradient collectives of the
+// slowest stage. Creates a SimGrid engine: call it in a child process.
+nlohmann::json EvaluateRun(const RunSpec& run, const std::string& engine);
+
+struct EvaluationOptions {
+  int jobs = 1;              // child processes at once on this machine
+  double time_budget = 0;    // seconds from `start` after which nothing new starts; 0 = none
+  double start_seconds = 0;  // steady-clock seconds when the command began
+  Progress* progress = nullptr;
+  std::function<std::string(size_t)> name;  // an item's name for the progress lines
+  // The best result so far, for the progress lines.
+  std::function<std::string(const std::vector<ChildJobResult>&)> best;
+};
+
+// Runs evaluate(i) for every i < count, spread over the world's ranks and
+// this machine's cores. Returns every result on the root, {} on other ranks.
+std::vector<ChildJobResult> EvaluateEverywhere(size_t count, const std::function<std::string(size_t)>& evaluate,
+                                               const EvaluationOptions& options, exec::MpiWorld& world);
+
+double SteadySeconds();
+
+}  // namespace shardlab::cli

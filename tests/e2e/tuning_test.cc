@@ -1,0 +1,135 @@
+// End-to-end runs of `shardlab tune-fusion` and `shardlab sweep`: the tuned
+// run file loads and simulates to the reported time, only the tuned keys
+// change, bad requests fail with one line, and the MPI path (mpirun with
+// several ranks on this machine) gives the same answer as one process.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tests/e2e/cli_runner.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using shardlab::testing::CliResult;
+using shardlab::testing::OnPath;
+using shardlab::testing::Run;
+using shardlab::testing::ScratchDir;
+using shardlab::testing::Slurp;
+
+// mpirun on this machine: as root too, more ranks than cores, shared memory only.
+const std::string kMpirun =
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none "
+    "mpirun --oversubscribe -np 3";
+
+nlohmann::json Json(const std::string& text) { return nlohmann::json::parse(text); }
+
+nlohmann::json WithoutFusionKeys(nlohmann::json run) {
+  run["parallel"].erase("all_reduce_fusion_config");
+  run["parallel"].erase("comm_fusion");
+  run.erase("cluster");
+  run.erase("model");
+  return run;
+}
+
+TEST_CASE("tune-fusion writes a run that differs only in the tuned keys and simulates to the reported time") {
+  const fs::path out = ScratchDir() / "tuned" / "bert-tuned.json";
+  fs::create_directories(out.parent_path());
+  const fs::path plot = ScratchDir() / "bert.svg";
+  CliResult r =
+      Run("tune-fusion configs/runs/bert-large-ascend-512.json --engine analytical --max-buckets 12 --json "
+          "--out '" +
+          out.string() + "' --plot '" + plot.string() + "'");
+  REQUIRE(r.rc == 0);
+  const nlohmann::json report = Json(r.out);
+  const double reported = report.at("winner_step_seconds").get<double>();
+  CHECK(reported < report.at("default_step_seconds").get<double>());
+  CHECK(report.at("mode") == "index");
+  // The tuned file: the same run apart from the fusion keys (and paths rebased to its folder).
+  const nlohmann::json input = Json(Slurp(fs::path(SHARDLAB_SOURCE_DIR) / "configs/runs/bert-large-ascend-512.json"));
+  const nlohmann::json tuned = Json(Slurp(out));
+  CHECK(WithoutFusionKeys(tuned) == WithoutFusionKeys(input));
+  CHECK(fs::exists(out.parent_path() / tuned.at("cluster").get<std::string>()));
+  r = Run("simulate '" + out.string() + "' --engine analytical --json");
+  REQUIRE(r.rc == 0);
+  CHECK(Json(r.out).at("result").at("step_seconds").get<double>() == Approx(reported).epsilon(1e-9));
+  CHECK(Slurp(plot).rfind("<svg", 0) == 0);
+}
+
+TEST_CASE("tune-fusion verifies with SimGrid in child processes and prints the winner") {
+  CliResult r = Run("tune-fusion configs/runs/bert-large-a100-8.json --verify 3 --jobs 2");
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("simgrid") && Catch::Contains("winner:") &&
+                        Catch::Contains("one bucket (default)") && Catch::Contains("bucket stream"));
+  CHECK_THAT(r.err, Catch::Contains("verifying with simgrid"));
+}
+
+TEST_CASE("tune-fusion rejects what MindSpore would ignore, with one line") {
+  // The parallel optimizer makes MindSpore ignore split indices.
+  CliResult r = Run("tune-fusion configs/runs/gpt3-175b-ascend-4096.json --mode index");
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, Catch::Contains("ignores all_reduce_fusion_config"));
+  r = Run("tune-fusion configs/runs/bert-large-a100-8.json --op reducescatter");
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, Catch::Contains("enable_parallel_optimizer"));
+  r = Run("tune-fusion configs/runs/bert-large-a100-8.json --op allgather --mode index");
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, Catch::Contains("AllReduce only"));
+}
+
+TEST_CASE("tune-fusion under mpirun shares the candidates and agrees with one process") {
+  if (!OnPath("mpirun")) {
+    WARN("mpirun not found: the MPI path is not exercised");
+    return;
+  }
+  const std::string args = "tune-fusion configs/runs/bert-large-a100-8.json --engine analytical --json --jobs 1";
+  const CliResult single = Run(args);
+  const CliResult mpi = Run(args, kMpirun);
+  REQUIRE(single.rc == 0);
+  INFO(mpi.err);
+  REQUIRE(mpi.rc == 0);
+  const nlohmann::json a = Json(single.out), b = Json(mpi.out);  // only the root prints
+  CHECK(a.at("winner") == b.at("winner"));
+  CHECK(a.at("winner_step_seconds") == b.at("winner_step_seconds"));
+  size_t verified = 0;
+  for (const auto& c : b.at("candidates")) verified += c.contains("verified");
+  CHECK(verified >= 4);  // the defaults at least
+}
+
+TEST_CASE("sweep runs a grid and writes one row per point, failures as errors") {
+  const fs::path csv = ScratchDir() / "pangu.csv";
+  CliResult r = Run("sweep configs/sweeps/pangu-13b-pipeline.json --out '" + csv.string() + "'");
+  REQUIRE(r.rc == 0);
+  const std::string table = Slurp(csv);
+  CHECK(std::count(table.begin(), table.end(), '\n') == 1 + 4 * 2 * 2);
+  CHECK_THAT(table, Catch::StartsWith("parallel.micro_batch_interleaved,parallel.micro_batch_num,"
+                                      "parallel.pipeline_stages,step_seconds"));
+  // 8 stages with 4 micro-batches is not a valid run: its row says why.
+  CHECK_THAT(table, Catch::Contains("micro_batch_num 4 must be at least pipeline_stages 8"));
+  const fs::path json = ScratchDir() / "bert.json";
+  r = Run("sweep configs/sweeps/bert-large-clusters.json --out '" + json.string() + "'",
+          OnPath("mpirun") ? kMpirun : "");
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const nlohmann::json rows = Json(Slurp(json));
+  REQUIRE(rows.size() == 3 * 2 * 3);
+  for (const auto& row : rows) {
+    CHECK_FALSE(row.contains("error"));
+    CHECK(row.at("step_seconds").get<double>() > 0);
+  }
+}
+
+TEST_CASE("a sweep file with a bad grid fails with its JSON path") {
+  const fs::path bad = ScratchDir() / "bad-sweep.json";
+  std::ofstream(bad)
+      << R"({"run": ")" << SHARDLAB_SOURCE_DIR
+      << R"(/configs/runs/seed-ffn-ascend-8.json", "grid": {"parallel.device_num": []}, "engine": "analytical"})";
+  const CliResult r = Run("sweep '" + bad.string() + "'");
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, Catch::Contains("/grid/parallel.device_num") && Catch::Contains("non-empty list"));
+}
+
+}  // namespace
