@@ -20,4 +20,12 @@ measure "AllReduce 1 GiB over 4096 Ascend 910 (hierarchical)" collective --op al
   --cluster configs/clusters/ascend910-atlas900.json
 measure "AllReduce 1 GiB over 4096 Ascend 910 (flat ring)" collective --op allreduce --bytes 1GiB --ranks 4096 \
   --cluster configs/clusters/ascend910-atlas900.json --algo ring
+measure "GPT-3 175B, 4096 Ascend 910, MicroBatchInterleaved 2, simgrid" simulate \
+  configs/runs/gpt3-175b-ascend-4096-interleaved.json --engine simgrid
+measure "tune-fusion ResNet-50, 4096 Ascend 910 (SimGrid verification)" tune-fusion \
+  configs/runs/resnet50-ascend-4096.json
+measure "tune-fusion BERT-large, 512 Ascend 910 (SimGrid verification)" tune-fusion \
+  configs/runs/bert-large-ascend-512.json
+measure "tune-fusion GPT-3 175B, 4096 Ascend 910, --op reducescatter" tune-fusion \
+  configs/runs/gpt3-175b-ascend-4096.json --op reducescatter
 rm -f /tmp/shardlab-bench.$$

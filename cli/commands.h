@@ -76,9 +76,10 @@ struct TuneFusionArgs {
   std::string op = "allreduce";  // allreduce | allgather | reducescatter
   std::string mode;              // index | size; "" = index for AllReduce unless the parallel optimizer is on
   int64_t max_buckets = 32;
-  double time_budget = 0;  // seconds; 0 = none
-  int64_t verify = 6;      // tuned candidates verified with the engine, besides MindSpore's defaults
-  int64_t jobs = 0;        // child processes at once; 0 = every core
+  double time_budget = 0;      // seconds; 0 = none
+  int64_t verify = 6;          // tuned candidates verified with the engine, besides MindSpore's defaults
+  double verify_margin = 0.1;  // verify only candidates within this fraction of the fast model's best
+  int64_t jobs = 0;            // child processes at once; 0 = every core
   std::string engine = "simgrid";
   std::string out_file;   // the tuned run file; "" = none
   std::string plot_file;  // SVG of step time against bucket count; "" = none

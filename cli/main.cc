@@ -114,6 +114,10 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   tune_cmd->add_option("--verify", tune.verify, "tuned candidates verified with the engine")
       ->check(CLI::Range(0, 1000));
+  tune_cmd
+      ->add_option("--verify-margin", tune.verify_margin,
+                   "verify only candidates within this fraction of the fast model's best (default 0.1)")
+      ->check(CLI::NonNegativeNumber);
   tune_cmd->add_option("--jobs", tune.jobs, "simulations at once (default: every core)")->check(CLI::Range(0, 1024));
   tune_cmd->add_option("--engine", tune.engine, "engine that verifies: simgrid (default) or analytical")
       ->check(CLI::IsMember({"simgrid", "analytical"}));

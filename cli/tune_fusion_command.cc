@@ -167,10 +167,20 @@ std::string TimelineChart(const FusionProblem& problem, const FusionEstimate& es
   return out;
 }
 
+// Fails before any work when an output's folder does not exist.
+void CheckOutputFolder(const std::string& path) {
+  if (path.empty()) return;
+  const std::filesystem::path folder = std::filesystem::absolute(path).parent_path();
+  if (!std::filesystem::is_directory(folder))
+    throw std::runtime_error("cannot write " + path + ": folder " + folder.string() + " does not exist");
+}
+
 }  // namespace
 
 int TuneFusion(const TuneFusionArgs& args) {
   const double start = SteadySeconds();
+  CheckOutputFolder(args.out_file);
+  CheckOutputFolder(args.plot_file);
   exec::MpiWorld world;
   const RunSpec run = LoadRunFile(args.run_file);
   const Collective op = ParseCollective(args.op);
@@ -294,14 +304,21 @@ int TuneFusion(const TuneFusionArgs& args) {
                    [&](size_t a, size_t b) { return candidates[a].fast_seconds < candidates[b].fast_seconds; });
   // Only candidates that beat every candidate with fewer buckets are worth a
   // simulation (more buckets pay more latencies and contend more).
+  // MindSpore's default (the reference) and the user's setting are always
+  // verified; other candidates only within the margin of the fast model's best.
+  double best_fast = candidates[0].fast_seconds;
+  for (const Candidate& c : candidates) best_fast = std::min(best_fast, c.fast_seconds);
+  auto within_margin = [&](const Candidate& c) { return c.fast_seconds <= best_fast * (1 + args.verify_margin); };
   std::vector<size_t> to_verify;
-  for (size_t i = 0; i < baselines; ++i) to_verify.push_back(i);
+  for (size_t i = 0; i < baselines; ++i)
+    if (candidates[i].kind == "default" || candidates[i].kind == "current" || within_margin(candidates[i]))
+      to_verify.push_back(i);
   for (size_t i = 0, taken = 0; i < order.size() && taken < static_cast<size_t>(args.verify); ++i) {
     const Candidate& c = candidates[order[i]];
     bool dominated = false;
     for (const Candidate& other : candidates)
-      dominated = dominated || (other.buckets < c.buckets && other.fast_seconds <= c.fast_seconds * (1 + 1e-9));
-    if (dominated) continue;
+      dominated = dominated || (other.buckets < c.buckets && other.fast_seconds <= c.fast_seconds * (1 + 1e-6));
+    if (dominated || !within_margin(c)) continue;
     to_verify.push_back(order[i]);
     ++taken;
   }
@@ -449,6 +466,11 @@ int TuneFusion(const TuneFusionArgs& args) {
     if (c.verification.status == ChildJobResult::Status::kFailed)
       std::cout << "      error: " << c.verification.output << "\n";
   }
+  if (std::any_of(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(baselines),
+                  [](const Candidate& c) { return c.verification.status == ChildJobResult::Status::kNotRun; }))
+    std::cout << fmt::format(
+        "  (\"-\": not verified, more than {:.0f}% behind the fast model's best; --verify-margin)\n",
+        100 * args.verify_margin);
   std::cout << fmt::format("\nwinner: {} ({:.5g} s, {:+.2f}% against one bucket)\n", Describe(best.setting),
                            winner_seconds, 100 * (winner_seconds - default_seconds) / default_seconds);
   if (op == Collective::kAllReduce && best.setting.mode == FusionSetting::Mode::kIndex)

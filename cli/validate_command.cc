@@ -6,11 +6,9 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
-#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
 
 #include "cli/commands.h"
 #include "core/analytical/analytical_engine.h"
@@ -18,6 +16,7 @@
 #include "core/ops/graph_layouts.h"
 #include "core/plan/lowering.h"
 #include "core/report/run_summary.h"
+#include "core/util/child_jobs.h"
 #include "core/util/json_reader.h"
 #include "sim/step_engine.h"
 
@@ -93,35 +92,10 @@ Case RunCase(const std::string& file, const std::string& engine, bool predict) {
 
 // SimGrid allows one engine per process: each case runs in a child process.
 double PredictInChild(const std::string& file, const std::string& engine) {
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error("cannot create a pipe");
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("cannot fork");
-  if (pid == 0) {
-    close(fds[0]);
-    double value = std::nan("");
-    std::string error;
-    try {
-      value = RunCase(file, engine, true).predicted;
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    const std::string message = std::isnan(value) ? "E" + error : fmt::format("{:.17g}", value);
-    [[maybe_unused]] auto written = write(fds[1], message.data(), message.size());
-    close(fds[1]);
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string message;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buffer, sizeof buffer)) > 0) message.append(buffer, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (message.empty()) throw std::runtime_error(file + ": the simulation ended without a result");
-  if (message[0] == 'E') throw std::runtime_error(message.substr(1));
-  return std::stod(message);
+  const auto results = RunInChildProcesses(
+      {0}, [&](size_t) { return fmt::format("{:.17g}", RunCase(file, engine, true).predicted); }, ChildJobOptions{});
+  if (results[0].status != ChildJobResult::Status::kOk) throw std::runtime_error(results[0].output);
+  return std::stod(results[0].output);
 }
 
 }  // namespace

@@ -84,6 +84,16 @@ class Lowering {
   // are paid once per slice.
   void Interleave(StageProgram& stage) {
     const int k = static_cast<int>(p_.micro_batch_interleaved);
+    // Each slice takes 1/k of every device's share of the batch.
+    for (size_t t = 0; t < graph_.tensors().size(); ++t) {
+      if (graph_.tensor(static_cast<int>(t)).kind != TensorKind::kInput) continue;
+      const Shape slice = DatasetLayout(static_cast<int>(t)).SliceShape();
+      if (!slice.empty() && slice[0] % k != 0)
+        throw LayoutError(
+            fmt::format("micro_batch_interleaved {} cannot split the {} samples of dataset input "
+                        "\"{}\" on each device",
+                        k, slice[0], graph_.tensor(static_cast<int>(t)).name));
+    }
     const double kk = static_cast<double>(k);
     auto scale = [&](const Task& t) {
       if (IsHostTransfer(t)) return HostTransfer(t.name, t.op, t.bytes / kk);
