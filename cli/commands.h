@@ -87,6 +87,16 @@ struct TuneFusionArgs {
 };
 int TuneFusion(const TuneFusionArgs& args);
 
+struct SearchArgs {
+  std::string run_file;
+  std::string mode;  // dynamic_programming | recursive_programming | sharding_propagation | semi_auto; "" = the run's
+  std::string cost_model;  // mindspore | time; "" = mindspore
+  std::string out_file;    // strategy checkpoint; "" = the run's strategy_ckpt_save_file
+  bool all = false;        // list every operator
+  bool json = false;
+};
+int Search(const SearchArgs& args);
+
 struct SweepArgs {
   std::string sweep_file;
   std::string out_file;  // .csv or .json; "" = the sweep file's "out", else none

@@ -125,6 +125,17 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--plot", tune.plot_file, "write an SVG of step time against the number of buckets");
   tune_cmd->add_flag("--json", tune.json, "print JSON instead of text");
 
+  cli::SearchArgs search;
+  auto* search_cmd = app.add_subcommand("search", "Search operator strategies (MindSpore's auto_parallel modes)");
+  search_cmd->add_option("run", search.run_file, "run file (JSON)")->required();
+  search_cmd->add_option("--mode", search.mode, "search mode (default: the run's search_mode in auto_parallel)")
+      ->check(CLI::IsMember({"dynamic_programming", "recursive_programming", "sharding_propagation", "semi_auto"}));
+  search_cmd->add_option("--cost-model", search.cost_model, "mindspore (default) or time")
+      ->check(CLI::IsMember({"mindspore", "time"}));
+  search_cmd->add_option("-o,--out", search.out_file, "write the strategies as a strategy checkpoint (JSON)");
+  search_cmd->add_flag("--all", search.all, "list every operator");
+  search_cmd->add_flag("--json", search.json, "print JSON instead of text");
+
   cli::SweepArgs sweep;
   auto* sweep_cmd = app.add_subcommand("sweep", "Simulate a grid of runs (cluster x model x parallel settings)");
   sweep_cmd->add_option("sweep", sweep.sweep_file, "sweep file (JSON)")->required();
@@ -163,6 +174,7 @@ int main(int argc, char** argv) {
     if (*validate_cmd) return cli::Validate(validate);
     if (*tune_cmd) return cli::TuneFusion(tune);
     if (*sweep_cmd) return cli::Sweep(sweep);
+    if (*search_cmd) return cli::Search(search);
   } catch (const std::exception& e) {
     std::cerr << "shardlab: error: " << e.what() << "\n";
     return kUserError;

@@ -133,3 +133,48 @@ TEST_CASE("a sweep file with a bad grid fails with its JSON path") {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("search writes a strategy checkpoint that a run can load back") {
+  const fs::path ckpt = ScratchDir() / "bert-dp.ckpt.json";
+  CliResult r =
+      Run("search configs/runs/bert-large-a100-8.json --mode dynamic_programming --json --out '" + ckpt.string() + "'");
+  REQUIRE(r.rc == 0);
+  const nlohmann::json searched = Json(r.out);
+  const nlohmann::json checkpoint = Json(Slurp(ckpt));
+  CHECK(checkpoint.at("operators").size() == searched.at("operators").size());
+  CHECK(checkpoint.at("parameters").contains("embedding/word.table"));
+  // The same run in semi_auto with the checkpoint loaded reproduces the searched strategies.
+  nlohmann::json run = Json(Slurp(fs::path(SHARDLAB_SOURCE_DIR) / "configs/runs/bert-large-a100-8.json"));
+  run["cluster"] = std::string(SHARDLAB_SOURCE_DIR) + "/configs/clusters/dgx-a100-hdr.json";
+  run["model"] = std::string(SHARDLAB_SOURCE_DIR) + "/configs/models/bert-large.json";
+  run["parallel"]["parallel_mode"] = "semi_auto_parallel";
+  run["parallel"]["strategy_ckpt_load_file"] = ckpt.string();
+  const fs::path loaded = ScratchDir() / "bert-loaded.json";
+  std::ofstream(loaded) << run.dump();
+  r = Run("search '" + loaded.string() + "' --json");
+  REQUIRE(r.rc == 0);
+  const nlohmann::json again = Json(r.out);
+  CHECK(again.at("mode") == "semi_auto");
+  // Reshapes follow their input under semi_auto rules instead of the searched split.
+  CHECK(again.at("step_seconds").get<double>() ==
+        Approx(searched.at("step_seconds").get<double>()).epsilon(0.01));
+  for (size_t i = 0; i < again.at("operators").size(); ++i)
+    if (again["operators"][i]["type"] != "Reshape" && again["operators"][i]["type"] != "Flatten")
+      CHECK(again["operators"][i]["strategy"] == searched["operators"][i]["strategy"]);
+}
+
+TEST_CASE("sharding_propagation without a configured operator says what it needs") {
+  const CliResult r = Run("search configs/runs/bert-large-a100-8.json --mode sharding_propagation");
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, Catch::Contains("needs at least one operator with a configured `shard` strategy"));
+}
+
+TEST_CASE("sharding_propagation fills the unconfigured operators of a Megatron-style run") {
+  const CliResult r = Run("search configs/runs/seed-ffn-ascend-8.json --mode sharding_propagation --json");
+  REQUIRE(r.rc == 0);
+  CHECK(Json(r.out).at("configured_operators").get<int>() > 0);
+}
+
+}  // namespace

@@ -1,0 +1,176 @@
+#include "core/search/recursive_search.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace shardlab {
+namespace {
+
+std::vector<TensorType> Types(const Graph& graph, const std::vector<int>& tensors) {
+  std::vector<TensorType> types;
+  for (int t : tensors) types.push_back({graph.tensor(t).shape, graph.tensor(t).dtype});
+  return types;
+}
+
+std::string AttrText(const AttrValue& v) {
+  return std::visit(
+      [](const auto& x) -> std::string {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+          return fmt::format("[{}]", fmt::join(x, ","));
+        else
+          return fmt::format("{}", x);
+      },
+      v);
+}
+
+// Operators of the same type, shapes and attributes share their strategy lists.
+std::string Signature(const Graph& graph, const Operator& op) {
+  std::string key = op.type;
+  for (int t : op.inputs)
+    key += fmt::format("|{}{}", fmt::join(graph.tensor(t).shape, "x"), graph.tensor(t).is_parameter() ? "p" : "");
+  for (int t : op.outputs) key += fmt::format(">{}", fmt::join(graph.tensor(t).shape, "x"));
+  for (const auto& [name, value] : op.attrs) key += ";" + name + "=" + AttrText(value);
+  return key;
+}
+
+// `next` splits every dimension at least as much as `current`.
+bool Refines(const Strategy& next, const Strategy& current) {
+  if (next.size() != current.size()) return false;
+  for (size_t i = 0; i < next.size(); ++i) {
+    if (next[i].size() != current[i].size()) return false;
+    for (size_t d = 0; d < next[i].size(); ++d)
+      if (next[i][d] < current[i][d] || next[i][d] % current[i][d] != 0) return false;
+  }
+  return true;
+}
+
+// Split counts of a layout's tensor, per dimension.
+std::vector<int64_t> Splits(const TensorLayout& layout) {
+  std::vector<int64_t> split;
+  const Shape slice = layout.SliceShape();
+  for (size_t d = 0; d < slice.size(); ++d) split.push_back(layout.tensor_shape()[d] / slice[d]);
+  return split;
+}
+
+double Bytes(const TensorLayout& layout, DType dtype) {
+  return static_cast<double>(ElementCount(layout.SliceShape()) * DTypeBytes(dtype));
+}
+
+}  // namespace
+
+std::vector<OpLayout> RecursiveProgrammingSearch(const Graph& graph, const SearchOptions& options) {
+  const int64_t devices = options.stage_devices;
+  int levels = 0;
+  while ((int64_t{2} << levels) <= devices) ++levels;
+  const size_t n = graph.operators().size();
+  std::vector<Strategy> current(n);
+  std::vector<OpLayout> layouts(n);
+  std::vector<std::vector<int>> weights(n);
+  std::vector<std::vector<TensorType>> inputs(n), outputs(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Operator& op = graph.op(static_cast<int>(i));
+    inputs[i] = Types(graph, op.inputs);
+    outputs[i] = Types(graph, op.outputs);
+    for (size_t k = 0; k < op.inputs.size(); ++k)
+      if (graph.tensor(op.inputs[k]).is_parameter()) weights[i].push_back(static_cast<int>(k));
+    // Unsplit, in the family's strategy shape (some families' tuples are not their inputs' ranks).
+    current[i] = DataParallelStrategy(op, inputs[i], outputs[i], devices, weights[i]);
+    for (auto& tuple : current[i]) std::fill(tuple.begin(), tuple.end(), 1);
+    layouts[i] = InferOpLayout(op, inputs[i], outputs[i], current[i], devices, weights[i]);
+  }
+  // Heaviest first: forward FLOPs of the whole operator.
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<double> weight(n);
+  for (size_t i = 0; i < n; ++i) weight[i] = ComputeOpWork(graph, graph.op(static_cast<int>(i))).forward_flops;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return weight[a] > weight[b]; });
+
+  std::map<std::string, std::vector<Strategy>> enumerated;  // signature and device count -> strategies
+  const double gamma = options.cost.gamma;
+  for (int level = 1; level <= levels; ++level) {
+    const int64_t level_devices = int64_t{1} << level;
+    std::vector<bool> decided(n, false);
+    for (size_t i : order) {
+      const Operator& op = graph.op(static_cast<int>(i));
+      if (op.strategy) {  // configured: applied whole at the first level
+        if (level == 1) layouts[i] = InferOpLayout(op, inputs[i], outputs[i], *op.strategy, devices, weights[i]);
+        current[i] = *op.strategy;
+        decided[i] = true;
+        continue;
+      }
+      const std::string key = Signature(graph, op) + "@" + std::to_string(level_devices);
+      auto it = enumerated.find(key);
+      if (it == enumerated.end())
+        it = enumerated.emplace(key, EnumerateStrategies(op, inputs[i], outputs[i], level_devices, true)).first;
+      double best_cost = 0;
+      bool found = false;
+      Strategy best;
+      OpLayout best_layout;
+      const int64_t used = devices / layouts[i].repeat;
+      for (const Strategy& s : it->second) {
+        if (!Refines(s, current[i])) continue;
+        OpLayout layout;
+        try {
+          layout = InferOpLayout(op, inputs[i], outputs[i], s, devices, weights[i]);
+        } catch (const LayoutError&) {
+          continue;
+        }
+        if (devices / layout.repeat != 2 * used) continue;  // one halving: twice the devices in use
+        // A parameter shared with an operator decided at this halving keeps that operator's layout.
+        bool consistent = true;
+        for (size_t k = 0; k < op.inputs.size() && consistent; ++k) {
+          if (!graph.tensor(op.inputs[k]).is_parameter()) continue;
+          for (int other : graph.Consumers(op.inputs[k])) {
+            if (other == static_cast<int>(i) || !decided[other]) continue;
+            const Operator& o = graph.op(other);
+            const size_t at = std::find(o.inputs.begin(), o.inputs.end(), op.inputs[k]) - o.inputs.begin();
+            consistent = consistent && layouts[other].inputs[at].Normalized() == layout.inputs[k].Normalized();
+          }
+        }
+        if (!consistent) continue;
+        // The cut's own communication.
+        double cost = 0;
+        for (const OpComm& c : layout.forward_comm) cost += c.bytes;
+        for (const OpComm& c : layout.backward_comm) cost += c.bytes;
+        for (const OpComm& c : layout.mirror_comm) cost += gamma * c.bytes;
+        // Penalty against decided neighbours that lay the shared tensor out differently.
+        for (size_t k = 0; k < op.inputs.size(); ++k) {
+          const Tensor& t = graph.tensor(op.inputs[k]);
+          if (t.producer < 0 || !decided[t.producer]) continue;
+          const Operator& producer = graph.op(t.producer);
+          const size_t out =
+              std::find(producer.outputs.begin(), producer.outputs.end(), op.inputs[k]) - producer.outputs.begin();
+          if (Splits(layouts[t.producer].outputs[out]) != Splits(layout.inputs[k]))
+            cost += Bytes(layout.inputs[k], t.dtype);
+        }
+        for (size_t o = 0; o < op.outputs.size(); ++o)
+          for (int consumer : graph.Consumers(op.outputs[o])) {
+            if (!decided[consumer]) continue;
+            const Operator& c = graph.op(consumer);
+            const size_t in = std::find(c.inputs.begin(), c.inputs.end(), op.outputs[o]) - c.inputs.begin();
+            if (Splits(layouts[consumer].inputs[in]) != Splits(layout.outputs[o]))
+              cost += Bytes(layout.outputs[o], graph.tensor(op.outputs[o]).dtype);
+          }
+        if (!found || cost < best_cost) {
+          best_cost = cost;
+          found = true;
+          best = s;
+          best_layout = std::move(layout);
+        }
+      }
+      if (found) {
+        current[i] = std::move(best);
+        layouts[i] = std::move(best_layout);
+      }
+      decided[i] = true;  // no valid cut: stays as it is (repeated on the remaining devices)
+    }
+  }
+  return layouts;
+}
+
+}  // namespace shardlab

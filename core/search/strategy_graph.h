@@ -1,0 +1,112 @@
+// The strategy-search problem of one pipeline stage: every operator with its
+// candidate strategies (their layouts and costs) and every data edge with the
+// cost of redistributing the producer's output layout into the layout the
+// consumer wants. Costs come from one of two models behind one interface:
+// `mindspore` (MindSpore's per-operator and redistribution costs in bytes and
+// its objective alpha*computation + beta*(forward + gamma*parameter
+// communication), with its latency refinement and its tie-break toward data
+// parallel) and `time` (seconds on the configured cluster: roofline compute
+// and the collectives' closed forms on the cluster's links).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/config/cluster_config.h"
+#include "core/graph/graph.h"
+#include "core/ops/op_layout.h"
+
+namespace shardlab {
+
+struct CostModelOptions {
+  std::string model = "mindspore";  // mindspore | time
+  double alpha = 1.0;               // computation weight
+  double beta = 400.0;              // communication weight (MindSpore: 400 Ascend, 50 GPU)
+  double gamma = 0.001;             // weight of parameter (gradient) communication
+  double device_memory = 16.0 * (1 << 30);
+  bool training = true;
+};
+
+struct SearchOptions {
+  int64_t stage_devices = 1;
+  bool fully_use_devices = true;
+  bool enable_alltoall = false;
+  CostModelOptions cost;
+  const ClusterSpec* cluster = nullptr;  // the time model's links and rates
+};
+
+struct StrategyCandidate {
+  Strategy strategy;
+  OpLayout layout;
+  double cost = 0;    // the objective's operator part
+  double memory = 0;  // bytes per device the operator keeps (parameters and outputs)
+};
+
+struct SearchNode {
+  int op = -1;
+  bool configured = false;  // a user `shard` strategy: the only candidate
+  std::vector<StrategyCandidate> candidates;
+};
+
+// Producer node -> consumer node through one tensor; or, for a parameter
+// shared by several operators, its first user -> another user, costing
+// nothing when both lay it out alike and forbidding the pair otherwise
+// (MindSpore's TmpIdentity edges).
+struct SearchEdge {
+  int from = -1, to = -1;  // node indices
+  int tensor = -1;
+  int output = 0,
+      input = 0;  // position among the producer's outputs (shared: the first user's inputs) / the consumer's inputs
+  bool shared_parameter = false;
+};
+
+// The cost of a forbidden pair of candidates.
+inline constexpr double kForbidden = 1e30;
+
+class StrategyGraph {
+ public:
+  // Builds the nodes (configured strategies kept, otherwise every valid
+  // candidate) and edges of the graph's operators. Throws LayoutError when
+  // an operator has no valid strategy.
+  StrategyGraph(const Graph& graph, const SearchOptions& options);
+
+  const Graph& graph() const { return graph_; }
+  const SearchOptions& options() const { return options_; }
+  const std::vector<SearchNode>& nodes() const { return nodes_; }
+  const std::vector<SearchEdge>& edges() const { return edges_; }
+
+  // The objective's cost of redistributing along `edge` with the producer
+  // at candidate `from` and the consumer at candidate `to` (cached by layout pair).
+  double EdgeCost(const SearchEdge& edge, size_t from, size_t to) const;
+  // EdgeCost for every pair of candidates ([from][to]), each distinct pair of layouts planned once.
+  std::vector<std::vector<double>> EdgeCostMatrix(const SearchEdge& edge) const;
+  // Bytes per device the redistribution moves between devices (0: none).
+  double EdgeCommunication(const SearchEdge& edge, size_t from, size_t to) const;
+
+  // Objective of a full choice (one candidate per node) and its memory.
+  double TotalCost(const std::vector<size_t>& choice) const;
+  double TotalMemory(const std::vector<size_t>& choice) const;
+
+  // The layouts of a choice, one per operator.
+  std::vector<OpLayout> Layouts(const std::vector<size_t>& choice) const;
+
+ private:
+  double OperatorCost(const OpLayout& layout, DType dtype) const;
+  struct RedistributionCost {
+    double objective = 0;
+    double communication = 0;
+  };
+  const RedistributionCost& Redistribute(const SearchEdge& edge, size_t from, size_t to) const;
+
+  const Graph& graph_;
+  SearchOptions options_;
+  std::vector<SearchNode> nodes_;
+  std::vector<SearchEdge> edges_;
+  mutable std::map<std::string, RedistributionCost> redistribution_cache_;
+};
+
+// MindSpore's defaults for the cluster's device kind (beta 400 on NPUs, 50 on GPUs).
+CostModelOptions DefaultCostModel(const ClusterSpec& cluster);
+
+}  // namespace shardlab

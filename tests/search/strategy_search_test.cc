@@ -1,0 +1,87 @@
+#include <filesystem>
+
+#include <catch2/catch.hpp>
+
+#include "core/graph/graph_builder.h"
+#include "core/search/dp_search.h"
+#include "core/search/search.h"
+#include "core/search/sharding_propagation.h"
+#include "core/search/strategy_graph.h"
+#include "core/util/json_reader.h"
+#include "tests/test_util.h"
+
+namespace shardlab {
+namespace {
+
+// A residual block: x -> MatMul -> ReLU -> MatMul -> Add(x) -> LayerNorm-free output.
+Graph ResidualBlock() {
+  GraphBuilder b("block");
+  const int x = b.Input("x", {32, 64}, DType::kFloat32);
+  const int w1 = b.Parameter("w1", {64, 128}, DType::kFloat32);
+  const int w2 = b.Parameter("w2", {128, 64}, DType::kFloat32);
+  const int h = b.MatMul("fc1", x, w1, false, false);
+  const int a = b.Activation("ReLU", "relu", h);
+  const int y = b.MatMul("fc2", a, w2, false, false);
+  b.Binary("Add", "residual", y, x);
+  return b.Finish();
+}
+
+SearchOptions Options(int64_t devices, const std::string& model = "mindspore") {
+  SearchOptions o;
+  o.stage_devices = devices;
+  o.cost.model = model;
+  return o;
+}
+
+TEST_CASE("dynamic programming finds the exhaustive optimum on a residual block") {
+  const Graph graph = ResidualBlock();
+  for (int64_t devices : {2, 4, 8}) {
+    const StrategyGraph sg(graph, Options(devices));
+    const auto dp = DynamicProgrammingSearch(sg);
+    const auto all = ExhaustiveSearch(sg);
+    INFO(devices << " devices");
+    CHECK(sg.TotalCost(dp) == Approx(sg.TotalCost(all)).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("a two-branch graph with a shared input is solved exactly through a triangle") {
+  GraphBuilder b("branches");
+  const int x = b.Input("x", {16, 32}, DType::kFloat32);
+  const int w = b.Parameter("w", {32, 32}, DType::kFloat32);
+  const int r = b.Activation("ReLU", "relu", x);
+  const int m = b.MatMul("mm", r, w, false, false);
+  const int t = b.Activation("Tanh", "tanh", r);
+  b.Binary("Mul", "mul", m, t);
+  const Graph graph = b.Finish();
+  const StrategyGraph sg(graph, Options(4));
+  CHECK(sg.TotalCost(DynamicProgrammingSearch(sg)) == Approx(sg.TotalCost(ExhaustiveSearch(sg))).epsilon(1e-12));
+}
+
+TEST_CASE("a shared parameter forces its users onto one layout in every mode") {
+  GraphBuilder b("tied");
+  const int x = b.Input("x", {16, 32}, DType::kFloat32);
+  const int w = b.Parameter("w", {32, 32}, DType::kFloat32);
+  const int h = b.MatMul("first", x, w, false, false);
+  b.MatMul("second", h, w, false, false, Strategy{{1, 4}, {4, 1}});
+  const Graph graph = b.Finish();
+  const StrategyGraph sg(graph, Options(4));
+  for (const auto& choice : {DynamicProgrammingSearch(sg), ShardingPropagation(sg)}) {
+    const auto layouts = sg.Layouts(choice);
+    CHECK(layouts[0].inputs[1].Normalized() == layouts[1].inputs[1].Normalized());
+  }
+}
+
+TEST_CASE("strategy checkpoints round-trip every operator's strategy") {
+  Graph graph = ResidualBlock();
+  const StrategyGraph sg(graph, Options(4));
+  const auto layouts = sg.Layouts(DynamicProgrammingSearch(sg));
+  const std::string path = (std::filesystem::temp_directory_path() / "shardlab-block.ckpt.json").string();
+  SaveStrategyCheckpoint(path, graph, layouts);
+  const auto loaded = LoadStrategyCheckpoint(path);
+  REQUIRE(loaded.size() == graph.operators().size());
+  for (size_t i = 0; i < layouts.size(); ++i)
+    CHECK(loaded.at(graph.op(static_cast<int>(i)).name) == layouts[i].strategy);
+}
+
+}  // namespace
+}  // namespace shardlab
