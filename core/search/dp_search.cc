@@ -30,15 +30,52 @@ struct Step {
 
 class Eliminator {
  public:
+  // Candidates that lay out every incident edge's tensor alike differ only
+  // in their own cost: the cheapest of each such set stands for all (exact).
   explicit Eliminator(const StrategyGraph& graph) : graph_(graph) {
     const auto& nodes = graph.nodes();
+    const auto& edges = graph.edges();
     cost_.resize(nodes.size());
+    keep_.resize(nodes.size());
     in_.resize(nodes.size());
     out_.resize(nodes.size());
     alive_.assign(nodes.size(), true);
-    for (size_t n = 0; n < nodes.size(); ++n)
-      for (const auto& c : nodes[n].candidates) cost_[n].push_back(c.cost);
-    for (const SearchEdge& e : graph.edges()) AddEdge(e.from, e.to, graph.EdgeCostMatrix(e));
+    std::vector<std::vector<std::pair<size_t, bool>>> incident(nodes.size());
+    for (size_t e = 0; e < edges.size(); ++e) {
+      incident[edges[e].from].push_back({e, true});
+      incident[edges[e].to].push_back({e, false});
+    }
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      std::map<std::vector<int>, size_t> best;  // classes on the incident edges -> reduced index
+      for (size_t c = 0; c < nodes[n].candidates.size(); ++c) {
+        std::vector<int> signature;
+        for (auto [e, from] : incident[n]) signature.push_back(graph.EdgeClasses(e, from)[c]);
+        const double cost = nodes[n].candidates[c].cost;
+        auto [it, inserted] = best.emplace(std::move(signature), keep_[n].size());
+        if (inserted) {
+          keep_[n].push_back(c);
+          cost_[n].push_back(cost);
+        } else if (cost < cost_[n][it->second]) {
+          keep_[n][it->second] = c;
+          cost_[n][it->second] = cost;
+        }
+      }
+    }
+    for (size_t e = 0; e < edges.size(); ++e) {
+      const int from = edges[e].from, to = edges[e].to;
+      const auto& fc = graph.EdgeClasses(e, true);
+      const auto& tc = graph.EdgeClasses(e, false);
+      std::map<std::pair<int, int>, double> class_cost;
+      Matrix m(Size(from), std::vector<double>(Size(to)));
+      for (size_t i = 0; i < m.size(); ++i)
+        for (size_t j = 0; j < m[i].size(); ++j) {
+          const std::pair<int, int> key{fc[keep_[from][i]], tc[keep_[to][j]]};
+          auto it = class_cost.find(key);
+          if (it == class_cost.end()) it = class_cost.emplace(key, graph.ClassCost(e, key.first, key.second)).first;
+          m[i][j] = it->second;
+        }
+      AddEdge(from, to, std::move(m));
+    }
   }
 
   std::vector<size_t> Run() {
@@ -70,6 +107,7 @@ class Eliminator {
     // Recovery: undo the eliminations from the last one.
     for (auto it = log_.rbegin(); it != log_.rend(); ++it)
       choice[it->node] = it->best[choice[it->a]][it->b >= 0 ? choice[it->b] : 0];
+    for (size_t n = 0; n < choice.size(); ++n) choice[n] = keep_[n][choice[n]];
     return choice;
   }
 
@@ -257,6 +295,7 @@ class Eliminator {
 
   const StrategyGraph& graph_;
   std::vector<std::vector<double>> cost_;
+  std::vector<std::vector<size_t>> keep_;  // reduced candidate -> the node's candidate
   std::vector<std::set<int>> in_, out_;
   std::vector<bool> alive_;
   std::vector<Edge> edges_;

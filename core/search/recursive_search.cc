@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,28 +16,6 @@ std::vector<TensorType> Types(const Graph& graph, const std::vector<int>& tensor
   std::vector<TensorType> types;
   for (int t : tensors) types.push_back({graph.tensor(t).shape, graph.tensor(t).dtype});
   return types;
-}
-
-std::string AttrText(const AttrValue& v) {
-  return std::visit(
-      [](const auto& x) -> std::string {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, std::vector<int64_t>>)
-          return fmt::format("[{}]", fmt::join(x, ","));
-        else
-          return fmt::format("{}", x);
-      },
-      v);
-}
-
-// Operators of the same type, shapes and attributes share their strategy lists.
-std::string Signature(const Graph& graph, const Operator& op) {
-  std::string key = op.type;
-  for (int t : op.inputs)
-    key += fmt::format("|{}{}", fmt::join(graph.tensor(t).shape, "x"), graph.tensor(t).is_parameter() ? "p" : "");
-  for (int t : op.outputs) key += fmt::format(">{}", fmt::join(graph.tensor(t).shape, "x"));
-  for (const auto& [name, value] : op.attrs) key += ";" + name + "=" + AttrText(value);
-  return key;
 }
 
 // `next` splits every dimension at least as much as `current`.
@@ -83,27 +63,52 @@ std::vector<OpLayout> RecursiveProgrammingSearch(const Graph& graph, const Searc
     for (auto& tuple : current[i]) std::fill(tuple.begin(), tuple.end(), 1);
     layouts[i] = InferOpLayout(op, inputs[i], outputs[i], current[i], devices, weights[i]);
   }
-  // Heaviest first: forward FLOPs of the whole operator.
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
+  // Weight: forward FLOPs of the whole operator. Neighbours: through data and shared parameters.
   std::vector<double> weight(n);
   for (size_t i = 0; i < n; ++i) weight[i] = ComputeOpWork(graph, graph.op(static_cast<int>(i))).forward_flops;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return weight[a] > weight[b]; });
+  std::vector<std::vector<size_t>> neighbours(n);
+  for (size_t i = 0; i < n; ++i)
+    for (int t : graph.op(static_cast<int>(i)).inputs) {
+      const Tensor& tensor = graph.tensor(t);
+      std::vector<int> others = graph.Consumers(t);
+      if (tensor.producer >= 0) others.push_back(tensor.producer);
+      for (int j : others)
+        if (j != static_cast<int>(i) && (tensor.producer == j || tensor.is_parameter())) {
+          neighbours[i].push_back(static_cast<size_t>(j));
+          neighbours[j].push_back(i);
+        }
+    }
 
   std::map<std::string, std::vector<Strategy>> enumerated;  // signature and device count -> strategies
   const double gamma = options.cost.gamma;
   for (int level = 1; level <= levels; ++level) {
     const int64_t level_devices = int64_t{1} << level;
     std::vector<bool> decided(n, false);
-    for (size_t i : order) {
+    // Next: the heaviest operator next to one already decided at this
+    // halving (so cuts agree along the graph), else the heaviest left.
+    std::set<std::tuple<int, double, size_t>> queue;  // (not beside a decided one, -weight, operator)
+    std::vector<bool> beside(n, false);
+    for (size_t i = 0; i < n; ++i) queue.insert({1, -weight[i], i});
+    auto decide = [&](size_t i) {
+      decided[i] = true;
+      for (size_t j : neighbours[i])
+        if (!decided[j] && !beside[j]) {
+          queue.erase({1, -weight[j], j});
+          queue.insert({0, -weight[j], j});
+          beside[j] = true;
+        }
+    };
+    while (!queue.empty()) {
+      const size_t i = std::get<2>(*queue.begin());
+      queue.erase(queue.begin());
       const Operator& op = graph.op(static_cast<int>(i));
       if (op.strategy) {  // configured: applied whole at the first level
         if (level == 1) layouts[i] = InferOpLayout(op, inputs[i], outputs[i], *op.strategy, devices, weights[i]);
         current[i] = *op.strategy;
-        decided[i] = true;
+        decide(i);
         continue;
       }
-      const std::string key = Signature(graph, op) + "@" + std::to_string(level_devices);
+      const std::string key = OperatorSignature(graph, op) + "@" + std::to_string(level_devices);
       auto it = enumerated.find(key);
       if (it == enumerated.end())
         it = enumerated.emplace(key, EnumerateStrategies(op, inputs[i], outputs[i], level_devices, true)).first;
@@ -156,7 +161,8 @@ std::vector<OpLayout> RecursiveProgrammingSearch(const Graph& graph, const Searc
             if (Splits(layouts[consumer].inputs[in]) != Splits(layout.outputs[o]))
               cost += Bytes(layout.outputs[o], graph.tensor(op.outputs[o]).dtype);
           }
-        if (!found || cost < best_cost) {
+        // Ties go to the earlier dimensions (batch first), as MindSpore's rec prefers N, then C, H, W.
+        if (!found || cost < best_cost || (cost == best_cost && s > best)) {
           best_cost = cost;
           found = true;
           best = s;
@@ -167,7 +173,7 @@ std::vector<OpLayout> RecursiveProgrammingSearch(const Graph& graph, const Searc
         current[i] = std::move(best);
         layouts[i] = std::move(best_layout);
       }
-      decided[i] = true;  // no valid cut: stays as it is (repeated on the remaining devices)
+      decide(i);  // without a valid cut it stays as it is (repeated on the remaining devices)
     }
   }
   return layouts;

@@ -1,6 +1,9 @@
 #include "core/search/search.h"
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -9,24 +12,12 @@
 #include "core/search/dp_search.h"
 #include "core/search/recursive_search.h"
 #include "core/search/sharding_propagation.h"
+#include "core/search/strategy_proto.h"
 #include "core/util/atomic_file.h"
 #include "core/util/json_reader.h"
 
 namespace shardlab {
-namespace {
-
-// The candidate of each node whose strategy matches `layouts` (semi-auto and recursive results).
-std::vector<size_t> ChoiceOf(const StrategyGraph& sg, const std::vector<OpLayout>& layouts) {
-  std::vector<size_t> choice(sg.nodes().size(), 0);
-  for (size_t n = 0; n < sg.nodes().size(); ++n) {
-    const auto& candidates = sg.nodes()[n].candidates;
-    for (size_t c = 0; c < candidates.size(); ++c)
-      if (candidates[c].strategy == layouts[sg.nodes()[n].op].strategy) choice[n] = c;
-  }
-  return choice;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 SearchResult SearchStrategies(const RunSpec& run, Graph& graph, const std::string& mode,
                               const std::string& cost_model) {
@@ -57,6 +48,8 @@ SearchResult SearchStrategies(const RunSpec& run, Graph& graph, const std::strin
   // MindSpore's device_memory_capacity defaults to 16 GiB; the cluster file knows the real one.
   options.cost.device_memory = run.cluster.device.memory_bytes;
   options.cluster = &run.cluster;
+  // Exact up to 64 devices per stage; larger stages keep 32 candidates per operator.
+  if (options.stage_devices > 64) options.max_candidates = 32;
 
   if (result.mode == "semi_auto") {
     result.layouts = InferGraphLayouts(graph, options.stage_devices);
@@ -65,34 +58,49 @@ SearchResult SearchStrategies(const RunSpec& run, Graph& graph, const std::strin
     CheckSharedParameters(graph, result.layouts);
   } else {
     const StrategyGraph sg(graph, options);
-    const std::vector<size_t> choice =
-        result.mode == "sharding_propagation" ? ShardingPropagation(sg) : DynamicProgrammingSearch(sg);
-    result.layouts = sg.Layouts(choice);
+    result.layouts =
+        result.mode == "sharding_propagation" ? ShardingPropagation(sg) : sg.Layouts(DynamicProgrammingSearch(sg));
     try {
       CheckSharedParameters(graph, result.layouts);
     } catch (const LayoutError& e) {
       throw LayoutError(
           fmt::format("{}: {}; configure consistent strategies for the operators sharing it", result.mode, e.what()));
     }
-    result.objective = sg.TotalCost(choice);
-    result.memory = sg.TotalMemory(choice);
+    const StrategyGraph chosen(graph, options, result.layouts);
+    const std::vector<size_t> only(chosen.nodes().size(), 0);
+    result.objective = chosen.TotalCost(only);
+    result.memory = chosen.TotalMemory(only);
     if (result.memory > options.cost.device_memory)
       throw LayoutError(
           fmt::format("{}: no strategy fits in memory: the best needs {:.2f} GiB per device against {:.2f} GiB; try "
                       "fully_use_devices false, more pipeline stages or the parallel optimizer",
                       result.mode, result.memory / (1 << 30), options.cost.device_memory / (1 << 30)));
   }
-  if (result.objective == 0 && result.mode != "dynamic_programming" && result.mode != "sharding_propagation") {
-    const StrategyGraph sg(graph, options);
-    const auto choice = ChoiceOf(sg, result.layouts);
-    result.objective = sg.TotalCost(choice);
-    result.memory = sg.TotalMemory(choice);
+  if (result.mode == "semi_auto" || result.mode == "recursive_programming") {  // evaluated as chosen
+    const StrategyGraph fixed(graph, options, result.layouts);
+    const std::vector<size_t> only(fixed.nodes().size(), 0);
+    result.objective = fixed.TotalCost(only);
+    result.memory = fixed.TotalMemory(only);
   }
   result.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
 
+bool IsProtobufCheckpoint(const std::string& path) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  return ext == ".ckpt" || ext == ".pb";
+}
+
 void SaveStrategyCheckpoint(const std::string& path, const Graph& graph, const std::vector<OpLayout>& layouts) {
+  if (IsProtobufCheckpoint(path)) {
+    ProtoStrategyMap map;
+    for (size_t i = 0; i < layouts.size(); ++i) {
+      const Operator& op = graph.op(static_cast<int>(i));
+      map.items[op.name] = {static_cast<uint32_t>(op.pipeline_stage), layouts[i].strategy};
+    }
+    WriteFileAtomically(path, EncodeStrategyMap(map));
+    return;
+  }
   nlohmann::json operators = nlohmann::json::object(), parameters = nlohmann::json::object();
   for (size_t i = 0; i < layouts.size(); ++i) {
     const Operator& op = graph.op(static_cast<int>(i));
@@ -110,6 +118,20 @@ void SaveStrategyCheckpoint(const std::string& path, const Graph& graph, const s
 }
 
 std::map<std::string, Strategy> LoadStrategyCheckpoint(const std::string& path) {
+  if (IsProtobufCheckpoint(path)) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error(path + ": cannot open the strategy checkpoint");
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ProtoStrategyMap map;
+    try {
+      map = DecodeStrategyMap(bytes);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(path + ": not a MindSpore strategy checkpoint (ParallelStrategyMap): " + e.what());
+    }
+    std::map<std::string, Strategy> strategies;
+    for (auto& [name, entry] : map.items) strategies[name] = std::move(entry.second);
+    return strategies;
+  }
   const nlohmann::json doc = ReadJsonFile(path);
   const JsonNode root(doc, path);
   ObjectReader r(root);

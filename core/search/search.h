@@ -30,9 +30,11 @@ struct SearchResult {
 // `cost_model` "" = mindspore.
 SearchResult SearchStrategies(const RunSpec& run, Graph& graph, const std::string& mode, const std::string& cost_model);
 
-// Strategy checkpoint as JSON: {"operators": {name: {"type", "strategy",
-// "device_matrix"}}, "parameters": {name: {"device_matrix", "tensor_map",
-// "slice_shape"}}}. Written atomically.
+// Strategy checkpoint, written atomically. JSON: {"operators": {name:
+// {"type", "strategy", "device_matrix"}}, "parameters": {name:
+// {"device_matrix", "tensor_map", "slice_shape"}}}. A path ending in .ckpt or
+// .pb gets MindSpore's protobuf ParallelStrategyMap (strategies and stages;
+// parameter layouts only in JSON).
 void SaveStrategyCheckpoint(const std::string& path, const Graph& graph, const std::vector<OpLayout>& layouts);
 // Operator name -> strategy.
 std::map<std::string, Strategy> LoadStrategyCheckpoint(const std::string& path);

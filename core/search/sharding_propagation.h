@@ -1,10 +1,11 @@
-// MindSpore's sharding_propagation: from each operator the user configured
+// MindSpore's sharding_propagation: from the operators the user configured
 // with `shard`, a breadth-first walk fixes every unvisited neighbour's
-// strategy to the candidate that needs no redistribution on the edge between
-// them (the cheapest such by the cost model), else the one with the least
-// redistribution. Operators no configured one reaches keep their cheapest
-// candidate. Shared parameters laid out differently by their users are an
-// error, as in MindSpore.
+// strategy: the one that keeps the shared tensor's layout exactly (no
+// redistribution; it may repeat computation, as Megatron's replicated
+// LayerNorms do), else the candidate with zero communication against every
+// fixed neighbour (the cheapest such by the cost model), else the one with
+// the least redistribution. Operators no configured one reaches keep their
+// cheapest candidate. Shared parameters keep one layout in all their users.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +15,7 @@
 
 namespace shardlab {
 
-// One candidate index per node. Throws LayoutError when nothing is configured.
-std::vector<size_t> ShardingPropagation(const StrategyGraph& graph);
+// One layout per operator. Throws LayoutError when nothing is configured.
+std::vector<OpLayout> ShardingPropagation(const StrategyGraph& graph);
 
 }  // namespace shardlab

@@ -47,12 +47,36 @@ Collective CollectiveOf(const std::string& type) {
   return Collective::kAllReduce;
 }
 
-std::string LayoutKey(const TensorLayout& l) {
+// Layouts that normalise alike (repeated or size-1 device dimensions aside) redistribute alike.
+std::string LayoutKey(const TensorLayout& layout) {
+  const TensorLayout l = layout.Normalized();
   return fmt::format("{}|{}|{}", fmt::join(l.device_arrangement(), ","), fmt::join(l.tensor_map(), ","),
                      fmt::join(l.tensor_shape(), ","));
 }
 
+std::string AttrText(const AttrValue& v) {
+  return std::visit(
+      [](const auto& x) -> std::string {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+          return fmt::format("[{}]", fmt::join(x, ","));
+        else
+          return fmt::format("{}", x);
+      },
+      v);
+}
+
 }  // namespace
+
+std::string OperatorSignature(const Graph& graph, const Operator& op) {
+  std::string key = op.type;
+  for (int t : op.inputs)
+    key += fmt::format("|{}{}", fmt::join(graph.tensor(t).shape, "x"), graph.tensor(t).is_parameter() ? "p" : "");
+  for (int t : op.outputs) key += fmt::format(">{}", fmt::join(graph.tensor(t).shape, "x"));
+  for (const auto& [name, value] : op.attrs) key += ";" + name + "=" + AttrText(value);
+  if (op.strategy) key += fmt::format(";strategy={}", *op.strategy);
+  return key;
+}
 
 CostModelOptions DefaultCostModel(const ClusterSpec& cluster) {
   CostModelOptions c;
@@ -61,9 +85,17 @@ CostModelOptions DefaultCostModel(const ClusterSpec& cluster) {
 }
 
 StrategyGraph::StrategyGraph(const Graph& graph, const SearchOptions& options) : graph_(graph), options_(options) {
-  std::map<int, int> node_of_op;
+  // Operators alike (the repeated layers of a model) share their candidates.
+  std::map<std::string, size_t> first_alike;
   for (size_t i = 0; i < graph.operators().size(); ++i) {
     const Operator& op = graph.op(static_cast<int>(i));
+    auto [alike, is_new] = first_alike.emplace(OperatorSignature(graph, op), nodes_.size());
+    if (!is_new) {
+      SearchNode node = nodes_[alike->second];
+      node.op = static_cast<int>(i);
+      nodes_.push_back(std::move(node));
+      continue;
+    }
     const auto inputs = Types(graph, op.inputs);
     const auto outputs = Types(graph, op.outputs);
     std::vector<int> weights;
@@ -94,13 +126,43 @@ StrategyGraph::StrategyGraph(const Graph& graph, const SearchOptions& options) :
       for (size_t o = 0; o < outputs.size(); ++o) c.memory += SliceBytes(c.layout.outputs[o], outputs[o].dtype);
       node.candidates.push_back(std::move(c));
     }
+    if (options.max_candidates > 0 && node.candidates.size() > options.max_candidates)
+      Prune(node, op, inputs, outputs, weights);
     if (node.candidates.empty())
       throw LayoutError(fmt::format("operator \"{}\" ({}) has no valid strategy on {} devices{}", op.name, op.type,
                                     options.stage_devices,
                                     options.fully_use_devices ? "; try fully_use_devices false" : ""));
-    node_of_op[node.op] = static_cast<int>(nodes_.size());
     nodes_.push_back(std::move(node));
   }
+  AddEdges();
+}
+
+StrategyGraph::StrategyGraph(const Graph& graph, const SearchOptions& options, const std::vector<OpLayout>& fixed)
+    : graph_(graph), options_(options) {
+  for (size_t i = 0; i < graph.operators().size(); ++i) {
+    const Operator& op = graph.op(static_cast<int>(i));
+    SearchNode node;
+    node.op = static_cast<int>(i);
+    node.configured = true;
+    StrategyCandidate c;
+    c.strategy = fixed[i].strategy;
+    c.layout = fixed[i];
+    c.cost = OperatorCost(c.layout, op.outputs.empty() ? DType::kFloat32 : graph.tensor(op.outputs[0]).dtype);
+    for (size_t k = 0; k < op.inputs.size(); ++k)
+      if (graph.tensor(op.inputs[k]).is_parameter())
+        c.memory += SliceBytes(c.layout.inputs[k], graph.tensor(op.inputs[k]).dtype);
+    for (size_t o = 0; o < op.outputs.size(); ++o)
+      c.memory += SliceBytes(c.layout.outputs[o], graph.tensor(op.outputs[o]).dtype);
+    node.candidates.push_back(std::move(c));
+    nodes_.push_back(std::move(node));
+  }
+  AddEdges();
+}
+
+void StrategyGraph::AddEdges() {
+  const Graph& graph = graph_;
+  std::map<int, int> node_of_op;
+  for (size_t n = 0; n < nodes_.size(); ++n) node_of_op[nodes_[n].op] = static_cast<int>(n);
   for (const SearchNode& node : nodes_) {
     const Operator& op = graph.op(node.op);
     for (size_t k = 0; k < op.inputs.size(); ++k) {
@@ -123,6 +185,41 @@ StrategyGraph::StrategyGraph(const Graph& graph, const SearchOptions& options) :
       edges_.push_back({node_of_op.at(users[0]), node_of_op.at(users[u]), param, ia, ib, true});
     }
   }
+  for (const SearchEdge& edge : edges_)
+    for (bool from : {true, false}) {
+      EndClasses classes;
+      std::map<std::string, int> id;
+      const auto& candidates = nodes_[from ? edge.from : edge.to].candidates;
+      for (size_t c = 0; c < candidates.size(); ++c) {
+        std::string key = LayoutKey(EndLayout(edge, from, c));
+        auto [it, inserted] = id.emplace(key, static_cast<int>(classes.key.size()));
+        if (inserted) {
+          classes.key.push_back(std::move(key));
+          classes.representative.push_back(c);
+        }
+        classes.of_candidate.push_back(it->second);
+      }
+      (from ? from_classes_ : to_classes_).push_back(std::move(classes));
+    }
+}
+
+void StrategyGraph::Prune(SearchNode& node, const Operator& op, const std::vector<TensorType>& inputs,
+                          const std::vector<TensorType>& outputs, const std::vector<int>& weights) const {
+  auto split_dims = [](const Strategy& s) {
+    int n = 0;
+    for (const auto& t : s)
+      for (int64_t v : t) n += v > 1;
+    return n;
+  };
+  const Strategy data_parallel = DataParallelStrategy(op, inputs, outputs, options_.stage_devices, weights);
+  std::stable_sort(node.candidates.begin(), node.candidates.end(),
+                   [&](const StrategyCandidate& a, const StrategyCandidate& b) {
+                     const bool da = a.strategy == data_parallel, db = b.strategy == data_parallel;
+                     if (da != db) return da;
+                     if (a.cost != b.cost) return a.cost < b.cost;
+                     return split_dims(a.strategy) < split_dims(b.strategy);
+                   });
+  node.candidates.resize(options_.max_candidates);
 }
 
 double StrategyGraph::OperatorCost(const OpLayout& layout, DType dtype) const {
@@ -164,18 +261,43 @@ double StrategyGraph::OperatorCost(const OpLayout& layout, DType dtype) const {
   return m.alpha * computation + m.beta * (forward + (m.training ? m.gamma * backward : 0));
 }
 
-const StrategyGraph::RedistributionCost& StrategyGraph::Redistribute(const SearchEdge& edge, size_t from,
-                                                                     size_t to) const {
+const TensorLayout& StrategyGraph::EndLayout(const SearchEdge& edge, bool from, size_t candidate) const {
+  if (!from) return nodes_[edge.to].candidates[candidate].layout.inputs[edge.input];
+  const OpLayout& l = nodes_[edge.from].candidates[candidate].layout;
+  return edge.shared_parameter ? l.inputs[edge.output] : l.outputs[edge.output];
+}
+
+const std::vector<int>& StrategyGraph::EdgeClasses(size_t edge, bool from) const {
+  return (from ? from_classes_ : to_classes_)[edge].of_candidate;
+}
+
+const StrategyGraph::RedistributionCost& StrategyGraph::Redistribute(size_t edge_index, int from_class,
+                                                                     int to_class) const {
+  const SearchEdge& edge = edges_[edge_index];
+  const EndClasses& fc = from_classes_[edge_index];
+  const EndClasses& tc = to_classes_[edge_index];
   if (edge.shared_parameter) {
     static const RedistributionCost kSame{0, 0}, kDifferent{kForbidden, kForbidden};
-    const TensorLayout& a = nodes_[edge.from].candidates[from].layout.inputs[edge.output];
-    const TensorLayout& b = nodes_[edge.to].candidates[to].layout.inputs[edge.input];
-    return a.Normalized() == b.Normalized() ? kSame : kDifferent;
+    return fc.key[from_class] == tc.key[to_class] ? kSame : kDifferent;
   }
   const Tensor& tensor = graph_.tensor(edge.tensor);
-  const TensorLayout& out = nodes_[edge.from].candidates[from].layout.outputs[edge.output];
-  const TensorLayout& in = nodes_[edge.to].candidates[to].layout.inputs[edge.input];
-  const std::string key = LayoutKey(out) + ">" + LayoutKey(in) + ":" + std::to_string(DTypeBytes(tensor.dtype));
+  const std::string key = fc.key[from_class] + ">" + tc.key[to_class] + ":" + std::to_string(DTypeBytes(tensor.dtype));
+  return LayoutCost(tensor, EndLayout(edge, true, fc.representative[from_class]),
+                    EndLayout(edge, false, tc.representative[to_class]), key);
+}
+
+double StrategyGraph::PairCost(int tensor_index, const TensorLayout& from, const TensorLayout& to,
+                               double* communication) const {
+  const Tensor& tensor = graph_.tensor(tensor_index);
+  const std::string key = LayoutKey(from) + ">" + LayoutKey(to) + ":" + std::to_string(DTypeBytes(tensor.dtype));
+  const RedistributionCost& cost = LayoutCost(tensor, from, to, key);
+  if (communication) *communication = cost.communication;
+  return cost.objective;
+}
+
+const StrategyGraph::RedistributionCost& StrategyGraph::LayoutCost(const Tensor& tensor, const TensorLayout& out,
+                                                                   const TensorLayout& in,
+                                                                   const std::string& key) const {
   if (auto it = redistribution_cache_.find(key); it != redistribution_cache_.end()) return it->second;
   RedistributionCost cost;
   const Redistribution r = PlanRedistribution(out, in, options_.enable_alltoall, DTypeBytes(tensor.dtype));
@@ -199,37 +321,20 @@ const StrategyGraph::RedistributionCost& StrategyGraph::Redistribute(const Searc
   return redistribution_cache_.emplace(key, cost).first->second;
 }
 
-double StrategyGraph::EdgeCost(const SearchEdge& edge, size_t from, size_t to) const {
-  return Redistribute(edge, from, to).objective;
+double StrategyGraph::ClassCost(size_t edge, int from_class, int to_class) const {
+  return Redistribute(edge, from_class, to_class).objective;
 }
 
-std::vector<std::vector<double>> StrategyGraph::EdgeCostMatrix(const SearchEdge& edge) const {
-  // Candidates that lay the tensor out alike share a row (or column).
-  auto classes = [](const std::vector<StrategyCandidate>& candidates, auto layout_of) {
-    std::map<std::string, size_t> first;
-    std::vector<size_t> representative(candidates.size());
-    for (size_t c = 0; c < candidates.size(); ++c)
-      representative[c] = first.emplace(LayoutKey(layout_of(candidates[c])), c).first->second;
-    return representative;
-  };
-  const auto& from = nodes_[edge.from].candidates;
-  const auto& to = nodes_[edge.to].candidates;
-  const auto rows = classes(from, [&](const StrategyCandidate& c) -> const TensorLayout& {
-    return edge.shared_parameter ? c.layout.inputs[edge.output] : c.layout.outputs[edge.output];
-  });
-  const auto cols =
-      classes(to, [&](const StrategyCandidate& c) -> const TensorLayout& { return c.layout.inputs[edge.input]; });
-  std::vector<std::vector<double>> m(from.size(), std::vector<double>(to.size()));
-  for (size_t i = 0; i < from.size(); ++i)
-    for (size_t j = 0; j < to.size(); ++j) m[i][j] = rows[i] == i && cols[j] == j ? EdgeCost(edge, i, j) : -1;
-  for (size_t i = 0; i < from.size(); ++i)
-    for (size_t j = 0; j < to.size(); ++j)
-      if (m[i][j] < 0) m[i][j] = m[rows[i]][cols[j]];
-  return m;
+size_t StrategyGraph::IndexOf(const SearchEdge& edge) const { return static_cast<size_t>(&edge - edges_.data()); }
+
+double StrategyGraph::EdgeCost(const SearchEdge& edge, size_t from, size_t to) const {
+  const size_t e = IndexOf(edge);
+  return Redistribute(e, from_classes_[e].of_candidate[from], to_classes_[e].of_candidate[to]).objective;
 }
 
 double StrategyGraph::EdgeCommunication(const SearchEdge& edge, size_t from, size_t to) const {
-  return Redistribute(edge, from, to).communication;
+  const size_t e = IndexOf(edge);
+  return Redistribute(e, from_classes_[e].of_candidate[from], to_classes_[e].of_candidate[to]).communication;
 }
 
 double StrategyGraph::TotalCost(const std::vector<size_t>& choice) const {
@@ -240,9 +345,12 @@ double StrategyGraph::TotalCost(const std::vector<size_t>& choice) const {
 }
 
 double StrategyGraph::TotalMemory(const std::vector<size_t>& choice) const {
-  double total = 0;
-  for (size_t n = 0; n < nodes_.size(); ++n) total += nodes_[n].candidates[choice[n]].memory;
-  return total;
+  std::map<int64_t, double> per_stage;
+  for (size_t n = 0; n < nodes_.size(); ++n)
+    per_stage[graph_.op(nodes_[n].op).pipeline_stage] += nodes_[n].candidates[choice[n]].memory;
+  double peak = 0;
+  for (const auto& [stage, bytes] : per_stage) peak = std::max(peak, bytes);
+  return peak;
 }
 
 std::vector<OpLayout> StrategyGraph::Layouts(const std::vector<size_t>& choice) const {

@@ -34,6 +34,11 @@ struct SearchOptions {
   bool enable_alltoall = false;
   CostModelOptions cost;
   const ClusterSpec* cluster = nullptr;  // the time model's links and rates
+  // Approximation for large stages (MindSpore's dp_algo_enable_approxi in
+  // spirit): an operator keeps at most this many candidates, the cheapest by
+  // its own cost, preferring strategies that split fewer dimensions, plus the
+  // data-parallel one. 0 keeps every candidate (exact).
+  size_t max_candidates = 0;
 };
 
 struct StrategyCandidate {
@@ -70,6 +75,9 @@ class StrategyGraph {
   // candidate) and edges of the graph's operators. Throws LayoutError when
   // an operator has no valid strategy.
   StrategyGraph(const Graph& graph, const SearchOptions& options);
+  // The graph with one given layout per operator as the only candidate: to
+  // evaluate a strategy the search did not come from (semi-auto, recursive).
+  StrategyGraph(const Graph& graph, const SearchOptions& options, const std::vector<OpLayout>& fixed);
 
   const Graph& graph() const { return graph_; }
   const SearchOptions& options() const { return options_; }
@@ -79,12 +87,20 @@ class StrategyGraph {
   // The objective's cost of redistributing along `edge` with the producer
   // at candidate `from` and the consumer at candidate `to` (cached by layout pair).
   double EdgeCost(const SearchEdge& edge, size_t from, size_t to) const;
-  // EdgeCost for every pair of candidates ([from][to]), each distinct pair of layouts planned once.
-  std::vector<std::vector<double>> EdgeCostMatrix(const SearchEdge& edge) const;
+  // Candidates that lay an edge's tensor out alike form a class: at the
+  // producer's end (from = true) or the consumer's, the class of each
+  // candidate; and the cost between two classes. Edge costs depend on
+  // classes only, so searches can work on classes.
+  const std::vector<int>& EdgeClasses(size_t edge, bool from) const;
+  double ClassCost(size_t edge, int from_class, int to_class) const;
+  // The objective's cost of redistributing tensor `tensor` from one layout to
+  // another, with the bytes it moves between devices in `communication`.
+  double PairCost(int tensor, const TensorLayout& from, const TensorLayout& to, double* communication) const;
   // Bytes per device the redistribution moves between devices (0: none).
   double EdgeCommunication(const SearchEdge& edge, size_t from, size_t to) const;
 
-  // Objective of a full choice (one candidate per node) and its memory.
+  // Objective of a full choice (one candidate per node) and its memory: the
+  // largest pipeline stage's sum.
   double TotalCost(const std::vector<size_t>& choice) const;
   double TotalMemory(const std::vector<size_t>& choice) const;
 
@@ -93,18 +109,35 @@ class StrategyGraph {
 
  private:
   double OperatorCost(const OpLayout& layout, DType dtype) const;
+  void AddEdges();
+  void Prune(SearchNode& node, const Operator& op, const std::vector<TensorType>& inputs,
+             const std::vector<TensorType>& outputs, const std::vector<int>& weights) const;
   struct RedistributionCost {
     double objective = 0;
     double communication = 0;
   };
-  const RedistributionCost& Redistribute(const SearchEdge& edge, size_t from, size_t to) const;
+  struct EndClasses {
+    std::vector<int> of_candidate;
+    std::vector<size_t> representative;  // a candidate of each class
+    std::vector<std::string> key;        // of each class's layout
+  };
+  const TensorLayout& EndLayout(const SearchEdge& edge, bool from, size_t candidate) const;
+  size_t IndexOf(const SearchEdge& edge) const;
+  const RedistributionCost& Redistribute(size_t edge, int from_class, int to_class) const;
+  const RedistributionCost& LayoutCost(const Tensor& tensor, const TensorLayout& out, const TensorLayout& in,
+                                       const std::string& key) const;
 
   const Graph& graph_;
   SearchOptions options_;
   std::vector<SearchNode> nodes_;
   std::vector<SearchEdge> edges_;
+  std::vector<EndClasses> from_classes_, to_classes_;  // per edge
   mutable std::map<std::string, RedistributionCost> redistribution_cache_;
 };
+
+// Operators with the same type, shapes, parameter inputs, attributes and
+// configured strategy have the same candidates.
+std::string OperatorSignature(const Graph& graph, const Operator& op);
 
 // MindSpore's defaults for the cluster's device kind (beta 400 on NPUs, 50 on GPUs).
 CostModelOptions DefaultCostModel(const ClusterSpec& cluster);

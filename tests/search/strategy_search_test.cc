@@ -7,6 +7,7 @@
 #include "core/search/search.h"
 #include "core/search/sharding_propagation.h"
 #include "core/search/strategy_graph.h"
+#include "core/search/strategy_proto.h"
 #include "core/util/json_reader.h"
 #include "tests/test_util.h"
 
@@ -65,10 +66,8 @@ TEST_CASE("a shared parameter forces its users onto one layout in every mode") {
   b.MatMul("second", h, w, false, false, Strategy{{1, 4}, {4, 1}});
   const Graph graph = b.Finish();
   const StrategyGraph sg(graph, Options(4));
-  for (const auto& choice : {DynamicProgrammingSearch(sg), ShardingPropagation(sg)}) {
-    const auto layouts = sg.Layouts(choice);
+  for (const auto& layouts : {sg.Layouts(DynamicProgrammingSearch(sg)), ShardingPropagation(sg)})
     CHECK(layouts[0].inputs[1].Normalized() == layouts[1].inputs[1].Normalized());
-  }
 }
 
 TEST_CASE("strategy checkpoints round-trip every operator's strategy") {
@@ -79,6 +78,42 @@ TEST_CASE("strategy checkpoints round-trip every operator's strategy") {
   SaveStrategyCheckpoint(path, graph, layouts);
   const auto loaded = LoadStrategyCheckpoint(path);
   REQUIRE(loaded.size() == graph.operators().size());
+  for (size_t i = 0; i < layouts.size(); ++i)
+    CHECK(loaded.at(graph.op(static_cast<int>(i)).name) == layouts[i].strategy);
+}
+
+TEST_CASE("protobuf strategy checkpoints use MindSpore's ParallelStrategyMap encoding") {
+  ProtoStrategyMap map;
+  map.current_stage = 1;
+  map.items["a"] = {0, Strategy{{2, 1}}};
+  // current_stage=1; item{node_name="a"; parallel_strategys{stage=0; parallel_strategy{dim=2; dim=1}}}
+  const std::string expected = std::string(
+      "\x08\x01\x12\x0d\x0a\x01"
+      "a"
+      "\x12\x08\x08\x00\x12\x04\x08\x02\x08\x01",
+      17);
+  CHECK(EncodeStrategyMap(map) == expected);
+  // Packed dims, as proto3 writers emit them, decode too; unknown fields are skipped.
+  const std::string packed = std::string(
+      "\x08\x03\x12\x0c\x0a\x01"
+      "b"
+      "\x12\x07\x08\x01\x12\x03\x0a\x01\x04"
+      "\x18\x07",
+      18);
+  const ProtoStrategyMap decoded = DecodeStrategyMap(packed);
+  CHECK(decoded.current_stage == 3);
+  CHECK(decoded.items.at("b").first == 1);
+  CHECK(decoded.items.at("b").second == Strategy{{4}});
+  CHECK_THROWS_WITH(DecodeStrategyMap(std::string("\x12\x05\x0a", 3)), Catch::Contains("runs past the end"));
+}
+
+TEST_CASE("protobuf strategy checkpoints round-trip through files") {
+  Graph graph = ResidualBlock();
+  const StrategyGraph sg(graph, Options(4));
+  const auto layouts = sg.Layouts(DynamicProgrammingSearch(sg));
+  const std::string path = (std::filesystem::temp_directory_path() / "shardlab-block.ckpt").string();
+  SaveStrategyCheckpoint(path, graph, layouts);
+  const auto loaded = LoadStrategyCheckpoint(path);
   for (size_t i = 0; i < layouts.size(); ++i)
     CHECK(loaded.at(graph.op(static_cast<int>(i)).name) == layouts[i].strategy);
 }

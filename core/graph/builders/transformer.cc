@@ -17,6 +17,7 @@ struct Dims {
   int64_t layers, hidden, heads, ffn, seq, vocab, batch;
   int64_t dp, mp;
   bool sharded;       // place MindFormers strategies
+  bool all_ops;       // on every operator (false: on the weight MatMuls only, for sharding_propagation)
   bool vocab_emb_dp;  // embedding table replicated (true) or split by rows over model_parallel
   DType dtype;
 
@@ -36,6 +37,7 @@ Dims ReadDims(const BuilderParams& p) {
   d.dp = p.Int("data_parallel");
   d.mp = p.Int("model_parallel");
   d.sharded = d.dp * d.mp > 1;
+  d.all_ops = p.String("shard_scope") == "all";
   d.vocab_emb_dp = p.Bool("vocab_emb_dp");
   d.dtype = *ParseDType(p.String("dtype"));
   if (d.hidden % d.heads != 0)
@@ -65,6 +67,12 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
       {"data_parallel", int64_t{1}, "MindFormers data_parallel: batch split of the strategies", 1, 4096},
       {"model_parallel", int64_t{1}, "MindFormers model_parallel: tensor split of the strategies", 1, 4096},
       {"vocab_emb_dp", true, "replicate the embedding table (false: split its rows over model_parallel)"},
+      {"shard_scope",
+       std::string("all"),
+       "which operators get strategies: all, or weight_matmuls (the rest for sharding_propagation to fill)",
+       0,
+       0,
+       {"all", "weight_matmuls"}},
       {"dtype",
        std::string("float16"),
        "compute dtype of weights and activations",
@@ -76,12 +84,12 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
 
 // Multi-head self-attention on x [tokens, hidden]; returns the projected output.
 int Attention(GraphBuilder& b, const Dims& d, int x, int mask) {
-  const Shard shard{d.sharded};
+  const Shard shard{d.sharded && d.all_ops};
   const int64_t dp = d.dp, mp = d.mp, h = d.hidden;
   auto column = [&](const std::string& name) {
     const int w = b.Parameter(name + ".weight", {h, h}, d.dtype);
     const int bias = b.Parameter(name + ".bias", {h}, d.dtype);
-    const int y = b.MatMul(name, x, w, false, true, shard({{dp, 1}, {mp, 1}}));
+    const int y = b.MatMul(name, x, w, false, true, Shard{d.sharded}({{dp, 1}, {mp, 1}}));
     return b.BiasAdd(name + ".bias_add", y, bias, shard({{dp, mp}, {mp}}));
   };
   const int q = column("attention/query");
@@ -105,40 +113,40 @@ int Attention(GraphBuilder& b, const Dims& d, int x, int mask) {
   const int flat = b.Reshape("attention/merge", merged, {d.tokens(), h});
   const int wo = b.Parameter("attention/projection.weight", {h, h}, d.dtype);
   const int bo = b.Parameter("attention/projection.bias", {h}, d.dtype);
-  const int out = b.MatMul("attention/projection", flat, wo, false, true, shard({{dp, mp}, {1, mp}}));
+  const int out = b.MatMul("attention/projection", flat, wo, false, true, Shard{d.sharded}({{dp, mp}, {1, mp}}));
   return b.BiasAdd("attention/projection.bias_add", out, bo, shard({{dp, 1}, {1}}));
 }
 
 // Position-wise FFN: column-parallel mapping, GeLU, row-parallel projection.
 int FeedForward(GraphBuilder& b, const Dims& d, int x) {
-  const Shard shard{d.sharded};
+  const Shard shard{d.sharded && d.all_ops};
   const int64_t dp = d.dp, mp = d.mp;
   const int w1 = b.Parameter("ffn/mapping.weight", {d.ffn, d.hidden}, d.dtype);
   const int b1 = b.Parameter("ffn/mapping.bias", {d.ffn}, d.dtype);
   const int w2 = b.Parameter("ffn/projection.weight", {d.hidden, d.ffn}, d.dtype);
   const int b2 = b.Parameter("ffn/projection.bias", {d.hidden}, d.dtype);
-  int y = b.MatMul("ffn/mapping", x, w1, false, true, shard({{dp, 1}, {mp, 1}}));
+  int y = b.MatMul("ffn/mapping", x, w1, false, true, Shard{d.sharded}({{dp, 1}, {mp, 1}}));
   y = b.BiasAdd("ffn/mapping.bias_add", y, b1, shard({{dp, mp}, {mp}}));
   y = b.Activation("GeLU", "ffn/gelu", y, shard({{dp, mp}}));
-  y = b.MatMul("ffn/projection", y, w2, false, true, shard({{dp, mp}, {1, mp}}));
+  y = b.MatMul("ffn/projection", y, w2, false, true, Shard{d.sharded}({{dp, mp}, {1, mp}}));
   return b.BiasAdd("ffn/projection.bias_add", y, b2, shard({{dp, 1}, {1}}));
 }
 
 int LayerNorm(GraphBuilder& b, const Dims& d, const std::string& name, int x) {
   const int gamma = b.Parameter(name + ".gamma", {d.hidden}, DType::kFloat32);
   const int beta = b.Parameter(name + ".beta", {d.hidden}, DType::kFloat32);
-  return b.LayerNorm(name, x, gamma, beta, Shard{d.sharded}({{d.dp, 1}, {1}, {1}}));
+  return b.LayerNorm(name, x, gamma, beta, Shard{d.sharded && d.all_ops}({{d.dp, 1}, {1}, {1}}));
 }
 
 int Residual(GraphBuilder& b, const Dims& d, const std::string& name, int x, int branch) {
-  const Shard shard{d.sharded};
+  const Shard shard{d.sharded && d.all_ops};
   branch = b.Dropout(name + "_dropout", branch, kKeepProb, shard({{d.dp, 1}}));
   return b.Binary("Add", name, x, branch, shard({{d.dp, 1}, {d.dp, 1}}));
 }
 
 // Gathers token and position embeddings; returns [tokens, hidden] and the table.
 std::pair<int, int> Embeddings(GraphBuilder& b, const Dims& d, int input_ids, int position_ids) {
-  const Shard shard{d.sharded};
+  const Shard shard{d.sharded && d.all_ops};
   const int64_t table_split = d.vocab_emb_dp ? 1 : d.mp;
   const int table = b.Parameter("embedding/word.table", {d.vocab, d.hidden}, d.dtype);
   const int positions = b.Parameter("embedding/position.table", {d.seq, d.hidden}, d.dtype);
@@ -152,7 +160,7 @@ std::pair<int, int> Embeddings(GraphBuilder& b, const Dims& d, int input_ids, in
 // Token-level softmax cross-entropy against one-hot labels, averaged.
 int LanguageModelLoss(GraphBuilder& b, const Dims& d, const std::string& name, int logits, int labels,
                       int64_t classes) {
-  const Shard shard{d.sharded};
+  const Shard shard{d.sharded && d.all_ops};
   const int onehot = b.OneHot(name + "/onehot", labels, classes, DType::kFloat32, shard({{d.dp, 1}}));
   const int logits32 = b.Cast(name + "/cast", logits, DType::kFloat32, shard({{d.dp, 1}}));
   const int loss = b.SoftmaxCrossEntropy(name + "/cross_entropy", logits32, onehot, shard({{d.dp, 1}, {d.dp, 1}}));
@@ -165,7 +173,7 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
   if (d.layers < stages)
     throw GraphError("layers " + std::to_string(d.layers) + " cannot fill pipeline_stages " + std::to_string(stages));
   GraphBuilder b(graph_name);
-  const Shard shard{d.sharded};
+  const Shard shard{d.sharded && d.all_ops};
   const int input_ids = b.Input("input_ids", {d.batch, d.seq}, DType::kInt32);
   const int position_ids = b.Input("position_ids", {d.batch, d.seq}, DType::kInt32);
   const int mask = b.Input("attention_mask", {d.batch, 1, d.seq, d.seq}, d.dtype);
@@ -202,7 +210,7 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
     throw GraphError("layers " + std::to_string(d.layers) + " cannot fill pipeline_stages " + std::to_string(stages));
   const int64_t predictions = params.Int("max_predictions_per_seq");
   GraphBuilder b(graph_name);
-  const Shard shard{d.sharded};
+  const Shard shard{d.sharded && d.all_ops};
   const int input_ids = b.Input("input_ids", {d.batch, d.seq}, DType::kInt32);
   const int position_ids = b.Input("position_ids", {d.batch, d.seq}, DType::kInt32);
   const int token_type_ids = b.Input("token_type_ids", {d.batch, d.seq}, DType::kInt32);
