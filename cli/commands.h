@@ -97,6 +97,15 @@ struct SearchArgs {
 };
 int Search(const SearchArgs& args);
 
+struct CompareArgs {
+  std::string run_file;
+  std::vector<std::string> modes = {"all"};  // all, or search modes (semi_auto for the run's own)
+  std::string engine = "both";               // analytical | both (analytical and SimGrid)
+  int64_t jobs = 0;
+  bool json = false;
+};
+int Compare(const CompareArgs& args);
+
 struct SweepArgs {
   std::string sweep_file;
   std::string out_file;  // .csv or .json; "" = the sweep file's "out", else none

@@ -130,11 +130,27 @@ int main(int argc, char** argv) {
   search_cmd->add_option("run", search.run_file, "run file (JSON)")->required();
   search_cmd->add_option("--mode", search.mode, "search mode (default: the run's search_mode in auto_parallel)")
       ->check(CLI::IsMember({"dynamic_programming", "recursive_programming", "sharding_propagation", "semi_auto"}));
-  search_cmd->add_option("--cost-model", search.cost_model, "mindspore (default) or time")
+  search_cmd->add_option("--cost-model", search.cost_model, "mindspore or time (default: parallel.cost_model)")
       ->check(CLI::IsMember({"mindspore", "time"}));
   search_cmd->add_option("-o,--out", search.out_file, "write the strategies as a strategy checkpoint (JSON)");
   search_cmd->add_flag("--all", search.all, "list every operator");
   search_cmd->add_flag("--json", search.json, "print JSON instead of text");
+
+  cli::CompareArgs compare;
+  auto* compare_cmd =
+      app.add_subcommand("compare", "Every search mode on one run, simulated side by side with its own strategies");
+  compare_cmd->add_option("run", compare.run_file, "run file (JSON)")->required();
+  compare_cmd
+      ->add_option("--modes", compare.modes,
+                   "all, or some of semi_auto, dynamic_programming, recursive_programming, sharding_propagation")
+      ->delimiter(',')
+      ->check(
+          CLI::IsMember({"all", "semi_auto", "dynamic_programming", "recursive_programming", "sharding_propagation"}));
+  compare_cmd->add_option("--engine", compare.engine, "analytical, or both (analytical and SimGrid, the default)")
+      ->check(CLI::IsMember({"analytical", "both"}));
+  compare_cmd->add_option("--jobs", compare.jobs, "SimGrid runs at once (default: every core)")
+      ->check(CLI::Range(0, 1024));
+  compare_cmd->add_flag("--json", compare.json, "print JSON instead of text");
 
   cli::SweepArgs sweep;
   auto* sweep_cmd = app.add_subcommand("sweep", "Simulate a grid of runs (cluster x model x parallel settings)");
@@ -175,6 +191,7 @@ int main(int argc, char** argv) {
     if (*tune_cmd) return cli::TuneFusion(tune);
     if (*sweep_cmd) return cli::Sweep(sweep);
     if (*search_cmd) return cli::Search(search);
+    if (*compare_cmd) return cli::Compare(compare);
   } catch (const std::exception& e) {
     std::cerr << "shardlab: error: " << e.what() << "\n";
     return kUserError;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/config/units.h"
 #include "core/util/json_reader.h"
 
 namespace shardlab {
@@ -160,6 +161,16 @@ ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size, cons
   c.recompute = reader.Bool("recompute", false);
   c.fully_use_devices = reader.Bool("fully_use_devices", true);
   c.enable_alltoall = reader.Bool("enable_alltoall", false);
+  if (auto v = reader.Optional("cost_model")) {
+    ObjectReader m(*v);
+    c.cost_model.model = m.Enum("model", "mindspore", {"mindspore", "time"});
+    c.cost_model.alpha = m.Number("alpha", 1.0, 0, 1e12);
+    c.cost_model.beta = m.Number("beta", 0, 0, 1e12);
+    c.cost_model.gamma = m.Number("gamma", 0.001, 0, 1);
+    if (auto cap = m.Optional("device_memory_capacity"))
+      c.cost_model.device_memory_capacity = ReadQuantity(*cap, Quantity::kBytes);
+    m.Finish();
+  }
   reader.Finish();
 
   // Rules that tie keys together. Each error points at the key to change.
@@ -263,6 +274,12 @@ nlohmann::json ToJson(const ParallelConfig& c) {
   j["recompute"] = c.recompute;
   j["fully_use_devices"] = c.fully_use_devices;
   j["enable_alltoall"] = c.enable_alltoall;
+  j["cost_model"] = {{"model", c.cost_model.model},
+                     {"alpha", c.cost_model.alpha},
+                     {"beta", c.cost_model.beta},
+                     {"gamma", c.cost_model.gamma}};
+  if (c.cost_model.device_memory_capacity > 0)
+    j["cost_model"]["device_memory_capacity"] = c.cost_model.device_memory_capacity;
   return j;
 }
 

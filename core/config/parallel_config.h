@@ -87,6 +87,17 @@ struct ParallelConfig {
   bool recompute = false;
   bool fully_use_devices = true;
   bool enable_alltoall = false;
+  // The strategy search's cost model (MindSpore's set_cost_model_context):
+  // "mindspore" or "time"; alpha/beta/gamma and the memory budget, 0 = the
+  // defaults (beta 400 on NPUs, 50 on GPUs; the cluster's device memory).
+  struct CostModel {
+    std::string model = "mindspore";
+    double alpha = 1.0;
+    double beta = 0;
+    double gamma = 0.001;
+    double device_memory_capacity = 0;
+    bool operator==(const CostModel&) const = default;
+  } cost_model;
 
   int64_t devices_per_stage() const { return device_num / pipeline_stages; }
   int64_t micro_batch_size() const { return global_batch_size / micro_batch_num; }

@@ -27,7 +27,7 @@ SearchResult SearchStrategies(const RunSpec& run, Graph& graph, const std::strin
   result.mode = mode;
   if (result.mode.empty())
     result.mode = p.parallel_mode == ParallelMode::kAutoParallel ? ToString(p.search_mode) : "semi_auto";
-  result.cost_model = cost_model.empty() ? "mindspore" : cost_model;
+  result.cost_model = cost_model.empty() ? p.cost_model.model : cost_model;
   if (!p.strategy_ckpt_load_file.empty()) {
     const auto loaded = LoadStrategyCheckpoint(p.strategy_ckpt_load_file);
     for (size_t i = 0; i < graph.operators().size(); ++i) {
@@ -45,8 +45,12 @@ SearchResult SearchStrategies(const RunSpec& run, Graph& graph, const std::strin
   options.cost = DefaultCostModel(run.cluster);
   options.cost.model = result.cost_model;
   options.cost.training = run.simulation.mode == "train";
+  options.cost.alpha = p.cost_model.alpha;
+  if (p.cost_model.beta > 0) options.cost.beta = p.cost_model.beta;
+  options.cost.gamma = p.cost_model.gamma;
   // MindSpore's device_memory_capacity defaults to 16 GiB; the cluster file knows the real one.
-  options.cost.device_memory = run.cluster.device.memory_bytes;
+  options.cost.device_memory =
+      p.cost_model.device_memory_capacity > 0 ? p.cost_model.device_memory_capacity : run.cluster.device.memory_bytes;
   options.cluster = &run.cluster;
   // Exact up to 64 devices per stage; larger stages keep 32 candidates per operator.
   if (options.stage_devices > 64) options.max_candidates = 32;

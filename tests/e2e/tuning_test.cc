@@ -158,8 +158,7 @@ TEST_CASE("search writes a strategy checkpoint that a run can load back") {
   const nlohmann::json again = Json(r.out);
   CHECK(again.at("mode") == "semi_auto");
   // Reshapes follow their input under semi_auto rules instead of the searched split.
-  CHECK(again.at("step_seconds").get<double>() ==
-        Approx(searched.at("step_seconds").get<double>()).epsilon(0.01));
+  CHECK(again.at("step_seconds").get<double>() == Approx(searched.at("step_seconds").get<double>()).epsilon(0.01));
   for (size_t i = 0; i < again.at("operators").size(); ++i)
     if (again["operators"][i]["type"] != "Reshape" && again["operators"][i]["type"] != "Flatten")
       CHECK(again["operators"][i]["strategy"] == searched["operators"][i]["strategy"]);
@@ -175,6 +174,46 @@ TEST_CASE("sharding_propagation fills the unconfigured operators of a Megatron-s
   const CliResult r = Run("search configs/runs/seed-ffn-ascend-8.json --mode sharding_propagation --json");
   REQUIRE(r.rc == 0);
   CHECK(Json(r.out).at("configured_operators").get<int>() > 0);
+}
+
+TEST_CASE("compare runs every mode and the searched strategies are at least as fast as data parallel") {
+  const CliResult r = Run("compare configs/runs/bert-large-a100-8.json --engine analytical --json");
+  REQUIRE(r.rc == 0);
+  const nlohmann::json out = Json(r.out);
+  double semi = 0, best = 1e300;
+  size_t failed = 0;
+  for (const auto& v : out.at("variants")) {
+    if (v.contains("error")) {
+      ++failed;  // sharding_propagation: nothing configured in this run
+      CHECK(v.at("mode") == "sharding_propagation");
+      continue;
+    }
+    const double step = v.at("analytical_step_seconds").get<double>();
+    if (v.at("mode") == "semi_auto") semi = step;
+    best = std::min(best, step);
+  }
+  CHECK(failed == 2);
+  CHECK(semi > 0);
+  CHECK(best <= semi);
+}
+
+TEST_CASE("the cost model is configured under parallel.cost_model and checked") {
+  nlohmann::json run = Json(Slurp(fs::path(SHARDLAB_SOURCE_DIR) / "configs/runs/bert-large-a100-8.json"));
+  run["cluster"] = std::string(SHARDLAB_SOURCE_DIR) + "/configs/clusters/dgx-a100-hdr.json";
+  run["model"] = std::string(SHARDLAB_SOURCE_DIR) + "/configs/models/bert-large.json";
+  run["parallel"]["parallel_mode"] = "auto_parallel";
+  run["parallel"]["cost_model"] = {{"model", "time"}, {"gamma", 0.5}};
+  const fs::path path = ScratchDir() / "bert-time.json";
+  std::ofstream(path) << run.dump();
+  CliResult r = Run("search '" + path.string() + "' --json");
+  REQUIRE(r.rc == 0);
+  CHECK(Json(r.out).at("cost_model") == "time");
+  CHECK(Json(r.out).at("mode") == "dynamic_programming");
+  run["parallel"]["cost_model"] = {{"model", "hours"}};
+  std::ofstream(path) << run.dump();
+  r = Run("search '" + path.string() + "'");
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, Catch::Contains("/parallel/cost_model/model"));
 }
 
 }  // namespace

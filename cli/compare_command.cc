@@ -1,0 +1,131 @@
+// `shardlab compare RUN.json`: every search mode (and the run's own semi-auto
+// strategies) on the same run, each result simulated with the analytical
+// engine and, in child processes, with SimGrid; printed side by side.
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/progress.h"
+#include "cli/run_evaluation.h"
+#include "core/analytical/analytical_engine.h"
+#include "core/plan/lowering.h"
+#include "core/search/search.h"
+#include "sim/step_engine.h"
+
+namespace shardlab::cli {
+namespace {
+
+struct Variant {
+  std::string mode, cost_model;
+  std::string error;
+  SearchResult search;
+  double analytical = 0;
+  double simgrid = 0;
+  bool oom = false;
+};
+
+// Lowers a search result and runs it; SimGrid only in a child process.
+StepResult Simulate(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts, bool simgrid) {
+  const Plan plan = LowerToPlan(run, graph, layouts);
+  return simgrid ? sim::RunSimGrid(plan, run.cluster, sim::Fidelity::kAggregated, sim::TraceRequest{})
+                 : RunAnalytical(plan, false);
+}
+
+}  // namespace
+
+int Compare(const CompareArgs& args) {
+  const double start = SteadySeconds();
+  exec::MpiWorld world;
+  const RunSpec run = LoadRunFile(args.run_file);
+  std::vector<std::pair<std::string, std::string>> requested;
+  for (const std::string& mode : args.modes) {
+    if (mode == "all") {
+      requested = {{"semi_auto", "mindspore"},
+                   {"dynamic_programming", "mindspore"},
+                   {"dynamic_programming", "time"},
+                   {"recursive_programming", "mindspore"},
+                   {"sharding_propagation", "mindspore"},
+                   {"sharding_propagation", "time"}};
+      break;
+    }
+    requested.push_back({mode, "mindspore"});
+    if (mode == "dynamic_programming" || mode == "sharding_propagation") requested.push_back({mode, "time"});
+  }
+  std::vector<Variant> variants;
+  for (const auto& [mode, cost_model] : requested) {
+    Variant v;
+    v.mode = mode;
+    v.cost_model = cost_model;
+    try {
+      Graph graph = BuildRunGraph(run);
+      v.search = SearchStrategies(run, graph, mode, cost_model);
+      const StepResult r = Simulate(run, graph, v.search.layouts, false);
+      v.analytical = r.step_seconds;
+      v.oom = r.out_of_memory;
+    } catch (const std::exception& e) {
+      v.error = e.what();
+    }
+    variants.push_back(std::move(v));
+  }
+  if (args.engine != "analytical") {
+    CatchInterrupt();
+    EvaluationOptions options;
+    options.jobs = args.jobs > 0 ? static_cast<int>(args.jobs) : AvailableCores();
+    options.start_seconds = start;
+    const auto results = EvaluateEverywhere(
+        variants.size(),
+        [&](size_t i) -> std::string {
+          if (!variants[i].error.empty()) throw std::runtime_error(variants[i].error);
+          Graph graph = BuildRunGraph(run);
+          const SearchResult s = SearchStrategies(run, graph, variants[i].mode, variants[i].cost_model);
+          return fmt::format("{:.17g}", Simulate(run, graph, s.layouts, true).step_seconds);
+        },
+        options, world);
+    if (!world.root()) return 0;
+    for (size_t i = 0; i < variants.size(); ++i)
+      if (results[i].status == ChildJobResult::Status::kOk) variants[i].simgrid = std::stod(results[i].output);
+  }
+  double reference = 0;
+  for (const Variant& v : variants)
+    if (v.mode == "semi_auto" && v.error.empty()) reference = v.simgrid > 0 ? v.simgrid : v.analytical;
+
+  if (args.json) {
+    nlohmann::json out = {{"run", run.name}, {"variants", nlohmann::json::array()}};
+    for (const Variant& v : variants) {
+      nlohmann::json j = {{"mode", v.mode}, {"cost_model", v.cost_model}};
+      if (!v.error.empty()) {
+        j["error"] = v.error;
+      } else {
+        j["search_seconds"] = v.search.search_seconds;
+        j["objective"] = v.search.objective;
+        j["analytical_step_seconds"] = v.analytical;
+        if (v.simgrid > 0) j["simgrid_step_seconds"] = v.simgrid;
+        j["out_of_memory"] = v.oom;
+      }
+      out["variants"].push_back(j);
+    }
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("compare {}: {} devices, {} per stage\n", run.name, run.parallel.device_num,
+                           run.parallel.devices_per_stage());
+  std::cout << fmt::format("  {:<24} {:<10} {:>9} {:>13} {:>12} {:>12} {:>10}\n", "mode", "cost", "search", "objective",
+                           "analytical", "simgrid", "vs semi");
+  for (const Variant& v : variants) {
+    if (!v.error.empty()) {
+      std::cout << fmt::format("  {:<24} {:<10} failed: {}\n", v.mode, v.cost_model, v.error);
+      continue;
+    }
+    const double step = v.simgrid > 0 ? v.simgrid : v.analytical;
+    std::cout << fmt::format("  {:<24} {:<10} {:>7.3f} s {:>13.5g} {:>10.5g} s {:>12} {:>10}{}\n", v.mode, v.cost_model,
+                             v.search.search_seconds, v.search.objective, v.analytical,
+                             v.simgrid > 0 ? fmt::format("{:.5g} s", v.simgrid) : "-",
+                             reference > 0 ? fmt::format("{:+.1f}%", 100 * (step - reference) / reference) : "-",
+                             v.oom ? "  (out of memory)" : "");
+  }
+  return 0;
+}
+
+}  // namespace shardlab::cli
