@@ -6,12 +6,6 @@
 namespace shardlab {
 namespace {
 
-std::vector<TensorType> Types(const Graph& graph, const std::vector<int>& tensors) {
-  std::vector<TensorType> types;
-  for (int t : tensors) types.push_back({graph.tensor(t).shape, graph.tensor(t).dtype});
-  return types;
-}
-
 // The split counts of a tensor as its producer lays it out.
 std::optional<Strategy> ProducerSplit(const Graph& graph, const std::vector<OpLayout>& layouts, int tensor) {
   const int producer = graph.tensor(tensor).producer;
@@ -34,11 +28,9 @@ std::vector<OpLayout> InferGraphLayouts(const Graph& graph, int64_t stage_device
   std::vector<OpLayout> layouts;
   layouts.reserve(graph.operators().size());
   for (const Operator& op : graph.operators()) {
-    const auto inputs = Types(graph, op.inputs);
-    const auto outputs = Types(graph, op.outputs);
-    std::vector<int> weights;
-    for (size_t i = 0; i < op.inputs.size(); ++i)
-      if (graph.tensor(op.inputs[i]).is_parameter()) weights.push_back(static_cast<int>(i));
+    const auto inputs = TensorTypes(graph, op.inputs);
+    const auto outputs = TensorTypes(graph, op.outputs);
+    const std::vector<int> weights = ParameterInputs(graph, op);
     const bool is_reshape = op.type == "Reshape" || op.type == "Flatten";
     if (is_reshape && op.strategy)
       throw LayoutError(

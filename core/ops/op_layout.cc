@@ -252,4 +252,17 @@ nlohmann::json ToJson(const OpLayout& layout, int64_t rank) {
           {"bytes", {{"forward", layout.work.forward_bytes}, {"backward", layout.work.backward_bytes}}}};
 }
 
+std::vector<TensorType> TensorTypes(const Graph& graph, const std::vector<int>& tensors) {
+  std::vector<TensorType> types;
+  for (int t : tensors) types.push_back({graph.tensor(t).shape, graph.tensor(t).dtype});
+  return types;
+}
+
+std::vector<int> ParameterInputs(const Graph& graph, const Operator& op) {
+  std::vector<int> weights;
+  for (size_t k = 0; k < op.inputs.size(); ++k)
+    if (graph.tensor(op.inputs[k]).is_parameter()) weights.push_back(static_cast<int>(k));
+  return weights;
+}
+
 }  // namespace shardlab

@@ -74,6 +74,11 @@ Strategy DataParallelStrategy(const Operator& op, const std::vector<TensorType>&
                               const std::vector<TensorType>& outputs, int64_t stage_devices,
                               const std::vector<int>& weights);
 
+// The shapes and dtypes of a graph's tensors, for the layout functions.
+std::vector<TensorType> TensorTypes(const Graph& graph, const std::vector<int>& tensors);
+// The inputs of `op` that are parameters (they get mirrors).
+std::vector<int> ParameterInputs(const Graph& graph, const Operator& op);
+
 // The layout as `shardlab layout` prints it; groups are those of `rank`.
 nlohmann::json ToJson(const OpLayout& layout, int64_t rank);
 

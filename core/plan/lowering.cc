@@ -420,7 +420,8 @@ class Lowering {
       by_key[key].push_back(share);
     }
     for (size_t list_index = 0; list_index < key_order.size(); ++list_index) {
-      const auto& [group, sharded, fusion_id] = key_order[list_index];
+      const auto& [group, sharded, fusion] = key_order[list_index];
+      const int64_t fusion_id = fusion;  // lambdas below cannot capture a structured binding (clang 14)
       const Key& key = key_order[list_index];
       const auto& list = by_key[key];
       std::vector<double> bytes, weight_bytes;

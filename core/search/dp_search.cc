@@ -32,7 +32,7 @@ class Eliminator {
  public:
   // Candidates that lay out every incident edge's tensor alike differ only
   // in their own cost: the cheapest of each such set stands for all (exact).
-  explicit Eliminator(const StrategyGraph& graph) : graph_(graph) {
+  explicit Eliminator(const StrategyGraph& graph) {
     const auto& nodes = graph.nodes();
     const auto& edges = graph.edges();
     cost_.resize(nodes.size());
@@ -293,7 +293,6 @@ class Eliminator {
     log_.push_back({Step::Kind::kStar, v, target, -1, std::move(best)});
   }
 
-  const StrategyGraph& graph_;
   std::vector<std::vector<double>> cost_;
   std::vector<std::vector<size_t>> keep_;  // reduced candidate -> the node's candidate
   std::vector<std::set<int>> in_, out_;

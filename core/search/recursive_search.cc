@@ -12,12 +12,6 @@
 namespace shardlab {
 namespace {
 
-std::vector<TensorType> Types(const Graph& graph, const std::vector<int>& tensors) {
-  std::vector<TensorType> types;
-  for (int t : tensors) types.push_back({graph.tensor(t).shape, graph.tensor(t).dtype});
-  return types;
-}
-
 // `next` splits every dimension at least as much as `current`.
 bool Refines(const Strategy& next, const Strategy& current) {
   if (next.size() != current.size()) return false;
@@ -54,10 +48,9 @@ std::vector<OpLayout> RecursiveProgrammingSearch(const Graph& graph, const Searc
   std::vector<std::vector<TensorType>> inputs(n), outputs(n);
   for (size_t i = 0; i < n; ++i) {
     const Operator& op = graph.op(static_cast<int>(i));
-    inputs[i] = Types(graph, op.inputs);
-    outputs[i] = Types(graph, op.outputs);
-    for (size_t k = 0; k < op.inputs.size(); ++k)
-      if (graph.tensor(op.inputs[k]).is_parameter()) weights[i].push_back(static_cast<int>(k));
+    inputs[i] = TensorTypes(graph, op.inputs);
+    outputs[i] = TensorTypes(graph, op.outputs);
+    weights[i] = ParameterInputs(graph, op);
     // Unsplit, in the family's strategy shape (some families' tuples are not their inputs' ranks).
     current[i] = DataParallelStrategy(op, inputs[i], outputs[i], devices, weights[i]);
     for (auto& tuple : current[i]) std::fill(tuple.begin(), tuple.end(), 1);

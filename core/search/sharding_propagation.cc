@@ -7,19 +7,6 @@
 namespace shardlab {
 namespace {
 
-std::vector<TensorType> Types(const Graph& graph, const std::vector<int>& tensors) {
-  std::vector<TensorType> types;
-  for (int t : tensors) types.push_back({graph.tensor(t).shape, graph.tensor(t).dtype});
-  return types;
-}
-
-std::vector<int> Weights(const Graph& graph, const Operator& op) {
-  std::vector<int> weights;
-  for (size_t k = 0; k < op.inputs.size(); ++k)
-    if (graph.tensor(op.inputs[k]).is_parameter()) weights.push_back(static_cast<int>(k));
-  return weights;
-}
-
 // The layout of an edge's tensor at one end.
 const TensorLayout& EndLayout(const SearchEdge& e, bool from, const OpLayout& layout) {
   if (!from) return layout.inputs[e.input];
@@ -42,9 +29,9 @@ bool LaysOut(const Operator& op, const OpLayout& result, int tensor, const Tenso
 std::optional<OpLayout> Follow(const Graph& graph, int op_index, int tensor, const TensorLayout& layout,
                                const SearchOptions& options) {
   const Operator& op = graph.op(op_index);
-  const auto inputs = Types(graph, op.inputs);
-  const auto outputs = Types(graph, op.outputs);
-  const auto weights = Weights(graph, op);
+  const auto inputs = TensorTypes(graph, op.inputs);
+  const auto outputs = TensorTypes(graph, op.outputs);
+  const auto weights = ParameterInputs(graph, op);
   auto attempt = [&](const Strategy& strategy) -> std::optional<OpLayout> {
     try {
       OpLayout result = InferOpLayout(op, inputs, outputs, strategy, options.stage_devices, weights);

@@ -20,12 +20,6 @@ double Refine(double communication) {
   return communication <= kCommThreshold ? kCommConst : communication + kCommBias;
 }
 
-std::vector<TensorType> Types(const Graph& graph, const std::vector<int>& tensors) {
-  std::vector<TensorType> types;
-  for (int t : tensors) types.push_back({graph.tensor(t).shape, graph.tensor(t).dtype});
-  return types;
-}
-
 double SliceBytes(const TensorLayout& layout, DType dtype) {
   return static_cast<double>(ElementCount(layout.SliceShape()) * DTypeBytes(dtype));
 }
@@ -96,11 +90,9 @@ StrategyGraph::StrategyGraph(const Graph& graph, const SearchOptions& options) :
       nodes_.push_back(std::move(node));
       continue;
     }
-    const auto inputs = Types(graph, op.inputs);
-    const auto outputs = Types(graph, op.outputs);
-    std::vector<int> weights;
-    for (size_t k = 0; k < op.inputs.size(); ++k)
-      if (graph.tensor(op.inputs[k]).is_parameter()) weights.push_back(static_cast<int>(k));
+    const auto inputs = TensorTypes(graph, op.inputs);
+    const auto outputs = TensorTypes(graph, op.outputs);
+    const std::vector<int> weights = ParameterInputs(graph, op);
     SearchNode node;
     node.op = static_cast<int>(i);
     node.configured = op.strategy.has_value();

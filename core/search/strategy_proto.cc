@@ -1,6 +1,7 @@
 #include "core/search/strategy_proto.h"
 
 #include <stdexcept>
+#include <utility>
 
 namespace shardlab {
 namespace {
@@ -25,7 +26,7 @@ void PutBytes(std::string* out, int field, const std::string& bytes) {
 
 class Reader {
  public:
-  explicit Reader(const std::string& bytes) : data_(bytes), pos_(0) {}
+  explicit Reader(std::string bytes) : data_(std::move(bytes)), pos_(0) {}
   bool done() const { return pos_ >= data_.size(); }
 
   uint64_t Varint() {
@@ -70,7 +71,7 @@ class Reader {
     if (n > data_.size() - pos_) throw std::runtime_error("fixed-width field runs past the end");
     pos_ += n;
   }
-  const std::string& data_;
+  std::string data_;  // owned: readers are often made from a field just read
   size_t pos_;
 };
 
