@@ -55,7 +55,11 @@ StepResult RunAnalytical(const Plan& plan, bool with_events) {
   // Step start: parallel-optimizer weight gathers.
   std::vector<double> start(S, 0);
   for (int64_t s = 0; s < S; ++s)
-    for (const Task& t : plan.stages[s].step_start) start[s] += t.seconds;
+    for (const Task& t : plan.stages[s].step_start) {
+      if (with_events)
+        result.events.push_back({s, "communication", t.name, "weight_gather", -1, 0, start[s], t.seconds, {}});
+      start[s] += t.seconds;
+    }
 
   // Pipeline passes: list scheduling of each stage's order under the
   // neighbour dependencies. Keys: (forward, virtual stage, micro-batch).

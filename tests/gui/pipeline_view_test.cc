@@ -1,0 +1,108 @@
+// The pipeline view on a shipped run, rendered offscreen: it shows every
+// stage, the bubble share result.json reports, tooltips name the task under
+// the cursor, and exports write non-empty files.
+#include "gui/pipeline_view.h"
+
+#include <QFileInfo>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <cmath>
+
+#include <QtTest/QtTest>
+
+#include "gui/export.h"
+#include "gui/run_loader.h"
+#include "tests/test_util.h"
+
+namespace shardlab::gui {
+
+class PipelineViewTest : public QObject {
+  Q_OBJECT
+
+ private:
+  // PanGu-alpha 13B cut to 4 layers: 2 stages, 8 micro-batches, 1F1B.
+  static StepResult Result() {
+    RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/pangu-alpha-13b-ascend-512.json"));
+    run.model.params.Set("layers", int64_t{4});
+    return SimulateForView(run);
+  }
+
+ private slots:
+  void ShowsEveryStageAndTheBubbleShareOfTheResult() {
+    const StepResult result = Result();
+    PipelineView view;
+    view.SetTimeline(BuildTimeline(result));
+    QCOMPARE(view.timeline().stages.size(), result.stages.size());
+    QVERIFY(view.HeaderText().contains(QString::number(100 * result.bubble_fraction, 'f', 1) + "%"));
+    for (size_t r = 0; r < result.stages.size(); ++r) {
+      const double share = result.stages[r].bubble_seconds / result.step_seconds;
+      QVERIFY(view.StageLabel(r).contains(QString::number(100 * share, 'f', 1) + "%"));
+    }
+    // Forward and backward of every micro-batch on each stage.
+    for (const StageRow& row : view.timeline().stages) {
+      int passes = 0;
+      for (const TimelineSpan& s : row.compute) passes += s.category == "forward" || s.category == "backward";
+      QCOMPARE(passes, 2 * 8);
+    }
+    // The drawn bubbles add up to the stage's bubble time of the result.
+    for (size_t r = 0; r < result.stages.size(); ++r) {
+      double drawn = 0;
+      for (const TimelineSpan& b : view.timeline().stages[r].bubbles) drawn += b.end - b.start;
+      QVERIFY2(std::abs(drawn - result.stages[r].bubble_seconds) <= 1e-6 * result.step_seconds, qPrintable(QString("stage %1 drawn %2 result %3").arg(r).arg(drawn).arg(result.stages[r].bubble_seconds)));
+    }
+  }
+
+  void TooltipsNameTheTaskUnderTheCursor() {
+    PipelineView view;
+    view.resize(1200, 300);
+    view.SetTimeline(BuildTimeline(Result()));
+    const StageRow& first = view.timeline().stages.front();
+    const TimelineSpan& f0 = first.compute.front();
+    const QPoint center = view.SpanRect(0, f0, false).center().toPoint();
+    const QString tip = view.ToolTipAt(center);
+    QVERIFY2(tip.contains(QString::fromStdString(f0.name)), qPrintable(tip));
+    QVERIFY(tip.startsWith("stage 0"));
+    QVERIFY(view.ToolTipAt(QPoint(5, 295)).isEmpty());
+  }
+
+  void RendersAndExportsPngAndSvg() {
+    PipelineView view;
+    view.SetTimeline(BuildTimeline(Result()));
+    view.resize(view.sizeHint());
+    const QImage image = view.grab().toImage();
+    QVERIFY(!image.isNull());
+    QCOMPARE(image.size(), view.sizeHint());
+    // Something besides the white background was drawn in the timeline area.
+    int colored = 0;
+    for (int x = 200; x < image.width(); x += 7) colored += image.pixelColor(x, 55) != QColor(Qt::white);
+    QVERIFY(colored > 10);
+    QTemporaryDir dir;
+    for (const char* name : {"pipeline.png", "pipeline.svg"}) {
+      const QString path = dir.filePath(name);
+      ExportView(view, path);
+      QVERIFY(QFileInfo(path).size() > 1000);
+      QVERIFY(!QFileInfo::exists(path + ".part"));
+    }
+    QVERIFY_EXCEPTION_THROWN(ExportView(view, dir.filePath("pipeline.bmp")), std::runtime_error);
+  }
+
+  void ShardlabGuiRendersHeadless() {
+    QTemporaryDir dir;
+    const QString png = dir.filePath("pipeline.png");
+    const QString run = QString::fromStdString(testing::SourcePath("configs/runs/pangu-alpha-13b-ascend-512.json"));
+    QCOMPARE(QProcess::execute(SHARDLAB_GUI_BINARY, {"--screenshot", png, "--view", "pipeline", run}), 0);
+    QFile file(png);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QVERIFY(file.size() > 1000);
+    QCOMPARE(file.read(4), QByteArray("\x89PNG"));
+    // A bad run file: exit 1, no output file.
+    const QString none = dir.filePath("none.png");
+    QCOMPARE(QProcess::execute(SHARDLAB_GUI_BINARY, {"--screenshot", none, "configs/runs/missing.json"}), 1);
+    QVERIFY(!QFileInfo::exists(none));
+  }
+};
+
+}  // namespace shardlab::gui
+
+QTEST_MAIN(shardlab::gui::PipelineViewTest)
+#include "pipeline_view_test.moc"
