@@ -14,23 +14,7 @@
 #include "core/search/search.h"
 
 namespace shardlab::cli {
-namespace {
-
-std::string StrategyText(const Strategy& s) {
-  std::vector<std::string> tuples;
-  for (const auto& t : s) tuples.push_back(fmt::format("({})", fmt::join(t, ",")));
-  return fmt::format("({})", fmt::join(tuples, ","));
-}
-
-std::string CommText(const OpLayout& l) {
-  std::vector<std::string> parts;
-  for (const OpComm& c : l.forward_comm) parts.push_back(fmt::format("{}({})", c.type, c.group_size));
-  for (const OpComm& c : l.backward_comm) parts.push_back(fmt::format("grad {}({})", c.type, c.group_size));
-  for (const OpComm& c : l.mirror_comm) parts.push_back(fmt::format("mirror({})", c.group_size));
-  return parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, " "));
-}
-
-}  // namespace
+namespace {}  // namespace
 
 int Search(const SearchArgs& args) {
   RunSpec run = LoadRunFile(args.run_file);
@@ -55,7 +39,7 @@ int Search(const SearchArgs& args) {
                                 {"type", graph.op(static_cast<int>(i)).type},
                                 {"strategy", result.layouts[i].strategy},
                                 {"device_matrix", result.layouts[i].device_matrix},
-                                {"communication", CommText(result.layouts[i])}});
+                                {"communication", CommunicationSummary(result.layouts[i])}});
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -66,9 +50,10 @@ int Search(const SearchArgs& args) {
   const size_t limit = args.all ? result.layouts.size() : std::min<size_t>(result.layouts.size(), 60);
   for (size_t i = 0; i < limit; ++i) {
     const Operator& op = graph.op(static_cast<int>(i));
-    std::cout << fmt::format(
-        "  {:<44} {:<14} {:<26} {:<16} {}\n", op.name.substr(0, 44), op.type, StrategyText(result.layouts[i].strategy),
-        fmt::format("[{}]", fmt::join(result.layouts[i].device_matrix, ",")), CommText(result.layouts[i]));
+    std::cout << fmt::format("  {:<44} {:<14} {:<26} {:<16} {}\n", op.name.substr(0, 44), op.type,
+                             StrategyToString(result.layouts[i].strategy),
+                             fmt::format("[{}]", fmt::join(result.layouts[i].device_matrix, ",")),
+                             CommunicationSummary(result.layouts[i]));
   }
   if (limit < result.layouts.size())
     std::cout << fmt::format("  ... {} more operators (--all lists them)\n", result.layouts.size() - limit);

@@ -1,6 +1,6 @@
-// shardlab-gui: opens a run file and shows its pipeline timeline.
+// shardlab-gui: opens a run file and shows its pipeline timeline and strategies.
 //   shardlab-gui [RUN.json]
-//   shardlab-gui --screenshot out.png|out.svg [--view pipeline] RUN.json   (headless)
+//   shardlab-gui --screenshot out.png|out.svg [--view pipeline|strategy] RUN.json   (headless)
 #include <QApplication>
 #include <QCommandLineParser>
 #include <cstdlib>
@@ -21,17 +21,19 @@ int main(int argc, char** argv) {
   parser.addHelpOption();
   parser.addPositionalArgument("run", "run file (JSON)");
   parser.addOption({"screenshot", "render the view to this .png or .svg and exit", "file"});
-  parser.addOption({"view", "the view to render: pipeline", "view", "pipeline"});
+  parser.addOption({"view", "the view to render: pipeline or strategy", "view", "pipeline"});
   parser.process(app);
   const QStringList args = parser.positionalArguments();
   shardlab::gui::MainWindow window;
   try {
-    if (parser.value("view") != "pipeline")
-      throw std::runtime_error("--view " + parser.value("view").toStdString() + ": only the pipeline view exists yet");
+    const QString view_name = parser.value("view");
+    if (view_name != "pipeline" && view_name != "strategy")
+      throw std::runtime_error("--view " + view_name.toStdString() +
+                               ": pipeline or strategy (the device-matrix and tensor-map views do not exist yet)");
     if (!args.isEmpty()) window.OpenRun(args.first());
     if (parser.isSet("screenshot")) {
       if (args.isEmpty()) throw std::runtime_error("--screenshot needs a run file");
-      shardlab::gui::PipelineView* view = window.pipeline();
+      QWidget* view = view_name == "strategy" ? static_cast<QWidget*>(window.strategies()) : window.pipeline();
       view->resize(view->sizeHint());
       shardlab::gui::ExportView(*view, parser.value("screenshot"));
       return 0;

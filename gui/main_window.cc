@@ -4,15 +4,20 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QStatusBar>
+#include <QTabWidget>
 
 #include "gui/export.h"
 #include "gui/run_loader.h"
 
 namespace shardlab::gui {
 
-MainWindow::MainWindow() : pipeline_(new PipelineView(this)), status_(new QLabel(this)) {
+MainWindow::MainWindow()
+    : pipeline_(new PipelineView(this)), strategies_(new StrategyView(this)), status_(new QLabel(this)) {
   setWindowTitle("shardlab");
-  setCentralWidget(pipeline_);
+  auto* tabs = new QTabWidget(this);
+  tabs->addTab(pipeline_, "Pipeline");
+  tabs->addTab(strategies_, "Strategies");
+  setCentralWidget(tabs);
   statusBar()->addWidget(status_);
   QMenu* file = menuBar()->addMenu("&File");
   file->addAction("&Open run...", QKeySequence::Open, this, &MainWindow::ChooseRun);
@@ -23,8 +28,10 @@ MainWindow::MainWindow() : pipeline_(new PipelineView(this)), status_(new QLabel
 
 void MainWindow::OpenRun(const QString& path) {
   const RunSpec run = LoadRunFile(path.toStdString());
-  const StepResult result = SimulateForView(run);
+  RunView view = SimulateForView(run);
+  const StepResult& result = view.result;
   pipeline_->SetTimeline(BuildTimeline(result));
+  strategies_->SetRows(std::move(view.strategies));
   setWindowTitle(QString("shardlab - %1").arg(QString::fromStdString(run.name)));
   status_->setText(QString("%1: %2 devices, %3 stages, step %4 s (analytical)")
                        .arg(QString::fromStdString(run.name))

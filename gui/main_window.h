@@ -1,11 +1,13 @@
 // The main window: a run file opened from the menu (or the command line),
-// simulated analytically, its pipeline timeline shown; export of the view.
+// simulated analytically, its pipeline timeline and strategy table in tabs;
+// export of the pipeline view.
 #pragma once
 
 #include <QLabel>
 #include <QMainWindow>
 
 #include "gui/pipeline_view.h"
+#include "gui/strategy_view.h"
 
 namespace shardlab::gui {
 
@@ -17,12 +19,14 @@ class MainWindow : public QMainWindow {
   // Throws the loader's errors (file, JSON path, what was expected).
   void OpenRun(const QString& path);
   PipelineView* pipeline() const { return pipeline_; }
+  StrategyView* strategies() const { return strategies_; }
 
  private:
   void ChooseRun();
   void ChooseExport();
 
   PipelineView* pipeline_;
+  StrategyView* strategies_;
   QLabel* status_;
 };
 

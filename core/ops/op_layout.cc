@@ -265,4 +265,18 @@ std::vector<int> ParameterInputs(const Graph& graph, const Operator& op) {
   return weights;
 }
 
+std::string StrategyToString(const Strategy& strategy) {
+  std::vector<std::string> tuples;
+  for (const auto& t : strategy) tuples.push_back(fmt::format("({})", fmt::join(t, ",")));
+  return fmt::format("({})", fmt::join(tuples, ","));
+}
+
+std::string CommunicationSummary(const OpLayout& layout) {
+  std::vector<std::string> parts;
+  for (const OpComm& c : layout.forward_comm) parts.push_back(fmt::format("{}({})", c.type, c.group_size));
+  for (const OpComm& c : layout.backward_comm) parts.push_back(fmt::format("grad {}({})", c.type, c.group_size));
+  for (const OpComm& c : layout.mirror_comm) parts.push_back(fmt::format("mirror({})", c.group_size));
+  return parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, " "));
+}
+
 }  // namespace shardlab

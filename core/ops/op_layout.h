@@ -79,6 +79,11 @@ std::vector<TensorType> TensorTypes(const Graph& graph, const std::vector<int>& 
 // The inputs of `op` that are parameters (they get mirrors).
 std::vector<int> ParameterInputs(const Graph& graph, const Operator& op);
 
+// "((2,1),(1,4))".
+std::string StrategyToString(const Strategy& strategy);
+// The communication a layout inserts, short: "AllReduce(8) grad AllReduce(4) mirror(32)", "-" for none.
+std::string CommunicationSummary(const OpLayout& layout);
+
 // The layout as `shardlab layout` prints it; groups are those of `rank`.
 nlohmann::json ToJson(const OpLayout& layout, int64_t rank);
 

@@ -12,6 +12,7 @@
 
 #include "gui/export.h"
 #include "gui/run_loader.h"
+#include "gui/strategy_view.h"
 #include "tests/test_util.h"
 
 namespace shardlab::gui {
@@ -24,7 +25,7 @@ class PipelineViewTest : public QObject {
   static StepResult Result() {
     RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/pangu-alpha-13b-ascend-512.json"));
     run.model.params.Set("layers", int64_t{4});
-    return SimulateForView(run);
+    return SimulateForView(run).result;
   }
 
  private slots:
@@ -48,7 +49,9 @@ class PipelineViewTest : public QObject {
     for (size_t r = 0; r < result.stages.size(); ++r) {
       double drawn = 0;
       for (const TimelineSpan& b : view.timeline().stages[r].bubbles) drawn += b.end - b.start;
-      QVERIFY2(std::abs(drawn - result.stages[r].bubble_seconds) <= 1e-6 * result.step_seconds, qPrintable(QString("stage %1 drawn %2 result %3").arg(r).arg(drawn).arg(result.stages[r].bubble_seconds)));
+      QVERIFY2(
+          std::abs(drawn - result.stages[r].bubble_seconds) <= 1e-6 * result.step_seconds,
+          qPrintable(QString("stage %1 drawn %2 result %3").arg(r).arg(drawn).arg(result.stages[r].bubble_seconds)));
     }
   }
 
@@ -86,6 +89,21 @@ class PipelineViewTest : public QObject {
     QVERIFY_EXCEPTION_THROWN(ExportView(view, dir.filePath("pipeline.bmp")), std::runtime_error);
   }
 
+  void StrategyTableListsEveryOperatorAndFilters() {
+    RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/pangu-alpha-13b-ascend-512.json"));
+    run.model.params.Set("layers", int64_t{4});
+    const Graph graph = BuildRunGraph(run);
+    RunView data = SimulateForView(run);
+    QCOMPARE(data.strategies.size(), graph.operators().size());
+    StrategyView view;
+    view.SetRows(std::move(data.strategies));
+    QCOMPARE(view.VisibleRows(), static_cast<int>(graph.operators().size()));
+    view.SetFilter("attention/softmax");
+    QCOMPARE(view.VisibleRows(), 4);  // one per layer
+    view.SetFilter("no such operator");
+    QCOMPARE(view.VisibleRows(), 0);
+  }
+
   void ShardlabGuiRendersHeadless() {
     QTemporaryDir dir;
     const QString png = dir.filePath("pipeline.png");
@@ -95,6 +113,9 @@ class PipelineViewTest : public QObject {
     QVERIFY(file.open(QIODevice::ReadOnly));
     QVERIFY(file.size() > 1000);
     QCOMPARE(file.read(4), QByteArray("\x89PNG"));
+    const QString table = dir.filePath("strategy.png");
+    QCOMPARE(QProcess::execute(SHARDLAB_GUI_BINARY, {"--screenshot", table, "--view", "strategy", run}), 0);
+    QVERIFY(QFileInfo(table).size() > 1000);
     // A bad run file: exit 1, no output file.
     const QString none = dir.filePath("none.png");
     QCOMPARE(QProcess::execute(SHARDLAB_GUI_BINARY, {"--screenshot", none, "configs/runs/missing.json"}), 1);
