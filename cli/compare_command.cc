@@ -9,10 +9,8 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "cli/run_evaluation.h"
-#include "core/analytical/analytical_engine.h"
 #include "core/plan/lowering.h"
 #include "core/search/search.h"
-#include "sim/step_engine.h"
 
 namespace shardlab::cli {
 namespace {
@@ -21,17 +19,11 @@ struct Variant {
   std::string mode, cost_model;
   std::string error;
   SearchResult search;
+  Plan plan;  // the searched strategies lowered
   double analytical = 0;
   double simgrid = 0;
   bool oom = false;
 };
-
-// Lowers a search result and runs it; SimGrid only in a child process.
-StepResult Simulate(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts, bool simgrid) {
-  const Plan plan = LowerToPlan(run, graph, layouts);
-  return simgrid ? sim::RunSimGrid(plan, run.cluster, sim::Fidelity::kAggregated, sim::TraceRequest{})
-                 : RunAnalytical(plan, false);
-}
 
 }  // namespace
 
@@ -61,7 +53,8 @@ int Compare(const CompareArgs& args) {
     try {
       Graph graph = BuildRunGraph(run);
       v.search = SearchStrategies(run, graph, mode, cost_model);
-      const StepResult r = Simulate(run, graph, v.search.layouts, false);
+      v.plan = LowerToPlan(run, graph, v.search.layouts);
+      const StepResult r = SimulateStep(v.plan, run.cluster, "analytical");
       v.analytical = r.step_seconds;
       v.oom = r.out_of_memory;
     } catch (const std::exception& e) {
@@ -76,11 +69,9 @@ int Compare(const CompareArgs& args) {
     options.start_seconds = start;
     const auto results = EvaluateEverywhere(
         variants.size(),
-        [&](size_t i) -> std::string {
+        [&](size_t i) -> std::string {  // in a child: the plans searched above are in its copy of memory
           if (!variants[i].error.empty()) throw std::runtime_error(variants[i].error);
-          Graph graph = BuildRunGraph(run);
-          const SearchResult s = SearchStrategies(run, graph, variants[i].mode, variants[i].cost_model);
-          return fmt::format("{:.17g}", Simulate(run, graph, s.layouts, true).step_seconds);
+          return fmt::format("{:.17g}", SimulateStep(variants[i].plan, run.cluster, "simgrid").step_seconds);
         },
         options, world);
     if (!world.root()) return 0;

@@ -14,12 +14,15 @@ double SteadySeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+StepResult SimulateStep(const Plan& plan, const ClusterSpec& cluster, const std::string& engine) {
+  return engine == "simgrid" ? sim::RunSimGrid(plan, cluster, sim::Fidelity::kAggregated, sim::TraceRequest{})
+                             : RunAnalytical(plan, false);
+}
+
 nlohmann::json EvaluateRun(const RunSpec& run, const std::string& engine) {
   const Graph graph = BuildRunGraph(run);
   const Plan plan = LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
-  const StepResult result = engine == "simgrid"
-                                ? sim::RunSimGrid(plan, run.cluster, sim::Fidelity::kAggregated, sim::TraceRequest{})
-                                : RunAnalytical(plan, false);
+  const StepResult result = SimulateStep(plan, run.cluster, engine);
   nlohmann::json j = ToJson(result);
   j["gradient_collectives"] = plan.stages[result.slowest_stage].buckets.size();
   return j;

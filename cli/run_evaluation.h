@@ -11,12 +11,19 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config/run_config.h"
+#include "core/plan/plan.h"
+#include "core/report/step_result.h"
 #include "core/util/child_jobs.h"
 #include "exec/mpi_world.h"
 
 namespace shardlab::cli {
 
 class Progress;
+
+// Simulates a lowered step with `engine` (simgrid, aggregated fidelity, no
+// trace; or analytical). SimGrid allows one engine per process: call it with
+// simgrid in a child process.
+StepResult SimulateStep(const Plan& plan, const ClusterSpec& cluster, const std::string& engine);
 
 // Simulates `run` with `engine` (simgrid or analytical): the step result's
 // JSON plus "gradient_collectives", the fused gradient collectives of the

@@ -66,8 +66,6 @@ auto& SettingOf(Fusion& fusion, Collective op) {
   return fusion.allreduce;
 }
 
-std::string OpKey(Collective op) { return ToString(op); }
-
 nlohmann::ordered_json SettingJson(const FusionSetting& s) {
   nlohmann::ordered_json j;
   switch (s.mode) {
@@ -100,7 +98,7 @@ void WriteTunedRun(const std::string& in, const std::string& out, Collective op,
   std::ifstream file(in);
   nlohmann::ordered_json doc = nlohmann::ordered_json::parse(file);  // keeps the author's key order
   auto& parallel = doc["parallel"];
-  const std::string key = OpKey(op);
+  const std::string key = ToString(op);
   const bool has_comm_fusion_entry = parallel.contains("comm_fusion") && parallel["comm_fusion"].contains(key);
   if (op == Collective::kAllReduce) {
     const bool as_list = s.mode == FusionSetting::Mode::kIndex && !has_comm_fusion_entry;

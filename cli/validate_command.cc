@@ -11,14 +11,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "core/analytical/analytical_engine.h"
+#include "cli/run_evaluation.h"
 #include "core/config/units.h"
 #include "core/ops/graph_layouts.h"
 #include "core/plan/lowering.h"
 #include "core/report/run_summary.h"
 #include "core/util/child_jobs.h"
 #include "core/util/json_reader.h"
-#include "sim/step_engine.h"
 
 namespace shardlab::cli {
 namespace {
@@ -36,9 +35,7 @@ double SimulateRun(const JsonNode& node, const std::string& engine) {
   const RunSpec run = ReadRunSpec(node);
   const Graph graph = BuildRunGraph(run);
   const Plan plan = LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
-  const StepResult result = engine == "simgrid"
-                                ? sim::RunSimGrid(plan, run.cluster, sim::Fidelity::kAggregated, sim::TraceRequest{})
-                                : RunAnalytical(plan, false);
+  const StepResult result = SimulateStep(plan, run.cluster, engine);
   const RunSummary summary = SummarizeRun(run, graph);
   return summary.step_flops / result.step_seconds / static_cast<double>(run.parallel.device_num) / 1e12;
 }

@@ -64,8 +64,10 @@ class Lowering {
     for (size_t i = 0; i < graph_.operators().size(); ++i) Forward(plan, static_cast<int>(i));
     if (plan.training)
       for (size_t i = graph_.operators().size(); i-- > 0;) Backward(plan, static_cast<int>(i));
-    if (p_.micro_batch_interleaved > 1)
+    if (p_.micro_batch_interleaved > 1) {
+      CheckInterleavedBatch();
       for (auto& stage : plan.stages) Interleave(stage);
+    }
     if (plan.training) {
       for (auto& stage : plan.stages) GradientsAndOptimizer(stage);
     }
@@ -82,9 +84,9 @@ class Lowering {
   // A slice's work and bytes are the task's divided by the slice count (the
   // weight reads of memory-bound kernels are divided too); kernel overheads
   // are paid once per slice.
-  void Interleave(StageProgram& stage) {
-    const int k = static_cast<int>(p_.micro_batch_interleaved);
-    // Each slice takes 1/k of every device's share of the batch.
+  // Each slice takes 1/k of every device's share of the batch.
+  void CheckInterleavedBatch() const {
+    const int64_t k = p_.micro_batch_interleaved;
     for (size_t t = 0; t < graph_.tensors().size(); ++t) {
       if (graph_.tensor(static_cast<int>(t)).kind != TensorKind::kInput) continue;
       const Shape slice = DatasetLayout(static_cast<int>(t)).SliceShape();
@@ -94,9 +96,13 @@ class Lowering {
                         "\"{}\" on each device",
                         k, slice[0], graph_.tensor(static_cast<int>(t)).name));
     }
+  }
+
+  void Interleave(StageProgram& stage) {
+    const int k = static_cast<int>(p_.micro_batch_interleaved);
     const double kk = static_cast<double>(k);
     auto scale = [&](const Task& t) {
-      if (IsHostTransfer(t)) return HostTransfer(t.name, t.op, t.bytes / kk);
+      if (t.pcie_copy) return HostTransfer(t.name, t.op, t.bytes / kk);
       if (t.kind == Task::Kind::kCompute) {
         Task c = Compute(t.name, t.op, t.flops / kk, t.bytes / kk, OutputDType(graph_.op(t.op)), t.on_host);
         c.recompute = t.recompute;
@@ -276,11 +282,9 @@ class Lowering {
     t.name = name;
     t.op = op;
     t.bytes = bytes;
+    t.pcie_copy = true;
     t.seconds = bytes / run_.cluster.host.pcie_bandwidth + run_.cluster.host.pcie_latency;
     return t;
-  }
-  static bool IsHostTransfer(const Task& t) {
-    return t.name.ends_with("/host_to_device") || t.name.ends_with("/device_to_host");
   }
 
   // Host-device training: a tensor crossing between an operator on the host

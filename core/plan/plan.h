@@ -37,6 +37,7 @@ struct Task {
   double flops = 0;
   double bytes = 0;
   bool on_host = false;
+  bool pcie_copy = false;  // a host <-> device copy: `bytes` over PCIe, no FLOPs
   // Collective.
   Collective collective = Collective::kAllReduce;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;

@@ -324,11 +324,6 @@ double StrategyGraph::EdgeCost(const SearchEdge& edge, size_t from, size_t to) c
   return Redistribute(e, from_classes_[e].of_candidate[from], to_classes_[e].of_candidate[to]).objective;
 }
 
-double StrategyGraph::EdgeCommunication(const SearchEdge& edge, size_t from, size_t to) const {
-  const size_t e = IndexOf(edge);
-  return Redistribute(e, from_classes_[e].of_candidate[from], to_classes_[e].of_candidate[to]).communication;
-}
-
 double StrategyGraph::TotalCost(const std::vector<size_t>& choice) const {
   double total = 0;
   for (size_t n = 0; n < nodes_.size(); ++n) total += nodes_[n].candidates[choice[n]].cost;

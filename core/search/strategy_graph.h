@@ -96,8 +96,6 @@ class StrategyGraph {
   // The objective's cost of redistributing tensor `tensor` from one layout to
   // another, with the bytes it moves between devices in `communication`.
   double PairCost(int tensor, const TensorLayout& from, const TensorLayout& to, double* communication) const;
-  // Bytes per device the redistribution moves between devices (0: none).
-  double EdgeCommunication(const SearchEdge& edge, size_t from, size_t to) const;
 
   // Objective of a full choice (one candidate per node) and its memory: the
   // largest pipeline stage's sum.

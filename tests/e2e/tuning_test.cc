@@ -170,10 +170,19 @@ TEST_CASE("sharding_propagation without a configured operator says what it needs
   CHECK_THAT(r.err, Catch::Contains("needs at least one operator with a configured `shard` strategy"));
 }
 
-TEST_CASE("sharding_propagation fills the unconfigured operators of a Megatron-style run") {
-  const CliResult r = Run("search configs/runs/seed-ffn-ascend-8.json --mode sharding_propagation --json");
-  REQUIRE(r.rc == 0);
-  CHECK(Json(r.out).at("configured_operators").get<int>() > 0);
+TEST_CASE("sharding_propagation from GPT-3's weight MatMuls reproduces the hand-written Megatron layout") {
+  // Only the weight MatMuls carry strategies (shard_scope weight_matmuls); propagation fills the rest.
+  const CliResult propagated = Run("search bench/runs/gpt3-175b-propagation-4096.json --json");
+  const CliResult written = Run("search configs/runs/gpt3-175b-ascend-4096.json --mode semi_auto --json");
+  REQUIRE(propagated.rc == 0);
+  REQUIRE(written.rc == 0);
+  const nlohmann::json a = Json(propagated.out), b = Json(written.out);
+  CHECK(a.at("configured_operators").get<size_t>() < b.at("configured_operators").get<size_t>());
+  REQUIRE(a.at("operators").size() == b.at("operators").size());
+  size_t differ = 0;
+  for (size_t i = 0; i < a.at("operators").size(); ++i)
+    differ += a["operators"][i]["strategy"] != b["operators"][i]["strategy"];
+  CHECK(differ <= 1);  // the loss OneHot, whose strategy follows its output
 }
 
 TEST_CASE("compare runs every mode and the searched strategies are at least as fast as data parallel") {
