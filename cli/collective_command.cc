@@ -13,40 +13,7 @@
 #include "sim/flow_runner.h"
 
 namespace shardlab::cli {
-namespace {
 
-// "1GiB", or "8B..4GiB" (powers of two between the ends).
-std::vector<double> ParseSizes(const std::string& text) {
-  auto parse = [&](const std::string& part) {
-    double v = 0;
-    if (!ParseQuantity(part, Quantity::kBytes, &v) || v < 1)
-      throw std::runtime_error("--bytes: \"" + part + "\" is not a size such as 8B, 64KiB or 1GiB");
-    return v;
-  };
-  const auto dots = text.find("..");
-  if (dots == std::string::npos) return {parse(text)};
-  const double lo = parse(text.substr(0, dots)), hi = parse(text.substr(dots + 2));
-  if (lo > hi) throw std::runtime_error("--bytes: the range " + text + " runs backwards");
-  std::vector<double> sizes;
-  for (double s = lo; s <= hi * 1.0000001; s *= 2) sizes.push_back(s);
-  return sizes;
-}
-
-double BusFactor(Collective c, int64_t n) {
-  const double nn = static_cast<double>(n);
-  switch (c) {
-    case Collective::kAllReduce:
-      return 2 * (nn - 1) / nn;
-    case Collective::kAllGather:
-    case Collective::kReduceScatter:
-    case Collective::kAllToAll:
-      return (nn - 1) / nn;
-    default:
-      return 1;
-  }
-}
-
-}  // namespace
 
 int CollectiveCommand(const CollectiveArgs& args) {
   const nlohmann::json document = ReadJsonFile(args.cluster_file);
@@ -57,7 +24,7 @@ int CollectiveCommand(const CollectiveArgs& args) {
     throw std::runtime_error(
         fmt::format("--ranks {} with --stride {} from rank {} needs rank {}, but cluster \"{}\" has {} devices",
                     args.ranks, args.stride, args.first_rank, last, cluster.name, cluster.device_count()));
-  const std::vector<double> sizes = ParseSizes(args.bytes);
+  const std::vector<double> sizes = ParseSizeRange(args.bytes, "--bytes");
   std::vector<int64_t> members;
   for (int64_t i = 0; i < args.ranks; ++i) members.push_back(args.first_rank + i * args.stride);
   const GroupPlacement placement = PlaceGroup(members, cluster);
@@ -96,7 +63,7 @@ int CollectiveCommand(const CollectiveArgs& args) {
     const double closed = CollectiveSeconds(op, algorithms[i], per_rank(sizes[i]), placement, cluster);
     const double algbw = t > 0 ? sizes[i] / t / 1e9 : 0;
     std::cout << fmt::format("  {:>12.0f} {:>20} {:>12.2f} {:>12.2f} {:>12.2f} {:>14.2f} {:>7.2f}%\n", sizes[i],
-                             ToString(algorithms[i]), t * 1e6, algbw, algbw * BusFactor(op, args.ranks), closed * 1e6,
+                             ToString(algorithms[i]), t * 1e6, algbw, algbw * BusBandwidthFactor(op, args.ranks), closed * 1e6,
                              closed > 0 ? 100 * (t - closed) / closed : 0.0);
   }
   return 0;

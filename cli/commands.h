@@ -121,4 +121,39 @@ struct DevicesArgs {
 };
 int Devices(const DevicesArgs& args);
 
+struct BenchArgs {
+  std::string what;     // collectives | gemm
+  std::string backend;  // collectives: gloo | nccl; gemm: cpu | cuda
+  std::vector<std::string> ops = {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"};
+  std::string sizes = "1KiB:64MiB";
+  int64_t ranks = 0;  // 0: 4 for gloo and cpu, 1 for nccl and cuda
+  int64_t warmup = 3;
+  int64_t repeats = 10;
+  double peak = 0;  // gemm: FLOP/s the efficiency is against; 0 = the best measured
+  std::string out_file;  // measurements JSON for `shardlab calibrate`; "" = none
+  bool json = false;
+};
+int Bench(const BenchArgs& args);
+
+struct CalibrateArgs {
+  std::vector<std::string> measurement_files;
+  std::string out_file;
+  bool json = false;
+};
+int Calibrate(const CalibrateArgs& args);
+
+struct ValidateRunArgs {
+  std::string run_file;
+  std::string backend = "gloo";
+  int64_t ranks = 0;  // 0 = the run's device count
+  std::string calibration_file;  // overrides the cluster's; "" = keep
+  int64_t warmup = 1;
+  int64_t steps = 3;
+  std::string out_file;              // the error report (JSON)
+  std::string measured_trace_file;   // Chrome/Perfetto trace of the measured step
+  std::string simulated_trace_file;  // and of the simulated one
+  bool json = false;
+};
+int ValidateRun(const ValidateRunArgs& args);
+
 }  // namespace shardlab::cli

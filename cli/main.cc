@@ -167,6 +167,62 @@ int main(int argc, char** argv) {
   devices_cmd->add_option("--rank", devices.rank, "the rank")->check(CLI::Range(0, 4095));
   devices_cmd->add_option("--tensor-map", devices.tensor_map, "also list the ranks holding the same slice");
 
+  cli::BenchArgs bench;
+  auto* bench_cmd = app.add_subcommand("bench", "Micro-benchmarks on real hardware (measurements for calibrate)");
+  bench_cmd->require_subcommand(1);
+  auto add_bench_options = [&bench](CLI::App* cmd) {
+    cmd->add_option("--ranks", bench.ranks, "processes at once (default: 4 on CPUs, 1 on GPUs)")
+        ->check(CLI::Range(1, 64));
+    cmd->add_option("--warmup", bench.warmup, "warm-up iterations")->check(CLI::Range(0, 1000));
+    cmd->add_option("--repeats", bench.repeats, "timed iterations (the median is reported)")->check(CLI::Range(1, 1000));
+    cmd->add_option("-o,--out", bench.out_file, "write the measurements here (input of `shardlab calibrate`)");
+    cmd->add_flag("--json", bench.json, "print the measurements as JSON");
+  };
+  auto* bench_coll_cmd = bench_cmd->add_subcommand("collectives", "Collectives over sizes, nccl-tests style");
+  bench_coll_cmd->add_option("--backend", bench.backend, "gloo (CPUs, TCP on loopback) or nccl (GPUs)")
+      ->required()
+      ->check(CLI::IsMember({"gloo", "nccl"}));
+  bench_coll_cmd->add_option("--op", bench.ops, "collectives (default: all five)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"}));
+  bench_coll_cmd->add_option("--sizes", bench.sizes, "a size or a range, e.g. 8B:1GiB (powers of two)");
+  add_bench_options(bench_coll_cmd);
+  auto* bench_gemm_cmd = bench_cmd->add_subcommand("gemm", "GEMMs over shapes and streaming copies: FLOP/s, efficiency");
+  bench_gemm_cmd->add_option("--backend", bench.backend, "cpu (Eigen, float32) or cuda (cuBLAS, bfloat16)")
+      ->required()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  bench_gemm_cmd->add_option("--peak", bench.peak, "FLOP/s the efficiency is against (default: the best measured)")
+      ->check(CLI::PositiveNumber);
+  add_bench_options(bench_gemm_cmd);
+
+  cli::CalibrateArgs calibrate;
+  auto* calibrate_cmd =
+      app.add_subcommand("calibrate", "Fit latency, bandwidth and GEMM efficiency to measurements (robust least squares)");
+  calibrate_cmd->add_option("measurements", calibrate.measurement_files, "files written by `shardlab bench -o`")
+      ->required();
+  calibrate_cmd->add_option("-o,--out", calibrate.out_file, "write the calibration file here")->required();
+  calibrate_cmd->add_flag("--json", calibrate.json, "print the calibration as JSON");
+
+  cli::ValidateRunArgs validate_run;
+  auto* validate_run_cmd =
+      app.add_subcommand("validate-run", "Execute a run's plan for real and report the simulator's error");
+  validate_run_cmd->add_option("run", validate_run.run_file, "run file (JSON)")->required();
+  validate_run_cmd->add_option("--backend", validate_run.backend, "gloo (CPU ranks) or nccl (one GPU per rank)")
+      ->check(CLI::IsMember({"gloo", "nccl"}));
+  validate_run_cmd->add_option("--ranks", validate_run.ranks, "ranks (default and only choice: the run's devices)")
+      ->check(CLI::Range(1, 64));
+  validate_run_cmd->add_option("--calibration", validate_run.calibration_file,
+                               "calibration file applied to the run's cluster");
+  validate_run_cmd->add_option("--warmup", validate_run.warmup, "warm-up steps")->check(CLI::Range(0, 100));
+  validate_run_cmd->add_option("--steps", validate_run.steps, "measured steps (the median is reported)")
+      ->check(CLI::Range(1, 100));
+  validate_run_cmd->add_option("-o,--out", validate_run.out_file, "write the error report (JSON) here");
+  validate_run_cmd->add_option("--trace-measured", validate_run.measured_trace_file,
+                               "write the measured step as a Chrome/Perfetto trace");
+  validate_run_cmd->add_option("--trace-simulated", validate_run.simulated_trace_file,
+                               "write the simulated step as a Chrome/Perfetto trace");
+  validate_run_cmd->add_flag("--json", validate_run.json, "print the report as JSON");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -192,6 +248,12 @@ int main(int argc, char** argv) {
     if (*sweep_cmd) return cli::Sweep(sweep);
     if (*search_cmd) return cli::Search(search);
     if (*compare_cmd) return cli::Compare(compare);
+    if (*bench_cmd) {
+      bench.what = *bench_gemm_cmd ? "gemm" : "collectives";
+      return cli::Bench(bench);
+    }
+    if (*calibrate_cmd) return cli::Calibrate(calibrate);
+    if (*validate_run_cmd) return cli::ValidateRun(validate_run);
   } catch (const std::exception& e) {
     std::cerr << "shardlab: error: " << e.what() << "\n";
     return kUserError;

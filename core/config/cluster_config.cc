@@ -1,8 +1,11 @@
 #include "core/config/cluster_config.h"
 
+#include <filesystem>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/calibration/calibration.h"
 #include "core/config/units.h"
 #include "core/util/json_reader.h"
 #include "core/util/suggest.h"
@@ -36,6 +39,7 @@ DeviceSpec ReadDevice(const JsonNode& node) {
   d.compute_efficiency = r.Number("compute_efficiency", 1.0, 1e-3, 1.0);
   d.memory_efficiency = r.Number("memory_efficiency", 1.0, 1e-3, 1.0);
   if (auto overhead = r.Optional("kernel_overhead")) d.kernel_overhead = ReadQuantity(*overhead, Quantity::kSeconds);
+  d.gemm_half_size = r.Number("gemm_half_size", 0, 0, 1e9);
   r.Finish();
   return d;
 }
@@ -123,6 +127,15 @@ ClusterSpec ReadClusterSpec(const JsonNode& node) {
   c.host = ReadHost(r.Required("host"));
   c.intra_server = ReadIntraServer(r.Required("intra_server"), c.devices_per_server);
   c.inter_server = ReadInterServer(r.Required("inter_server"), c.servers, c.devices_per_server);
+  if (auto calibration = r.Optional("calibration")) {
+    // A path relative to the file that names it.
+    std::filesystem::path path = calibration->AsString();
+    if (path.is_relative()) path = std::filesystem::path(node.file()).parent_path() / path;
+    if (!std::filesystem::exists(path))
+      calibration->Fail("calibration file " + path.string() + " does not exist (write one with `shardlab calibrate`)");
+    ApplyCalibration(LoadCalibrationFile(path.string()), std::filesystem::absolute(path).lexically_normal().string(),
+                     &c);
+  }
   r.Finish();
   return c;
 }
@@ -139,7 +152,7 @@ nlohmann::json ToJson(const ClusterSpec& c) {
       intra["cross_group_bandwidth"] = c.intra_server.cross_group_bandwidth;
   }
   const auto& n = c.inter_server;
-  return {
+  nlohmann::json out = {
       {"name", c.name},
       {"servers", c.servers},
       {"devices_per_server", c.devices_per_server},
@@ -151,7 +164,8 @@ nlohmann::json ToJson(const ClusterSpec& c) {
         {"memory_bandwidth", c.device.memory_bandwidth},
         {"compute_efficiency", c.device.compute_efficiency},
         {"memory_efficiency", c.device.memory_efficiency},
-        {"kernel_overhead", c.device.kernel_overhead}}},
+        {"kernel_overhead", c.device.kernel_overhead},
+        {"gemm_half_size", c.device.gemm_half_size}}},
       {"host",
        {{"cpu_flops", c.host.cpu_flops},
         {"memory", c.host.memory_bytes},
@@ -170,6 +184,8 @@ nlohmann::json ToJson(const ClusterSpec& c) {
         {"link_latency", n.link_latency},
         {"switch_latency", n.switch_latency}}},
   };
+  if (!c.calibration_file.empty()) out["calibration"] = c.calibration_file;
+  return out;
 }
 
 }  // namespace shardlab

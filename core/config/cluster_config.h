@@ -24,6 +24,9 @@ struct DeviceSpec {
   double compute_efficiency = 1;  // achieved fraction of peak on large GEMMs
   double memory_efficiency = 1;   // achieved fraction of memory bandwidth
   double kernel_overhead = 0;     // seconds of launch and dispatch per operator
+  // GEMMs whose smallest dimension is s reach s / (s + gemm_half_size) of
+  // compute_efficiency (0: no shape effect). Fitted by calibration.
+  double gemm_half_size = 0;
 
   bool operator==(const DeviceSpec&) const = default;
 };
@@ -62,6 +65,15 @@ struct InterServerNetwork {
   bool operator==(const InterServerNetwork&) const = default;
 };
 
+// A collective's own link figures, fitted from measurements by calibration:
+// per-device bandwidth and per-step latency that make the collective's
+// closed form reproduce what was measured.
+struct CalibratedLink {
+  double bandwidth = 0;
+  double latency = 0;
+  bool operator==(const CalibratedLink&) const = default;
+};
+
 struct ClusterSpec {
   std::string name;
   DeviceSpec device;
@@ -70,6 +82,10 @@ struct ClusterSpec {
   int64_t devices_per_server = 1;
   IntraServerFabric intra_server;
   InterServerNetwork inter_server;
+  // From a calibration file: "<collective>/<scope>" (scope intra_server or
+  // inter_server) -> that collective's link; absent: the fabric's.
+  std::map<std::string, CalibratedLink> calibrated_links;
+  std::string calibration_file;  // the calibration applied, "" = none
 
   int64_t device_count() const { return servers * devices_per_server; }
   bool operator==(const ClusterSpec&) const = default;

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -115,6 +116,23 @@ std::string FormatQuantity(double value, Quantity kind) {
     if (std::fabs(value) >= step.factor) return fmt::format("{:.4g} {}", value / step.factor, step.name);
   }
   return fmt::format("{:.4g} {}", value / steps.back().factor, steps.back().name);
+}
+
+std::vector<double> ParseSizeRange(const std::string& text, const std::string& option) {
+  auto parse = [&](const std::string& part) {
+    double v = 0;
+    if (!ParseQuantity(part, Quantity::kBytes, &v) || v < 1)
+      throw std::runtime_error(option + ": \"" + part + "\" is not a size such as 8B, 64KiB or 1GiB");
+    return v;
+  };
+  size_t split = text.find(".."), skip = 2;
+  if (split == std::string::npos) split = text.find(':'), skip = 1;
+  if (split == std::string::npos) return {parse(text)};
+  const double lo = parse(text.substr(0, split)), hi = parse(text.substr(split + skip));
+  if (lo > hi) throw std::runtime_error(option + ": the range " + text + " runs backwards");
+  std::vector<double> sizes;
+  for (double s = lo; s <= hi * 1.0000001; s *= 2) sizes.push_back(s);
+  return sizes;
 }
 
 }  // namespace shardlab

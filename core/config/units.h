@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/util/json_reader.h"
 
@@ -20,5 +21,9 @@ double ReadQuantity(const JsonNode& node, Quantity kind);
 
 // "64 MiB", "12.5 GB/s", "1.5 us", "256 TFLOP/s": a short human rendering.
 std::string FormatQuantity(double value, Quantity kind);
+
+// A size ("1GiB") or a range of sizes ("8B..4GiB" or "8B:4GiB": the powers
+// of two from the first to the last). Errors name `option`.
+std::vector<double> ParseSizeRange(const std::string& text, const std::string& option);
 
 }  // namespace shardlab

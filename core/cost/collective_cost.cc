@@ -95,7 +95,15 @@ GroupPlacement PlaceStridedGroup(int64_t first_rank, int64_t size, int64_t strid
   return PlaceGroup(ranks, cluster);
 }
 
-Link IntraServerLink(const GroupPlacement& p, const ClusterSpec& cluster) {
+namespace {
+const CalibratedLink* Calibrated(const ClusterSpec& cluster, Collective c, const char* scope) {
+  auto it = cluster.calibrated_links.find(std::string(ToString(c)) + "/" + scope);
+  return it == cluster.calibrated_links.end() ? nullptr : &it->second;
+}
+}  // namespace
+
+Link IntraServerLink(const GroupPlacement& p, const ClusterSpec& cluster, Collective c) {
+  if (const CalibratedLink* l = Calibrated(cluster, c, "intra_server")) return {l->bandwidth, l->latency};
   const IntraServerFabric& f = cluster.intra_server;
   Link link{f.link_bandwidth, f.latency};
   if (f.kind == IntraServerFabric::Kind::kHccsMesh && !p.one_hccs_group)
@@ -103,7 +111,8 @@ Link IntraServerLink(const GroupPlacement& p, const ClusterSpec& cluster) {
   return link;
 }
 
-Link InterServerLink(const GroupPlacement& p, const ClusterSpec& cluster) {
+Link InterServerLink(const GroupPlacement& p, const ClusterSpec& cluster, Collective c) {
+  if (const CalibratedLink* l = Calibrated(cluster, c, "inter_server")) return {l->bandwidth, l->latency};
   const InterServerNetwork& n = cluster.inter_server;
   // Every device of a server communicates at once in a training step, so a
   // device gets its share of the server's NICs; crossing leaf switches pays
@@ -121,9 +130,9 @@ Link InterServerLink(const GroupPlacement& p, const ClusterSpec& cluster) {
 double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
                          const ClusterSpec& cluster) {
   if (p.size <= 1 && c != Collective::kSendRecv) return 0;
-  const Link intra = IntraServerLink(p, cluster);
+  const Link intra = IntraServerLink(p, cluster, c);
   if (p.servers == 1) return FlatSeconds(c, a, bytes, p.size, intra);
-  const Link inter = InterServerLink(p, cluster);
+  const Link inter = InterServerLink(p, cluster, c);
   const int64_t k = p.per_server, m = p.servers;
   if (a == CollectiveAlgorithm::kHierarchical && k > 1) {
     // Intra-server reduce-scatter, inter-server phase on 1/k of the data per
@@ -165,6 +174,20 @@ double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, cons
   Link slowest{1.0 / std::max((kk - 1) / (kk * intra.bandwidth), 1.0 / (kk * inter.bandwidth)),
                std::max(intra.latency, inter.latency)};
   return FlatSeconds(c, a, bytes, p.size, slowest);
+}
+
+double BusBandwidthFactor(Collective c, int64_t n) {
+  const double nn = static_cast<double>(n);
+  switch (c) {
+    case Collective::kAllReduce:
+      return 2 * (nn - 1) / nn;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+    case Collective::kAllToAll:
+      return (nn - 1) / nn;
+    default:
+      return 1;
+  }
 }
 
 CollectiveAlgorithm ChooseAlgorithm(Collective c, double bytes, const GroupPlacement& p, const ClusterSpec& cluster,

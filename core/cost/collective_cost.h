@@ -40,14 +40,18 @@ struct Link {
   double latency = 0;    // seconds per algorithm step
 };
 
-Link IntraServerLink(const GroupPlacement& p, const ClusterSpec& cluster);
-Link InterServerLink(const GroupPlacement& p, const ClusterSpec& cluster);
+// The links a collective uses; a calibrated link of collective `c` replaces the fabric's.
+Link IntraServerLink(const GroupPlacement& p, const ClusterSpec& cluster, Collective c = Collective::kSendRecv);
+Link InterServerLink(const GroupPlacement& p, const ClusterSpec& cluster, Collective c = Collective::kSendRecv);
 
 // `bytes`: the buffer each rank contributes (AllReduce, ReduceScatter,
 // AllToAll, Broadcast, SendRecv) or receives from each peer (AllGather: its
 // own input slice).
 double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
                          const ClusterSpec& cluster);
+
+// nccl-tests' bus bandwidth factor: busbw = algbw * factor for `n` ranks.
+double BusBandwidthFactor(Collective c, int64_t n);
 
 // The algorithm HCCL (NPUs) or NCCL (GPUs) would use: HCCL rings inside a
 // server and across servers unless the server count is a power of two, then

@@ -12,7 +12,8 @@ double PeakFlops(const DeviceSpec& device, DType dtype) {
   return best;
 }
 
-ComputeCost ComputeSeconds(double flops, double bytes, DType dtype, const ClusterSpec& cluster, bool on_host) {
+ComputeCost ComputeSeconds(double flops, double bytes, DType dtype, const ClusterSpec& cluster, bool on_host,
+                           const GemmShape& gemm) {
   ComputeCost c;
   if (flops == 0 && bytes == 0) return c;
   double compute, memory;
@@ -21,7 +22,12 @@ ComputeCost ComputeSeconds(double flops, double bytes, DType dtype, const Cluste
     memory = bytes / cluster.host.memory_bandwidth;
   } else {
     const DeviceSpec& d = cluster.device;
-    compute = flops / (PeakFlops(d, dtype) * d.compute_efficiency);
+    double efficiency = d.compute_efficiency;
+    if (!gemm.empty() && d.gemm_half_size > 0) {
+      const double smallest = static_cast<double>(std::min({gemm.m, gemm.n, gemm.k}));
+      efficiency *= smallest / (smallest + d.gemm_half_size);
+    }
+    compute = flops / (PeakFlops(d, dtype) * efficiency);
     memory = bytes / (d.memory_bandwidth * d.memory_efficiency);
   }
   c.memory_bound = memory > compute;

@@ -104,7 +104,9 @@ class Lowering {
     auto scale = [&](const Task& t) {
       if (t.pcie_copy) return HostTransfer(t.name, t.op, t.bytes / kk);
       if (t.kind == Task::Kind::kCompute) {
-        Task c = Compute(t.name, t.op, t.flops / kk, t.bytes / kk, OutputDType(graph_.op(t.op)), t.on_host);
+        GemmShape gemm = t.gemm;
+        if (!gemm.empty()) gemm.m = std::max<int64_t>(1, gemm.m / k);
+        Task c = Compute(t.name, t.op, t.flops / kk, t.bytes / kk, OutputDType(graph_.op(t.op)), t.on_host, gemm);
         c.recompute = t.recompute;
         return c;
       }
@@ -167,15 +169,32 @@ class Lowering {
     return t;
   }
 
-  Task Compute(const std::string& name, int op, double flops, double bytes, DType dtype, bool on_host) {
+  Task Compute(const std::string& name, int op, double flops, double bytes, DType dtype, bool on_host,
+               const GemmShape& gemm = {}) {
     Task t;
     t.name = name;
     t.op = op;
     t.flops = flops;
     t.bytes = bytes;
     t.on_host = on_host;
-    t.seconds = ComputeSeconds(flops, bytes, dtype, run_.cluster, on_host).seconds;
+    t.gemm = gemm;
+    t.seconds = ComputeSeconds(flops, bytes, dtype, run_.cluster, on_host, gemm).seconds;
     return t;
+  }
+
+  // The per-device product of a MatMul or BatchMatMul, from its input slices;
+  // batch dimensions of the first input fold into m when the second is a matrix.
+  GemmShape GemmOf(int index) const {
+    const Operator& op = graph_.op(index);
+    if (op.type != "MatMul" && op.type != "BatchMatMul") return {};
+    const Shape a = layouts_[index].inputs[0].SliceShape(), b = layouts_[index].inputs[1].SliceShape();
+    if (a.size() < 2 || b.size() < 2) return {};
+    const bool ta = op.BoolAttr("transpose_a", false), tb = op.BoolAttr("transpose_b", false);
+    const size_t ra = a.size(), rb = b.size();
+    GemmShape g{ta ? a[ra - 1] : a[ra - 2], tb ? b[rb - 2] : b[rb - 1], ta ? a[ra - 2] : a[ra - 1]};
+    if (rb == 2)
+      for (size_t i = 0; i + 2 < ra; ++i) g.m *= a[i];
+    return g;
   }
 
   static shardlab::Collective TypeOf(const std::string& type) {
@@ -308,7 +327,7 @@ class Lowering {
     std::vector<Task> tasks = recompute ? std::vector<Task>{} : Redistributions(stage, index, false);
     for (Task& t : HostTransfers(index, false)) tasks.push_back(std::move(t));
     Task compute = Compute(op.name + (recompute ? "/recompute" : "/forward"), index, layout.work.forward_flops,
-                           layout.work.forward_bytes, OutputDType(op), OnHost(op));
+                           layout.work.forward_bytes, OutputDType(op), OnHost(op), GemmOf(index));
     compute.recompute = recompute;
     tasks.push_back(compute);
     for (const OpComm& c : layout.forward_comm) {
@@ -352,7 +371,7 @@ class Lowering {
     }
     backward_task_of_op_[index] = static_cast<int>(stage.backward.size());
     stage.backward.push_back(Compute(op.name + "/backward", index, layout.work.backward_flops,
-                                     layout.work.backward_bytes, OutputDType(op), OnHost(op)));
+                                     layout.work.backward_bytes, OutputDType(op), OnHost(op), GemmOf(index)));
     for (const OpComm& c : layout.backward_comm) {
       const Tensor& input = graph_.tensor(op.inputs[c.input]);
       if (input.producer < 0) continue;  // dataset inputs need no gradient

@@ -12,6 +12,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/cost/collective_cost.h"
+#include "core/cost/compute_cost.h"
 #include "core/graph/graph.h"
 
 namespace shardlab {
@@ -38,6 +39,7 @@ struct Task {
   double bytes = 0;
   bool on_host = false;
   bool pcie_copy = false;  // a host <-> device copy: `bytes` over PCIe, no FLOPs
+  GemmShape gemm;          // MatMul and BatchMatMul: one product's shape per device
   // Collective.
   Collective collective = Collective::kAllReduce;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;

@@ -1,0 +1,109 @@
+// `shardlab bench collectives|gemm`: the micro-benchmarks on real hardware,
+// printed like nccl-tests (collectives) or as achieved FLOP/s and efficiency
+// per shape (GEMMs), and written as measurements for `shardlab calibrate`.
+#include <algorithm>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "core/config/units.h"
+#include "core/util/atomic_file.h"
+#include "exec/micro_benchmarks.h"
+
+namespace shardlab::cli {
+namespace {
+
+void Emit(const BenchArgs& args, const nlohmann::json& measurements, const std::string& table) {
+  if (args.json)
+    std::cout << measurements.dump(2) << "\n";
+  else
+    std::cout << table;
+  if (!args.out_file.empty()) WriteFileAtomically(args.out_file, measurements.dump(2) + "\n");
+}
+
+int BenchCollectives(const BenchArgs& args) {
+  if (args.backend != "gloo" && args.backend != "nccl")
+    throw std::runtime_error("bench collectives: --backend is gloo or nccl, not " + args.backend);
+  exec::LaunchOptions launch;
+  launch.backend = args.backend;
+  launch.ranks = static_cast<int>(args.ranks > 0 ? args.ranks : (args.backend == "gloo" ? 4 : 1));
+  exec::CollectiveBenchOptions options;
+  for (const std::string& op : args.ops) options.ops.push_back(ParseCollective(op));
+  options.sizes = ParseSizeRange(args.sizes, "--sizes");
+  options.warmup = static_cast<int>(args.warmup);
+  options.repeats = static_cast<int>(args.repeats);
+  std::string device;
+  const auto outputs = exec::RunRanks(launch, [&](exec::RankContext& c) {
+    const std::string times = exec::CollectiveBenchRank(c, options);
+    return nlohmann::json{{"device", c.runtime.device()}, {"times", nlohmann::json::parse(times)}}.dump();
+  });
+  std::vector<std::string> times;
+  for (const std::string& o : outputs) {
+    const auto j = nlohmann::json::parse(o);
+    device = j.at("device");
+    times.push_back(j.at("times").dump());
+  }
+  const auto samples = exec::CombineCollectiveBench(options, args.backend, times);
+  std::string table = fmt::format(
+      "# {} collectives, {} ranks on {} ({}); {} iterations after {} warm-up, median of the slowest rank\n",
+      args.backend, launch.ranks, exec::HostName(), device, options.repeats, options.warmup);
+  table += fmt::format("{:>14} {:>12} {:>12} {:>12} {:>12} {:>12}\n", "op", "size", "time(us)", "min(us)",
+                       "algbw(GB/s)", "busbw(GB/s)");
+  for (const auto& s : samples)
+    table += fmt::format("{:>14} {:>12} {:>12.1f} {:>12.1f} {:>12.3f} {:>12.3f}\n", ToString(s.op),
+                         FormatQuantity(s.size, Quantity::kBytes), s.seconds * 1e6, s.min_seconds * 1e6,
+                         s.algbw() / 1e9, s.busbw() / 1e9);
+  Emit(args, exec::CollectiveMeasurements(exec::DescribeRanks(launch, device), samples), table);
+  return 0;
+}
+
+int BenchGemm(const BenchArgs& args) {
+  if (args.backend != "cpu" && args.backend != "cuda")
+    throw std::runtime_error("bench gemm: --backend is cpu or cuda, not " + args.backend);
+  exec::LaunchOptions launch;
+  launch.backend = args.backend == "cpu" ? "gloo" : "nccl";
+  launch.ranks = static_cast<int>(args.ranks > 0 ? args.ranks : (args.backend == "cpu" ? 4 : 1));
+  exec::GemmBenchOptions options = exec::DefaultGemmBench(args.backend);
+  options.warmup = static_cast<int>(std::min<int64_t>(args.warmup, 3));
+  options.repeats = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(args.repeats, 5)));
+  std::string device;
+  const auto outputs = exec::RunRanks(launch, [&](exec::RankContext& c) {
+    const std::string r = exec::GemmBenchRank(c, options);
+    return nlohmann::json{{"device", c.runtime.device()}, {"result", nlohmann::json::parse(r)}}.dump();
+  });
+  std::vector<std::string> results;
+  for (const std::string& o : outputs) {
+    const auto j = nlohmann::json::parse(o);
+    device = j.at("device");
+    results.push_back(j.at("result").dump());
+  }
+  const exec::GemmBenchResult r = exec::CombineGemmBench(options, results);
+  double best = 0;
+  for (const auto& g : r.gemms) best = std::max(best, g.flops() / g.seconds);
+  const double peak = args.peak > 0 ? args.peak : best;
+  const char* dtype = args.backend == "cuda" ? "bfloat16" : "float32";
+  std::string table = fmt::format(
+      "# {} GEMMs ({}), {} rank(s) at once on {}; median of {} after {} warm-up; efficiency against {}\n",
+      args.backend, dtype, launch.ranks, device, options.repeats, options.warmup,
+      args.peak > 0 ? FormatQuantity(peak, Quantity::kFlopsPerSecond) + " (--peak)"
+                    : FormatQuantity(peak, Quantity::kFlopsPerSecond) + " (the best measured)");
+  table += fmt::format("{:>7} {:>7} {:>7} {:>12} {:>14} {:>11}\n", "m", "n", "k", "time(us)", "FLOP/s", "efficiency");
+  for (const auto& g : r.gemms)
+    table += fmt::format("{:>7} {:>7} {:>7} {:>12.1f} {:>14} {:>10.1f}%\n", g.shape.m, g.shape.n, g.shape.k,
+                         g.seconds * 1e6, FormatQuantity(g.flops() / g.seconds, Quantity::kFlopsPerSecond),
+                         100 * g.flops() / g.seconds / peak);
+  table += fmt::format("{:>23} {:>12} {:>14}\n", "copy (read + write)", "time(us)", "bandwidth");
+  for (const auto& c : r.copies)
+    table += fmt::format("{:>23} {:>12.1f} {:>14}\n", FormatQuantity(c.bytes, Quantity::kBytes), c.seconds * 1e6,
+                         FormatQuantity(c.bytes / c.seconds, Quantity::kBytesPerSecond));
+  Emit(args, exec::GemmMeasurements(exec::DescribeRanks(launch, device), r), table);
+  return 0;
+}
+
+}  // namespace
+
+int Bench(const BenchArgs& args) { return args.what == "gemm" ? BenchGemm(args) : BenchCollectives(args); }
+
+}  // namespace shardlab::cli

@@ -1,0 +1,58 @@
+// `shardlab calibrate`: fits the cost model to measurement files written by
+// `shardlab bench` and writes a calibration file a cluster can name.
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "core/calibration/calibration.h"
+#include "core/config/units.h"
+#include "core/util/atomic_file.h"
+#include "core/util/json_reader.h"
+#include "exec/micro_benchmarks.h"
+
+namespace shardlab::cli {
+
+int Calibrate(const CalibrateArgs& args) {
+  std::vector<nlohmann::json> documents;
+  documents.reserve(args.measurement_files.size());
+  std::vector<JsonNode> nodes;
+  for (const std::string& file : args.measurement_files) {
+    documents.push_back(ReadJsonFile(file));
+    nodes.emplace_back(documents.back(), file);
+  }
+  Calibration c = FitCalibration(nodes);
+  c.created = exec::UtcNow();
+  const nlohmann::json out = ToJson(c);
+  if (args.json) {
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << fmt::format("calibration from {} measurement file(s)\n", nodes.size());
+    if (!c.collectives.empty()) {
+      std::cout << fmt::format("{:>14} {:>6} {:>12} {:>10} {:>10} {:>9} {:>9} {:>9} {:>14}\n", "collective", "ranks",
+                               "latency(us)", "us/MiB", "link GB/s", "step(us)", "rms res", "max res",
+                               "max res >=1MiB");
+      for (const CollectiveFit& f : c.collectives)
+        std::cout << fmt::format("{:>14} {:>6} {:>12.2f} {:>10.1f} {:>10.3f} {:>9.2f} {:>8.1f}% {:>8.1f}% {:>13.1f}%\n",
+                                 f.op, f.ranks, f.latency * 1e6, f.seconds_per_byte * 1e6 * (1 << 20),
+                                 f.link.bandwidth / 1e9, f.link.latency * 1e6, 100 * f.quality.rms_relative_residual,
+                                 100 * f.quality.max_relative_residual, 100 * f.large.max_relative_residual);
+    }
+    if (c.gemm)
+      std::cout << fmt::format("GEMM ({}): peak {}, half-efficiency size {:.0f}, overhead {:.1f} us; "
+                               "residuals rms {:.1f}%, max {:.1f}% over {} shapes\n",
+                               c.gemm->dtype, FormatQuantity(c.gemm->peak_flops, Quantity::kFlopsPerSecond),
+                               c.gemm->half_size, c.gemm->overhead * 1e6, 100 * c.gemm->quality.rms_relative_residual,
+                               100 * c.gemm->quality.max_relative_residual, c.gemm->quality.samples);
+    if (c.copy)
+      std::cout << fmt::format("memory: {} (read + write), overhead {:.1f} us; residuals rms {:.1f}%, max {:.1f}%\n",
+                               FormatQuantity(c.copy->bandwidth, Quantity::kBytesPerSecond), c.copy->overhead * 1e6,
+                               100 * c.copy->quality.rms_relative_residual,
+                               100 * c.copy->quality.max_relative_residual);
+  }
+  if (!args.out_file.empty()) WriteFileAtomically(args.out_file, out.dump(2) + "\n");
+  return 0;
+}
+
+}  // namespace shardlab::cli

@@ -1,0 +1,156 @@
+// `shardlab validate-run`: executes a run's plan for real on the chosen back
+// end (one process per rank on this machine), simulates the same plan, and
+// reports how far they are apart: step time, passes per stage and each kind
+// of task (the closed-form costs the engines use against what the kernels
+// and collectives took). Both timelines can be written as Chrome traces.
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "cli/run_evaluation.h"
+#include "core/analytical/analytical_engine.h"
+#include "core/calibration/calibration.h"
+#include "core/config/run_config.h"
+#include "core/ops/graph_layouts.h"
+#include "core/plan/lowering.h"
+#include "core/util/atomic_file.h"
+#include "core/util/child_jobs.h"
+#include "exec/plan_executor.h"
+#include "exec/rank_launcher.h"
+
+namespace shardlab::cli {
+namespace {
+
+double Error(double predicted, double measured) { return measured > 0 ? (predicted - measured) / measured : 0; }
+
+std::string Percent(double e) { return fmt::format("{:+.1f}%", 100 * e); }
+
+}  // namespace
+
+int ValidateRun(const ValidateRunArgs& args) {
+  RunSpec run = LoadRunFile(args.run_file);
+  if (!args.calibration_file.empty())
+    ApplyCalibration(LoadCalibrationFile(args.calibration_file),
+                     std::filesystem::absolute(args.calibration_file).lexically_normal().string(), &run.cluster);
+  const Graph graph = BuildRunGraph(run);
+  const Plan plan = LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
+  const int64_t ranks = args.ranks > 0 ? args.ranks : plan.devices;
+  if (ranks != plan.devices)
+    throw std::runtime_error(fmt::format("--ranks {}: the run {} has {} devices; the executor runs one rank per device",
+                                         ranks, args.run_file, plan.devices));
+
+  // Measured: one child per rank (before anything here starts SimGrid or CUDA).
+  exec::LaunchOptions launch;
+  launch.backend = args.backend;
+  launch.ranks = static_cast<int>(ranks);
+  exec::ExecutionOptions options;
+  options.warmup_steps = static_cast<int>(args.warmup);
+  options.steps = static_cast<int>(args.steps);
+  spdlog::info("executing {} on {} {} ranks", args.run_file, ranks, args.backend);
+  std::string device;
+  const auto outputs = exec::RunRanks(launch, [&](exec::RankContext& c) {
+    nlohmann::json j = exec::ToJson(exec::ExecutePlan(plan, c.rank, c.world, c.runtime, options));
+    j["device"] = c.runtime.device();
+    return j.dump();
+  });
+  std::vector<exec::RankExecution> executions;
+  for (const std::string& o : outputs) {
+    const auto j = nlohmann::json::parse(o);
+    device = j.at("device");
+    executions.push_back(exec::RankExecutionFromJson(j));
+  }
+  const StepResult measured = exec::MeasuredStep(plan, executions);
+
+  // Simulated: the analytical engine here, SimGrid in a child.
+  const StepResult analytical = RunAnalytical(plan, true);
+  ChildJobOptions child;
+  const auto simgrid_job = RunInChildProcesses(
+      {0}, [&](size_t) { return std::to_string(SimulateStep(plan, run.cluster, "simgrid").step_seconds); }, child);
+  if (simgrid_job[0].status != ChildJobResult::Status::kOk)
+    throw std::runtime_error("SimGrid failed: " + simgrid_job[0].output);
+  const double simgrid = std::stod(simgrid_job[0].output);
+
+  // Task types summed over the representative ranks (the first of each stage).
+  std::map<std::string, exec::TaskTypeTime> types;
+  for (const exec::RankExecution& e : executions) {
+    if (e.rank != plan.stages[e.stage].first_rank) continue;
+    for (const exec::TaskTypeTime& t : e.task_types) {
+      exec::TaskTypeTime& sum = types[t.type];
+      sum.type = t.type;
+      sum.count += t.count;
+      sum.measured += t.measured;
+      sum.predicted += t.predicted;
+    }
+  }
+
+  nlohmann::json report = {
+      {"run", args.run_file},
+      {"backend", args.backend},
+      {"device", device},
+      {"ranks", ranks},
+      {"calibration", run.cluster.calibration_file},
+      {"measured_steps", nlohmann::json::array()},
+      {"measured", ToJson(measured)},
+      {"simulated", {{"analytical", ToJson(analytical)}, {"simgrid_step_seconds", simgrid}}},
+      {"errors",
+       {{"step_analytical", Error(analytical.step_seconds, measured.step_seconds)},
+        {"step_simgrid", Error(simgrid, measured.step_seconds)},
+        {"stages", nlohmann::json::array()},
+        {"task_types", nlohmann::json::array()}}}};
+  for (const exec::RankExecution& e : executions) report["measured_steps"].push_back(e.step_seconds);
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const StageResult &m = measured.stages[s], &a = analytical.stages[s];
+    report["errors"]["stages"].push_back({{"stage", s},
+                                          {"forward_measured", m.forward_seconds},
+                                          {"forward_simulated", a.forward_seconds},
+                                          {"forward_error", Error(a.forward_seconds, m.forward_seconds)},
+                                          {"backward_measured", m.backward_seconds},
+                                          {"backward_simulated", a.backward_seconds},
+                                          {"backward_error", Error(a.backward_seconds, m.backward_seconds)}});
+  }
+  for (const auto& [name, t] : types)
+    report["errors"]["task_types"].push_back({{"type", name},
+                                              {"count", t.count},
+                                              {"measured", t.measured},
+                                              {"predicted", t.predicted},
+                                              {"error", Error(t.predicted, t.measured)}});
+
+  if (args.json) {
+    std::cout << report.dump(2) << "\n";
+  } else {
+    std::cout << fmt::format("{}: {} ranks on {} ({}), median of {} steps after {} warm-up\n", run.name, ranks,
+                             args.backend, device, options.steps, options.warmup_steps);
+    if (!run.cluster.calibration_file.empty()) std::cout << "calibration: " << run.cluster.calibration_file << "\n";
+    std::cout << fmt::format("  step time   measured {:.4g} s   analytical {:.4g} s ({})   SimGrid {:.4g} s ({})\n",
+                             measured.step_seconds, analytical.step_seconds,
+                             Percent(Error(analytical.step_seconds, measured.step_seconds)), simgrid,
+                             Percent(Error(simgrid, measured.step_seconds)));
+    for (size_t s = 0; s < plan.stages.size(); ++s) {
+      const StageResult &m = measured.stages[s], &a = analytical.stages[s];
+      std::cout << fmt::format(
+          "  stage {}     forward {:.4g} s vs {:.4g} s ({})   backward {:.4g} s vs {:.4g} s ({})   bubble {:.4g} s\n", s,
+          m.forward_seconds, a.forward_seconds, Percent(Error(a.forward_seconds, m.forward_seconds)),
+          m.backward_seconds, a.backward_seconds, Percent(Error(a.backward_seconds, m.backward_seconds)),
+          m.bubble_seconds);
+    }
+    std::cout << fmt::format("  {:<26} {:>7} {:>13} {:>13} {:>9}\n", "task type (per step)", "tasks", "measured(ms)",
+                             "model(ms)", "error");
+    for (const auto& [name, t] : types)
+      std::cout << fmt::format("  {:<26} {:>7} {:>13.3f} {:>13.3f} {:>9}\n", name, t.count, 1e3 * t.measured,
+                               1e3 * t.predicted, Percent(Error(t.predicted, t.measured)));
+  }
+  if (!args.out_file.empty()) WriteFileAtomically(args.out_file, report.dump(2) + "\n");
+  if (!args.measured_trace_file.empty())
+    WriteFileAtomically(args.measured_trace_file, ChromeTrace(measured).dump() + "\n");
+  if (!args.simulated_trace_file.empty())
+    WriteFileAtomically(args.simulated_trace_file, ChromeTrace(analytical).dump() + "\n");
+  return 0;
+}
+
+}  // namespace shardlab::cli

@@ -1,0 +1,326 @@
+#include "core/calibration/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "core/calibration/robust_fit.h"
+#include "core/graph/dtype.h"
+#include "core/util/json_reader.h"
+
+namespace shardlab {
+namespace {
+
+constexpr double kMax = std::numeric_limits<double>::max();
+
+// The "format" key that says what kind of shardlab file this is.
+void RequireFormat(ObjectReader& r, const std::string& format, const std::string& what) {
+  auto node = r.Optional("format");
+  const std::string expected = fmt::format("expected \"format\": \"{}\" ({})", format, what);
+  if (!node) r.node().Fail("no \"format\" key: " + expected);
+  if (node->AsString() != format) node->Fail(expected);
+}
+
+FitQuality QualityOf(const RobustFit& f) {
+  return {static_cast<int>(f.relative_residuals.size()), f.rms_relative, f.max_relative, f.outliers};
+}
+
+// The closed forms' step count and bandwidth factor for `op` over n ranks on
+// one link class (ring algorithms; see core/cost/collective_cost.cc).
+void RingTerms(const std::string& op, int n, double* steps, double* factor) {
+  const double nn = n;
+  if (op == "allreduce") {
+    *steps = 2 * (nn - 1);
+    *factor = 2 * (nn - 1) / nn;
+  } else if (op == "allgather") {
+    *steps = nn - 1;
+    *factor = nn - 1;  // the simulator's size is a rank's input
+  } else if (op == "broadcast") {
+    *steps = nn - 1;
+    *factor = 1;
+  } else {
+    *steps = nn - 1;
+    *factor = (nn - 1) / nn;
+  }
+}
+
+void FitCollectives(const JsonNode& file, Calibration* c) {
+  using Key = std::tuple<std::string, std::string, std::string, int>;
+  std::map<Key, std::vector<std::pair<double, double>>> groups;  // (simulator bytes, seconds)
+  ObjectReader r(file);
+  for (const JsonNode& s : r.Required("samples").AsArray()) {
+    ObjectReader sr(s);
+    const std::string op =
+        sr.Required("op").AsEnum({"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"});
+    const std::string algorithm = sr.Required("algorithm").AsString();
+    const std::string scope = sr.Enum("scope", "intra_server", {"intra_server", "inter_server"});
+    const int ranks = static_cast<int>(sr.RequiredInt("ranks", 1, 4096));
+    const double size = sr.Required("size").AsNumber(1, kMax);
+    const double seconds = sr.Required("seconds").AsNumber(1e-12, kMax);
+    sr.Number("min_seconds", 0, 0, kMax);
+    sr.Number("max_seconds", 0, 0, kMax);
+    sr.Finish();
+    groups[{op, algorithm, scope, ranks}].emplace_back(op == "allgather" ? size / ranks : size, seconds);
+  }
+  for (const auto& [key, samples] : groups) {
+    const auto& [op, algorithm, scope, ranks] = key;
+    if (samples.size() < 2)
+      file.Fail(fmt::format("{} over {} ranks has {} size; a fit needs at least 2", op, ranks, samples.size()));
+    Eigen::MatrixXd x(static_cast<Eigen::Index>(samples.size()), 2);
+    Eigen::VectorXd y(static_cast<Eigen::Index>(samples.size()));
+    for (size_t i = 0; i < samples.size(); ++i) {
+      x(static_cast<Eigen::Index>(i), 0) = 1;
+      x(static_cast<Eigen::Index>(i), 1) = samples[i].first;
+      y(static_cast<Eigen::Index>(i)) = samples[i].second;
+    }
+    const RobustFit f = FitRobust(x, y);
+    CollectiveFit fit{op, algorithm, scope, ranks, f.coefficients(0), f.coefficients(1), {}, QualityOf(f), {}};
+    double squares = 0;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const double size = op == "allgather" ? samples[i].first * ranks : samples[i].first;
+      if (size < (1 << 20)) continue;
+      const double r = f.relative_residuals[i];
+      ++fit.large.samples;
+      squares += r * r;
+      fit.large.max_relative_residual = std::max(fit.large.max_relative_residual, std::abs(r));
+      fit.large.outliers += std::abs(r) > 0.1;
+    }
+    if (fit.large.samples > 0) fit.large.rms_relative_residual = std::sqrt(squares / fit.large.samples);
+    if (ranks > 1 && fit.seconds_per_byte > 0) {
+      double steps = 1, factor = 1;
+      RingTerms(op, ranks, &steps, &factor);
+      fit.link = {factor / fit.seconds_per_byte, fit.latency / steps};
+    }
+    c->collectives.push_back(fit);
+  }
+}
+
+void FitGemm(const JsonNode& file, Calibration* c) {
+  ObjectReader r(file);
+  const std::string dtype = r.String("dtype", "float32");
+  if (!ParseDType(dtype)) r.node().Child("dtype").Fail("\"" + dtype + "\" is not a dtype");
+  std::vector<std::tuple<double, double, double>> gemms;  // flops, smallest dimension, seconds
+  for (const JsonNode& s : r.Required("samples").AsArray()) {
+    ObjectReader sr(s);
+    const double m = static_cast<double>(sr.RequiredInt("m", 1, 1 << 30));
+    const double n = static_cast<double>(sr.RequiredInt("n", 1, 1 << 30));
+    const double k = static_cast<double>(sr.RequiredInt("k", 1, 1 << 30));
+    const double seconds = sr.Required("seconds").AsNumber(1e-12, kMax);
+    sr.Finish();
+    gemms.emplace_back(2 * m * n * k, std::min({m, n, k}), seconds);
+  }
+  std::vector<std::pair<double, double>> copies;
+  if (auto list = r.Optional("copies"))
+    for (const JsonNode& s : list->AsArray()) {
+      ObjectReader sr(s);
+      const double bytes = sr.Required("bytes").AsNumber(1, kMax);
+      const double seconds = sr.Required("seconds").AsNumber(1e-12, kMax);
+      sr.Finish();
+      copies.emplace_back(bytes, seconds);
+    }
+  if (gemms.size() < 3) file.Child("samples").Fail("a GEMM fit needs at least 3 shapes");
+  // t = overhead + flops / peak + (flops / smallest) * half_size / peak
+  Eigen::MatrixXd x(static_cast<Eigen::Index>(gemms.size()), 3);
+  Eigen::VectorXd y(static_cast<Eigen::Index>(gemms.size()));
+  for (size_t i = 0; i < gemms.size(); ++i) {
+    const auto& [flops, smallest, seconds] = gemms[i];
+    const auto row = static_cast<Eigen::Index>(i);
+    x.row(row) << 1, flops, flops / smallest;
+    y(row) = seconds;
+  }
+  const RobustFit f = FitRobust(x, y);
+  if (f.coefficients(1) <= 0) file.Child("samples").Fail("the GEMM times do not grow with the FLOPs");
+  c->gemm = GemmFit{dtype, 1 / f.coefficients(1), f.coefficients(2) / f.coefficients(1), f.coefficients(0),
+                    QualityOf(f)};
+  if (copies.size() >= 2) {
+    Eigen::MatrixXd cx(static_cast<Eigen::Index>(copies.size()), 2);
+    Eigen::VectorXd cy(static_cast<Eigen::Index>(copies.size()));
+    for (size_t i = 0; i < copies.size(); ++i) {
+      cx.row(static_cast<Eigen::Index>(i)) << 1, copies[i].first;
+      cy(static_cast<Eigen::Index>(i)) = copies[i].second;
+    }
+    const RobustFit cf = FitRobust(cx, cy);
+    if (cf.coefficients(1) > 0) c->copy = CopyFit{1 / cf.coefficients(1), cf.coefficients(0), QualityOf(cf)};
+  }
+}
+
+nlohmann::json ToJson(const FitQuality& q) {
+  return {{"samples", q.samples},
+          {"rms_relative_residual", q.rms_relative_residual},
+          {"max_relative_residual", q.max_relative_residual},
+          {"outliers", q.outliers}};
+}
+
+FitQuality ReadQuality(const JsonNode& node) {
+  ObjectReader r(node);
+  FitQuality q;
+  q.samples = static_cast<int>(r.RequiredInt("samples", 0, 1 << 30));
+  q.rms_relative_residual = r.Required("rms_relative_residual").AsNumber(0, kMax);
+  q.max_relative_residual = r.Required("max_relative_residual").AsNumber(0, kMax);
+  q.outliers = static_cast<int>(r.Int("outliers", 0, 0, 1 << 30));
+  r.Finish();
+  return q;
+}
+
+}  // namespace
+
+Calibration FitCalibration(const std::vector<JsonNode>& measurements) {
+  Calibration c;
+  c.software = nlohmann::json::object();
+  for (const JsonNode& file : measurements) {
+    ObjectReader r(file);
+    RequireFormat(r, "shardlab-measurements", "a file written by `shardlab bench ... -o`");
+    r.RequiredInt("version", 1, 1);
+    const std::string kind = r.Required("kind").AsEnum({"collectives", "gemm"});
+    nlohmann::json hardware = {{"backend", r.Required("backend").AsString()},
+                               {"runtime", r.Required("runtime").AsString()},
+                               {"device", r.Required("device").AsString()},
+                               {"ranks", r.RequiredInt("ranks", 1, 4096)},
+                               {"hostname", r.String("hostname", "")}};
+    const std::string date = r.String("date", "");
+    if (auto sw = r.Optional("software"))
+      for (const auto& [k, v] : sw->json().items()) c.software[k] = v;
+    if (c.hardware.is_null()) c.hardware = nlohmann::json::object();
+    c.hardware[kind] = hardware;
+    c.hardware[kind]["measured"] = date;
+    if (kind == "collectives") {
+      r.Required("samples");
+      r.Finish();
+      FitCollectives(file, &c);
+    } else {
+      r.Required("samples");
+      r.Optional("copies");
+      r.Optional("dtype");
+      r.Finish();
+      FitGemm(file, &c);
+    }
+  }
+  return c;
+}
+
+nlohmann::json ToJson(const Calibration& c) {
+  nlohmann::json j = {{"format", "shardlab-calibration"},
+                      {"version", c.version},
+                      {"created", c.created},
+                      {"hardware", c.hardware},
+                      {"software", c.software}};
+  j["collectives"] = nlohmann::json::array();
+  for (const CollectiveFit& f : c.collectives)
+    j["collectives"].push_back({{"op", f.op},
+                                {"algorithm", f.algorithm},
+                                {"scope", f.scope},
+                                {"ranks", f.ranks},
+                                {"latency", f.latency},
+                                {"seconds_per_byte", f.seconds_per_byte},
+                                {"link_bandwidth", f.link.bandwidth},
+                                {"link_latency", f.link.latency},
+                                {"fit", ToJson(f.quality)},
+                                {"fit_1MiB_and_more", ToJson(f.large)}});
+  if (c.gemm)
+    j["gemm"] = {{"dtype", c.gemm->dtype},
+                 {"peak_flops", c.gemm->peak_flops},
+                 {"half_size", c.gemm->half_size},
+                 {"overhead", c.gemm->overhead},
+                 {"fit", ToJson(c.gemm->quality)}};
+  if (c.copy)
+    j["memory"] = {{"bandwidth", c.copy->bandwidth}, {"overhead", c.copy->overhead}, {"fit", ToJson(c.copy->quality)}};
+  return j;
+}
+
+Calibration ReadCalibration(const JsonNode& node) {
+  ObjectReader r(node);
+  RequireFormat(r, "shardlab-calibration", "a file written by `shardlab calibrate`");
+  Calibration c;
+  c.version = static_cast<int>(r.RequiredInt("version", 1, 1));
+  c.created = r.String("created", "");
+  if (auto h = r.Optional("hardware")) c.hardware = h->json();
+  if (auto s = r.Optional("software")) c.software = s->json();
+  if (auto list = r.Optional("collectives"))
+    for (const JsonNode& e : list->AsArray()) {
+      ObjectReader er(e);
+      CollectiveFit f;
+      f.op = er.Required("op").AsEnum({"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"});
+      f.algorithm = er.Required("algorithm").AsString();
+      f.scope = er.Required("scope").AsEnum({"intra_server", "inter_server"});
+      f.ranks = static_cast<int>(er.RequiredInt("ranks", 1, 4096));
+      f.latency = er.Required("latency").AsNumber(0, kMax);
+      f.seconds_per_byte = er.Required("seconds_per_byte").AsNumber(0, kMax);
+      f.link.bandwidth = er.Required("link_bandwidth").AsNumber(0, kMax);
+      f.link.latency = er.Required("link_latency").AsNumber(0, kMax);
+      f.quality = ReadQuality(er.Required("fit"));
+      if (auto large = er.Optional("fit_1MiB_and_more")) f.large = ReadQuality(*large);
+      er.Finish();
+      c.collectives.push_back(f);
+    }
+  if (auto g = r.Optional("gemm")) {
+    ObjectReader gr(*g);
+    GemmFit f;
+    f.dtype = gr.Required("dtype").AsString();
+    if (!ParseDType(f.dtype)) g->Child("dtype").Fail("\"" + f.dtype + "\" is not a dtype");
+    f.peak_flops = gr.Required("peak_flops").AsNumber(1, kMax);
+    f.half_size = gr.Required("half_size").AsNumber(0, kMax);
+    f.overhead = gr.Required("overhead").AsNumber(0, kMax);
+    f.quality = ReadQuality(gr.Required("fit"));
+    gr.Finish();
+    c.gemm = f;
+  }
+  if (auto m = r.Optional("memory")) {
+    ObjectReader mr(*m);
+    CopyFit f;
+    f.bandwidth = mr.Required("bandwidth").AsNumber(1, kMax);
+    f.overhead = mr.Required("overhead").AsNumber(0, kMax);
+    f.quality = ReadQuality(mr.Required("fit"));
+    mr.Finish();
+    c.copy = f;
+  }
+  r.Finish();
+  return c;
+}
+
+Calibration LoadCalibrationFile(const std::string& path) {
+  const nlohmann::json j = ReadJsonFile(path);
+  return ReadCalibration(JsonNode(j, path));
+}
+
+void ApplyCalibration(const Calibration& c, const std::string& source, ClusterSpec* cluster) {
+  cluster->calibration_file = source;
+  DeviceSpec& d = cluster->device;
+  if (c.gemm) {
+    d.peak_flops[*ParseDType(c.gemm->dtype)] = c.gemm->peak_flops;
+    d.compute_efficiency = 1;
+    d.gemm_half_size = c.gemm->half_size;
+    d.kernel_overhead = c.gemm->overhead;
+  }
+  if (c.copy) {
+    d.memory_bandwidth = c.copy->bandwidth;
+    d.memory_efficiency = 1;
+  }
+  // The largest group measured for each collective and scope.
+  std::map<std::string, const CollectiveFit*> chosen;
+  for (const CollectiveFit& f : c.collectives) {
+    if (f.ranks < 2 || f.link.bandwidth <= 0) continue;
+    const CollectiveFit*& best = chosen[f.op + "/" + f.scope];
+    if (!best || f.ranks > best->ranks) best = &f;
+  }
+  for (const auto& [key, f] : chosen) {
+    cluster->calibrated_links[key] = f->link;
+    if (f->op != "allreduce") continue;
+    if (f->scope == "intra_server") {
+      cluster->intra_server.link_bandwidth = f->link.bandwidth;
+      cluster->intra_server.cross_group_bandwidth = f->link.bandwidth;
+      cluster->intra_server.latency = f->link.latency;
+    } else {
+      InterServerNetwork& n = cluster->inter_server;
+      n.nic_bandwidth = f->link.bandwidth * static_cast<double>(cluster->devices_per_server) /
+                        static_cast<double>(n.nics_per_server);
+      n.link_latency = f->link.latency / 2;
+      n.switch_latency = 0;
+    }
+  }
+}
+
+}  // namespace shardlab

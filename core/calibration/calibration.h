@@ -1,0 +1,80 @@
+// Calibration: cost-model parameters fitted to measurements of a real
+// machine, and how a cluster takes them. From collective benchmarks, per
+// collective, algorithm, scope (intra_server, inter_server) and group size,
+// a latency and an inverse bandwidth (t = latency + bytes * seconds_per_byte),
+// and the per-step link figures that make the collective's closed form
+// reproduce them. From GEMM benchmarks an efficiency model over shapes:
+// t = overhead + flops / peak * (1 + half_size / min(m, n, k)); from streaming
+// copies the memory bandwidth. Calibration files are versioned JSON that say
+// which hardware and software the measurements came from and when.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config/cluster_config.h"
+
+namespace shardlab {
+
+class JsonNode;
+
+struct FitQuality {
+  int samples = 0;
+  double rms_relative_residual = 0;
+  double max_relative_residual = 0;
+  int outliers = 0;
+};
+
+struct CollectiveFit {
+  std::string op;         // allreduce, allgather, ...
+  std::string algorithm;  // what ran
+  std::string scope;      // intra_server or inter_server
+  int ranks = 1;
+  double latency = 0;           // seconds
+  double seconds_per_byte = 0;  // per byte of the simulator's size (AllGather: a rank's input)
+  CalibratedLink link;          // per step and per device, for the closed forms
+  FitQuality quality;
+  FitQuality large;  // the residuals of the samples of 1 MiB and more
+};
+
+struct GemmFit {
+  std::string dtype;
+  double peak_flops = 0;  // asymptotic FLOP/s of large products
+  double half_size = 0;   // smallest dimension at which half of it is reached
+  double overhead = 0;    // seconds per kernel
+  FitQuality quality;
+};
+
+struct CopyFit {
+  double bandwidth = 0;  // bytes read + written per second
+  double overhead = 0;
+  FitQuality quality;
+};
+
+struct Calibration {
+  int version = 1;
+  std::string created;
+  nlohmann::json hardware;  // backend, runtime, device, ranks, hostname
+  nlohmann::json software;  // versions the measurements ran with
+  std::vector<CollectiveFit> collectives;
+  std::optional<GemmFit> gemm;
+  std::optional<CopyFit> copy;
+};
+
+// Fits the measurement files (`shardlab bench ... -o`), each a JSON node with its file name.
+Calibration FitCalibration(const std::vector<JsonNode>& measurements);
+
+nlohmann::json ToJson(const Calibration& c);
+Calibration ReadCalibration(const JsonNode& node);
+Calibration LoadCalibrationFile(const std::string& path);
+
+// The cluster with the calibrated figures: the device's peak FLOP/s for the
+// fitted dtype, efficiency 1, shape model and kernel overhead; its memory
+// bandwidth; every collective's link; the fabric's own link figures from the
+// AllReduce fits. Records `source` as the cluster's calibration file.
+void ApplyCalibration(const Calibration& c, const std::string& source, ClusterSpec* cluster);
+
+}  // namespace shardlab

@@ -1,0 +1,479 @@
+#include "exec/plan_executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/layout/device_matrix.h"
+#include "core/plan/pass_steps.h"
+#include "core/plan/pipeline_schedule.h"
+
+namespace shardlab::exec {
+
+size_t ElementsFor(double bytes) { return std::max<size_t>(1, static_cast<size_t>(std::ceil(bytes / 4))); }
+
+namespace {
+
+constexpr Stream kCompute = Stream::kCompute;
+constexpr Stream kComm = Stream::kCommunication;
+constexpr Stream kSend = Stream::kSend;
+
+// A timed piece of work and, for the timeline, how it shows there.
+struct Timing {
+  std::string type;
+  double predicted = 0;
+  Runtime::Event begin = 0, end = 0;
+  bool timeline = false;
+  TimelineEvent event;
+  bool compute = false;   // counts as compute time
+  bool exposed = false;   // a collective the compute stream waits for
+};
+
+class RankProgram {
+ public:
+  RankProgram(const Plan& plan, int64_t rank, Communicator& world, Runtime& runtime)
+      : plan_(plan), rank_(rank), world_(world), runtime_(runtime) {
+    if (plan.schedule == "interleaved" && plan.chunks > 1)
+      throw std::runtime_error("the executor runs 1f1b and gpipe schedules, not interleaved chunks");
+    if (world.size() != plan.devices)
+      throw std::runtime_error(
+          fmt::format("the plan has {} devices but the world {} ranks", plan.devices, world.size()));
+    D_ = plan.devices_per_stage;
+    S_ = static_cast<int64_t>(plan.stages.size());
+    stage_ = rank / D_;
+    local_ = rank % D_;
+    ConnectGroups();
+    ConnectPipeline();
+    ReserveBuffers();
+  }
+
+  int64_t stage() const { return stage_; }
+
+  // One step; returns this rank's step time and fills the timings.
+  double RunStep() {
+    timings_.clear();
+    runtime_.ResetEvents();
+    world_.Barrier();
+    origin_ = runtime_.Record(kCompute);
+    const StageProgram& stage = Stage();
+    for (const Task& t : stage.step_start) {
+      TimelineEvent e{stage_, "communication", t.name, "weight_gather", -1, 0, 0, 0, {}};
+      Collective(kCompute, t, t.seconds, "weight_gather", true, &e);
+    }
+    std::vector<ScheduleItem> order = StageSchedule(plan_.training ? plan_.schedule : "gpipe", stage_, S_,
+                                                    plan_.micro_batches, 1);
+    if (!plan_.training)
+      order.erase(std::remove_if(order.begin(), order.end(), [](const ScheduleItem& i) { return !i.forward; }),
+                  order.end());
+    size_t last_backward = order.size();
+    for (size_t i = 0; i < order.size(); ++i)
+      if (!order[i].forward) last_backward = i;
+    buckets_started_ = 0;
+    for (size_t i = 0; i < order.size(); ++i) {
+      const ScheduleItem& item = order[i];
+      if (item.forward)
+        Forward(item.micro_batch);
+      else
+        Backward(item.micro_batch, i == last_backward);
+    }
+    StartBuckets(static_cast<int>(stage.backward.size()));  // any not yet started
+    passes_end_ = runtime_.Record(kCompute);
+    runtime_.Wait(kCompute, runtime_.Record(kComm));
+    runtime_.Wait(kCompute, runtime_.Record(kSend));
+    tail_end_ = runtime_.Record(kCompute);
+    for (const Task& t : stage.optimizer) {
+      TimelineEvent e{stage_, "compute", "optimizer", "optimizer", -1, 0, 0, 0, {}};
+      Timed(kCompute, "optimizer", t.seconds, true, &e, [&] { runtime_.MemoryPass(kCompute, t.bytes); });
+    }
+    end_ = runtime_.Record(kCompute);
+    runtime_.Synchronize();
+    return Seconds(end_);
+  }
+
+  // The last step's timeline, stage figures and task types.
+  void Collect(RankExecution* out) {
+    const StageProgram& stage = Stage();
+    StageResult& r = out->stage_result;
+    r = StageResult{};
+    r.stage = stage_;
+    r.memory = stage.memory;
+    out->events.clear();
+    std::map<std::string, TaskTypeTime> types;
+    double forward = 0, backward = 0, passes = 0, first_pass = -1;
+    int64_t forwards = 0, backwards = 0;
+    for (const Timing& t : timings_) {
+      const double begin = Seconds(t.begin), duration = Seconds(t.end) - begin;
+      if (!t.type.empty()) {
+        TaskTypeTime& tt = types[t.type];
+        tt.type = t.type;
+        ++tt.count;
+        tt.measured += duration;
+        tt.predicted += t.predicted;
+        if (t.compute) r.compute_seconds += duration;
+        else r.communication_seconds += duration;
+        if (t.exposed) r.exposed_communication_seconds += duration;
+      }
+      if (!t.timeline) continue;
+      TimelineEvent e = t.event;
+      e.start = begin;
+      e.duration = duration;
+      if (e.category == "forward" || e.category == "backward") {
+        (e.category == "forward" ? forward : backward) += duration;
+        ++(e.category == "forward" ? forwards : backwards);
+        passes += duration;
+        if (first_pass < 0) first_pass = begin;
+      }
+      out->events.push_back(std::move(e));
+    }
+    r.forward_seconds = forwards > 0 ? forward / static_cast<double>(forwards) : 0;
+    r.backward_seconds = backwards > 0 ? backward / static_cast<double>(backwards) : 0;
+    r.passes_end_seconds = Seconds(passes_end_);
+    r.end_seconds = Seconds(end_);
+    r.exposed_communication_seconds += Seconds(tail_end_) - Seconds(passes_end_);
+    r.bubble_seconds = std::max(0.0, r.passes_end_seconds - std::max(first_pass, 0.0) - passes);
+    out->task_types.clear();
+    for (auto& [name, tt] : types) out->task_types.push_back(tt);
+  }
+
+ private:
+  const StageProgram& Stage() const { return plan_.stages[stage_]; }
+  double Seconds(Runtime::Event e) { return runtime_.Elapsed(origin_, e); }
+
+  // Every group spec of every stage, split twice (compute and communication
+  // streams); all ranks take part in every split, with no color where their
+  // stage has fewer specs.
+  void ConnectGroups() {
+    size_t specs = 0;
+    for (const StageProgram& s : plan_.stages) specs = std::max(specs, s.groups.size());
+    const StageProgram& stage = Stage();
+    std::vector<int64_t> ranks(D_);
+    for (int64_t i = 0; i < D_; ++i) ranks[i] = stage.first_rank + i;
+    for (Stream s : {kCompute, kComm}) groups_[static_cast<int>(s)].resize(specs);
+    for (size_t g = 0; g < specs; ++g) {
+      int color = -1, key = 0;
+      if (g < stage.groups.size()) {
+        const CommGroupSpec& spec = stage.groups[g];
+        const auto members = DeviceMatrix(spec.device_matrix, ranks).GroupAlongDims(rank_, spec.dims);
+        color = static_cast<int>(*std::min_element(members.begin(), members.end()));
+        key = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+      }
+      for (Stream s : {kCompute, kComm}) {
+        auto comm = world_.Split(color, key);
+        if (comm) comm->BindStream(runtime_.NativeStream(s));
+        groups_[static_cast<int>(s)][g] = std::move(comm);
+      }
+    }
+  }
+
+  // One two-rank communicator per neighbouring pair and direction, each used
+  // on one stream by each of its ranks: the sender's send stream, the
+  // receiver's compute stream (so that NCCL never sees one communicator on two streams).
+  void ConnectPipeline() {
+    for (int parity = 0; parity < 2; ++parity) {
+      for (bool activations : {true, false}) {
+        int color = -1, key = 0;
+        const bool lower = stage_ % 2 == parity && stage_ + 1 < S_;
+        const bool upper = stage_ >= 1 && (stage_ - 1) % 2 == parity;
+        if (lower) color = static_cast<int>(stage_ * D_ + local_), key = 0;
+        if (upper) color = static_cast<int>((stage_ - 1) * D_ + local_), key = 1;
+        auto comm = world_.Split(color, key);
+        if (!comm) continue;
+        const bool sends = activations == lower;  // activations go up, gradients down
+        comm->BindStream(runtime_.NativeStream(sends ? kSend : kCompute));
+        if (activations) (lower ? to_next_ : from_prev_) = std::move(comm);
+        else (lower ? grad_from_next_ : grad_to_prev_) = std::move(comm);
+      }
+    }
+  }
+
+  static size_t BufferElements(const Task& t, const std::vector<std::unique_ptr<Communicator>>& groups) {
+    if (t.kind != Task::Kind::kCollective || t.group < 0) return 0;
+    const size_t n = groups[t.group] ? static_cast<size_t>(groups[t.group]->size()) : 1;
+    const size_t e = ElementsFor(t.comm_bytes);
+    return t.collective == shardlab::Collective::kAllGather ? e * n : e + n;
+  }
+
+  void ReserveBuffers() {
+    const StageProgram& stage = Stage();
+    size_t compute = 1, comm = 1, send = 1;
+    for (const auto* tasks : {&stage.forward, &stage.backward, &stage.step_start})
+      for (const Task& t : *tasks) {
+        const size_t e = BufferElements(t, groups_[static_cast<int>(t.overlapped ? kComm : kCompute)]);
+        (t.overlapped ? comm : compute) = std::max(t.overlapped ? comm : compute, e);
+      }
+    for (const GradientBucket& b : stage.buckets) {
+      const size_t n = groups_[1][b.group] ? static_cast<size_t>(groups_[1][b.group]->size()) : 1;
+      comm = std::max(comm, ElementsFor(b.bytes) * (b.collective == shardlab::Collective::kAllGather ? n : 1) + n);
+    }
+    const double transfer = std::max(stage.send_forward_bytes, stage.send_backward_bytes);
+    const double received = std::max(stage_ > 0 ? plan_.stages[stage_ - 1].send_forward_bytes : 0.0,
+                                     stage.send_backward_bytes);
+    send = std::max(send, ElementsFor(transfer));
+    compute = std::max(compute, ElementsFor(received));
+    runtime_.Reserve(kCompute, compute);
+    runtime_.Reserve(kComm, comm);
+    runtime_.Reserve(kSend, send);
+  }
+
+  template <typename Work>
+  void Timed(Stream s, const std::string& type, double predicted, bool compute, TimelineEvent* event, Work work,
+             bool exposed = false) {
+    Timing t;
+    t.type = type;
+    t.predicted = predicted;
+    t.compute = compute;
+    t.exposed = exposed;
+    t.begin = runtime_.Record(s);
+    work();
+    t.end = runtime_.Record(s);
+    if (event) {
+      t.timeline = true;
+      t.event = *event;
+    }
+    timings_.push_back(std::move(t));
+  }
+
+  void Kernel(Stream s, const Task& t) {
+    std::string type = "memory";
+    if (!t.gemm.empty()) {
+      type = "gemm";
+    } else if (t.flops > 8 * t.bytes) {
+      type = "gemm";  // a compute-bound operator that is not a MatMul (convolutions): a cube of equal FLOPs
+    } else if (t.on_host || t.pcie_copy) {
+      type = "host";
+    }
+    Timed(s, type, t.seconds, true, nullptr, [&] {
+      if (!t.gemm.empty()) {
+        const double one = 2.0 * static_cast<double>(t.gemm.m) * static_cast<double>(t.gemm.n) *
+                           static_cast<double>(t.gemm.k);
+        const int repeat = std::max(1, static_cast<int>(std::lround(t.flops / one)));
+        runtime_.Gemm(s, t.gemm.m, t.gemm.n, t.gemm.k, repeat);
+      } else if (type == "gemm") {
+        const int64_t side = std::max<int64_t>(1, std::llround(std::cbrt(t.flops / 2)));
+        runtime_.Gemm(s, side, side, side);
+      } else {
+        runtime_.MemoryPass(s, t.bytes);
+      }
+    });
+  }
+
+  // A collective of the plan on stream `s`, with the group's communicator for that stream.
+  void Collective(Stream s, const Task& t, double predicted, const std::string& type, bool exposed,
+                  TimelineEvent* event) {
+    Communicator* comm = t.group >= 0 ? groups_[static_cast<int>(s)][t.group].get() : nullptr;
+    Timed(s, type, predicted, false, event, [&] {
+      if (!comm || comm->size() == 1) return;
+      const size_t n = static_cast<size_t>(comm->size());
+      const size_t elements = ElementsFor(t.comm_bytes);
+      float* in = runtime_.Input(s);
+      float* out = runtime_.Output(s);
+      const shardlab::Collective c = t.collective;
+      runtime_.Submit(s, [comm, c, in, out, n, elements] {
+        switch (c) {
+          case shardlab::Collective::kAllReduce: comm->AllReduce(in, elements); break;
+          case shardlab::Collective::kAllGather: comm->AllGather(in, out, elements); break;
+          case shardlab::Collective::kReduceScatter:
+            comm->ReduceScatter(in, out, std::max<size_t>(1, elements / n));
+            break;
+          case shardlab::Collective::kBroadcast: comm->Broadcast(in, elements, 0); break;
+          case shardlab::Collective::kAllToAll:
+          case shardlab::Collective::kSendRecv:
+            comm->AllToAll(in, out, std::max<size_t>(1, elements / n));
+            break;
+        }
+      });
+    }, exposed);
+  }
+
+  void Pass(const std::vector<Task>& tasks, const std::vector<bool>& breaks, bool last_backward) {
+    for (const PassStep& step : PassSteps(tasks, 0, tasks.size(), breaks)) {
+      const bool overlapped = !step.collectives.empty() && tasks[step.collectives.front()].overlapped;
+      if (overlapped) runtime_.Wait(kComm, runtime_.Record(kCompute));
+      for (int c : step.collectives) {
+        const Task& t = tasks[c];
+        Collective(overlapped ? kComm : kCompute, t, t.seconds, ToString(t.collective), !overlapped, nullptr);
+      }
+      for (int i = step.first_task; i < step.end_task; ++i) {
+        if (tasks[i].kind != Task::Kind::kCompute) continue;
+        Kernel(kCompute, tasks[i]);
+        if (last_backward) StartBuckets(i);
+      }
+      if (overlapped) runtime_.Wait(kCompute, runtime_.Record(kComm));
+    }
+  }
+
+  // Starts, on the communication stream, the buckets whose last gradient is
+  // produced by backward task `done` or earlier.
+  void StartBuckets(int done) {
+    const StageProgram& stage = Stage();
+    if (!plan_.training) return;
+    while (buckets_started_ < stage.buckets.size() && stage.buckets[buckets_started_].ready_after <= done) {
+      const GradientBucket& b = stage.buckets[buckets_started_];
+      runtime_.Wait(kComm, runtime_.Record(kCompute));
+      Task t;
+      t.kind = Task::Kind::kCollective;
+      t.collective = b.collective;
+      t.group = b.group;
+      t.comm_bytes = b.bytes;
+      TimelineEvent e{stage_, "communication", "gradients " + std::to_string(buckets_started_), "gradient", -1, 0, 0, 0,
+                      {}};
+      Collective(kComm, t, b.seconds, std::string("gradient ") + ToString(b.collective), false, &e);
+      ++buckets_started_;
+    }
+  }
+
+  void Receive(Communicator* comm, double bytes, int64_t micro_batch, const char* what) {
+    TimelineEvent e{stage_, "pipeline", fmt::format("recv {} {}", what, micro_batch), "receive", micro_batch, 0, 0,
+                    0, {}};
+    float* out = runtime_.Output(kCompute);
+    const size_t elements = ElementsFor(bytes);
+    Timed(kCompute, "", 0, false, &e, [&] {
+      runtime_.Submit(kCompute, [comm, out, elements, micro_batch] {
+        comm->Recv(out, elements, 1 - comm->rank(), static_cast<int>(micro_batch));
+      });
+    });
+  }
+
+  // The pipeline communicators hold two ranks: the peer is the other one.
+  void SendTo(Communicator* comm, double bytes, int64_t micro_batch, const char* what) {
+    const int peer = 1 - comm->rank();
+    runtime_.Wait(kSend, runtime_.Record(kCompute));
+    TimelineEvent e{stage_, "pipeline", fmt::format("send {} {}", what, micro_batch), "send", micro_batch, 0, 0, 0,
+                    {}};
+    float* in = runtime_.Input(kSend);
+    const size_t elements = ElementsFor(bytes);
+    // Timeline only: a send's time includes waiting for the receiver to be ready.
+    Timed(kSend, "", 0, false, &e, [&] {
+      runtime_.Submit(kSend, [comm, in, elements, peer, micro_batch] {
+        comm->Send(in, elements, peer, static_cast<int>(micro_batch));
+      });
+    });
+  }
+
+  void Forward(int64_t micro_batch) {
+    const StageProgram& stage = Stage();
+    if (stage_ > 0) Receive(from_prev_.get(), plan_.stages[stage_ - 1].send_forward_bytes, micro_batch, "F");
+    TimelineEvent e{stage_, "compute", "F" + std::to_string(micro_batch), "forward", micro_batch, 0, 0, 0, {}};
+    Timed(kCompute, "", 0, false, &e, [&] { Pass(stage.forward, {}, false); });
+    if (stage_ + 1 < S_) SendTo(to_next_.get(), stage.send_forward_bytes, micro_batch, "F");
+  }
+
+  void Backward(int64_t micro_batch, bool last) {
+    const StageProgram& stage = Stage();
+    if (stage_ + 1 < S_) Receive(grad_from_next_.get(), plan_.stages[stage_ + 1].send_backward_bytes, micro_batch, "B");
+    TimelineEvent e{stage_, "compute", "B" + std::to_string(micro_batch), "backward", micro_batch, 0, 0, 0, {}};
+    if (last) StartBuckets(-1);
+    Timed(kCompute, "", 0, false, &e, [&] { Pass(stage.backward, BucketBreaks(stage), last); });
+    if (stage_ > 0) SendTo(grad_to_prev_.get(), stage.send_backward_bytes, micro_batch, "B");
+  }
+
+  const Plan& plan_;
+  int64_t rank_;
+  Communicator& world_;
+  Runtime& runtime_;
+  int64_t D_ = 1, S_ = 1, stage_ = 0, local_ = 0;
+  std::vector<std::unique_ptr<Communicator>> groups_[2];  // [compute, communication][group spec]
+  std::unique_ptr<Communicator> to_next_, from_prev_, grad_to_prev_, grad_from_next_;
+  std::vector<Timing> timings_;
+  Runtime::Event origin_ = 0, passes_end_ = 0, tail_end_ = 0, end_ = 0;
+  size_t buckets_started_ = 0;
+};
+
+}  // namespace
+
+RankExecution ExecutePlan(const Plan& plan, int64_t rank, Communicator& world, Runtime& runtime,
+                          const ExecutionOptions& options) {
+  RankProgram program(plan, rank, world, runtime);
+  RankExecution out;
+  out.rank = rank;
+  out.stage = program.stage();
+  for (int i = 0; i < options.warmup_steps; ++i) program.RunStep();
+  // Every measured step's details; the median step's are kept.
+  std::vector<RankExecution> steps;
+  std::vector<double> times;
+  for (int i = 0; i < std::max(options.steps, 1); ++i) {
+    times.push_back(program.RunStep());
+    steps.push_back(out);
+    program.Collect(&steps.back());
+  }
+  std::vector<size_t> by_time(times.size());
+  for (size_t i = 0; i < by_time.size(); ++i) by_time[i] = i;
+  std::sort(by_time.begin(), by_time.end(), [&](size_t a, size_t b) { return times[a] < times[b]; });
+  const size_t median = by_time[by_time.size() / 2];
+  out = std::move(steps[median]);
+  out.step_seconds = times;
+  out.median_step_seconds = times[median];
+  return out;
+}
+
+StepResult MeasuredStep(const Plan& plan, const std::vector<RankExecution>& ranks) {
+  StepResult result;
+  result.engine = "measured";
+  result.stages.resize(plan.stages.size());
+  for (size_t s = 0; s < plan.stages.size(); ++s) result.stages[s].stage = static_cast<int64_t>(s);
+  for (const RankExecution& r : ranks) {
+    result.step_seconds = std::max(result.step_seconds, r.median_step_seconds);
+    if (r.rank != plan.stages[r.stage].first_rank) continue;
+    result.stages[r.stage] = r.stage_result;
+    for (const TimelineEvent& e : r.events) result.events.push_back(e);
+  }
+  Finalize(plan, result);
+  return result;
+}
+
+nlohmann::json ToJson(const RankExecution& r) {
+  nlohmann::json types = nlohmann::json::array();
+  for (const TaskTypeTime& t : r.task_types)
+    types.push_back({{"type", t.type}, {"count", t.count}, {"measured", t.measured}, {"predicted", t.predicted}});
+  nlohmann::json events = nlohmann::json::array();
+  for (const TimelineEvent& e : r.events)
+    events.push_back({{"stage", e.stage}, {"lane", e.lane}, {"name", e.name}, {"category", e.category},
+                      {"micro_batch", e.micro_batch}, {"start", e.start}, {"duration", e.duration}});
+  const StageResult& s = r.stage_result;
+  return {{"rank", r.rank},
+          {"stage", r.stage},
+          {"step_seconds", r.step_seconds},
+          {"median_step_seconds", r.median_step_seconds},
+          {"stage_result",
+           {{"forward_seconds", s.forward_seconds},
+            {"backward_seconds", s.backward_seconds},
+            {"compute_seconds", s.compute_seconds},
+            {"communication_seconds", s.communication_seconds},
+            {"exposed_communication_seconds", s.exposed_communication_seconds},
+            {"bubble_seconds", s.bubble_seconds},
+            {"passes_end_seconds", s.passes_end_seconds},
+            {"end_seconds", s.end_seconds}}},
+          {"events", events},
+          {"task_types", types}};
+}
+
+RankExecution RankExecutionFromJson(const nlohmann::json& j) {
+  RankExecution r;
+  r.rank = j.at("rank");
+  r.stage = j.at("stage");
+  r.step_seconds = j.at("step_seconds").get<std::vector<double>>();
+  r.median_step_seconds = j.at("median_step_seconds");
+  const auto& s = j.at("stage_result");
+  r.stage_result.stage = r.stage;
+  r.stage_result.forward_seconds = s.at("forward_seconds");
+  r.stage_result.backward_seconds = s.at("backward_seconds");
+  r.stage_result.compute_seconds = s.at("compute_seconds");
+  r.stage_result.communication_seconds = s.at("communication_seconds");
+  r.stage_result.exposed_communication_seconds = s.at("exposed_communication_seconds");
+  r.stage_result.bubble_seconds = s.at("bubble_seconds");
+  r.stage_result.passes_end_seconds = s.at("passes_end_seconds");
+  r.stage_result.end_seconds = s.at("end_seconds");
+  for (const auto& e : j.at("events"))
+    r.events.push_back({e.at("stage"), e.at("lane"), e.at("name"), e.at("category"), e.at("micro_batch"), 0,
+                        e.at("start"), e.at("duration"), {}});
+  for (const auto& t : j.at("task_types"))
+    r.task_types.push_back({t.at("type"), t.at("count"), t.at("measured"), t.at("predicted")});
+  return r;
+}
+
+}  // namespace shardlab::exec
