@@ -25,6 +25,27 @@ void RequireFormat(ObjectReader& r, const std::string& format, const std::string
   if (node->AsString() != format) node->Fail(expected);
 }
 
+double Predict(const CollectiveFit& f, double bytes);
+
+// Residuals of the fitted model over the samples; with `ranks_factor` > 0
+// only those of 1 MiB and more (nccl-tests' size: the simulator's bytes times
+// ranks_factor, or 1).
+FitQuality QualityOver(const std::vector<std::pair<double, double>>& samples, const CollectiveFit& f,
+                       int ranks_factor) {
+  FitQuality q;
+  double squares = 0;
+  for (const auto& [bytes, seconds] : samples) {
+    if (ranks_factor > 0 && bytes * ranks_factor < (1 << 20)) continue;
+    const double r = (Predict(f, bytes) - seconds) / seconds;
+    ++q.samples;
+    squares += r * r;
+    q.max_relative_residual = std::max(q.max_relative_residual, std::abs(r));
+    q.outliers += std::abs(r) > 0.1;
+  }
+  if (q.samples > 0) q.rms_relative_residual = std::sqrt(squares / q.samples);
+  return q;
+}
+
 FitQuality QualityOf(const RobustFit& f) {
   return {static_cast<int>(f.relative_residuals.size()), f.rms_relative, f.max_relative, f.outliers};
 }
@@ -46,6 +67,40 @@ void RingTerms(const std::string& op, int n, double* steps, double* factor) {
     *steps = nn - 1;
     *factor = (nn - 1) / nn;
   }
+}
+
+double Predict(const CollectiveFit& f, double bytes) {
+  return std::max(f.link.floor, f.latency + f.seconds_per_byte * bytes);
+}
+
+// t = max(floor, latency + bytes * seconds_per_byte): the floor is the median
+// time of the three smallest sizes, kept when it lies well above the line
+// there; the line is fitted (robustly) to the samples well above the floor,
+// where bandwidth decides, or to all when too few are.
+CollectiveFit FitOneCollective(std::vector<std::pair<double, double>> samples) {
+  std::sort(samples.begin(), samples.end());
+  std::vector<double> smallest;
+  for (size_t i = 0; i < samples.size() && i < 3; ++i) smallest.push_back(samples[i].second);
+  std::sort(smallest.begin(), smallest.end());
+  CollectiveFit fit;
+  fit.link.floor = smallest[smallest.size() / 2];
+  std::vector<std::pair<double, double>> above;
+  for (const auto& s : samples)
+    if (s.second > 2 * fit.link.floor) above.push_back(s);
+  const auto& fitted = above.size() >= 2 ? above : samples;
+  Eigen::MatrixXd x(static_cast<Eigen::Index>(fitted.size()), 2);
+  Eigen::VectorXd y(static_cast<Eigen::Index>(fitted.size()));
+  for (size_t i = 0; i < fitted.size(); ++i) {
+    x.row(static_cast<Eigen::Index>(i)) << 1, fitted[i].first;
+    y(static_cast<Eigen::Index>(i)) = fitted[i].second;
+  }
+  const RobustFit f = FitRobust(x, y);
+  fit.latency = f.coefficients(0);
+  fit.seconds_per_byte = f.coefficients(1);
+  // A floor well above the line at the smallest size is the machine's; else there is none.
+  if (fit.link.floor < 1.5 * (fit.latency + fit.seconds_per_byte * samples.front().first)) fit.link.floor = 0;
+  fit.quality = QualityOver(samples, fit, 0);
+  return fit;
 }
 
 void FitCollectives(const JsonNode& file, Calibration* c) {
@@ -70,30 +125,17 @@ void FitCollectives(const JsonNode& file, Calibration* c) {
     const auto& [op, algorithm, scope, ranks] = key;
     if (samples.size() < 2)
       file.Fail(fmt::format("{} over {} ranks has {} size; a fit needs at least 2", op, ranks, samples.size()));
-    Eigen::MatrixXd x(static_cast<Eigen::Index>(samples.size()), 2);
-    Eigen::VectorXd y(static_cast<Eigen::Index>(samples.size()));
-    for (size_t i = 0; i < samples.size(); ++i) {
-      x(static_cast<Eigen::Index>(i), 0) = 1;
-      x(static_cast<Eigen::Index>(i), 1) = samples[i].first;
-      y(static_cast<Eigen::Index>(i)) = samples[i].second;
-    }
-    const RobustFit f = FitRobust(x, y);
-    CollectiveFit fit{op, algorithm, scope, ranks, f.coefficients(0), f.coefficients(1), {}, QualityOf(f), {}};
-    double squares = 0;
-    for (size_t i = 0; i < samples.size(); ++i) {
-      const double size = op == "allgather" ? samples[i].first * ranks : samples[i].first;
-      if (size < (1 << 20)) continue;
-      const double r = f.relative_residuals[i];
-      ++fit.large.samples;
-      squares += r * r;
-      fit.large.max_relative_residual = std::max(fit.large.max_relative_residual, std::abs(r));
-      fit.large.outliers += std::abs(r) > 0.1;
-    }
-    if (fit.large.samples > 0) fit.large.rms_relative_residual = std::sqrt(squares / fit.large.samples);
+    CollectiveFit fit = FitOneCollective(samples);
+    fit.op = op;
+    fit.algorithm = algorithm;
+    fit.scope = scope;
+    fit.ranks = ranks;
+    fit.large = QualityOver(samples, fit, op == "allgather" ? ranks : 1);
     if (ranks > 1 && fit.seconds_per_byte > 0) {
       double steps = 1, factor = 1;
       RingTerms(op, ranks, &steps, &factor);
-      fit.link = {factor / fit.seconds_per_byte, fit.latency / steps};
+      fit.link.bandwidth = factor / fit.seconds_per_byte;
+      fit.link.latency = fit.latency / steps;
     }
     c->collectives.push_back(fit);
   }
@@ -218,6 +260,7 @@ nlohmann::json ToJson(const Calibration& c) {
                                 {"seconds_per_byte", f.seconds_per_byte},
                                 {"link_bandwidth", f.link.bandwidth},
                                 {"link_latency", f.link.latency},
+                                {"floor", f.link.floor},
                                 {"fit", ToJson(f.quality)},
                                 {"fit_1MiB_and_more", ToJson(f.large)}});
   if (c.gemm)
@@ -251,6 +294,7 @@ Calibration ReadCalibration(const JsonNode& node) {
       f.seconds_per_byte = er.Required("seconds_per_byte").AsNumber(0, kMax);
       f.link.bandwidth = er.Required("link_bandwidth").AsNumber(0, kMax);
       f.link.latency = er.Required("link_latency").AsNumber(0, kMax);
+      f.link.floor = er.Number("floor", 0, 0, kMax);
       f.quality = ReadQuality(er.Required("fit"));
       if (auto large = er.Optional("fit_1MiB_and_more")) f.large = ReadQuality(*large);
       er.Finish();

@@ -67,10 +67,12 @@ struct InterServerNetwork {
 
 // A collective's own link figures, fitted from measurements by calibration:
 // per-device bandwidth and per-step latency that make the collective's
-// closed form reproduce what was measured.
+// closed form reproduce what was measured, and the least time it took at
+// all (small messages on a busy host wait for the scheduler).
 struct CalibratedLink {
   double bandwidth = 0;
   double latency = 0;
+  double floor = 0;  // seconds; the closed form's time is raised to it
   bool operator==(const CalibratedLink&) const = default;
 };
 

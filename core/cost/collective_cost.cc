@@ -127,9 +127,9 @@ Link InterServerLink(const GroupPlacement& p, const ClusterSpec& cluster, Collec
   return {bandwidth, 2 * n.link_latency + switches * n.switch_latency};
 }
 
-double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
+namespace {
+double ClosedFormSeconds(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
                          const ClusterSpec& cluster) {
-  if (p.size <= 1 && c != Collective::kSendRecv) return 0;
   const Link intra = IntraServerLink(p, cluster, c);
   if (p.servers == 1) return FlatSeconds(c, a, bytes, p.size, intra);
   const Link inter = InterServerLink(p, cluster, c);
@@ -174,6 +174,16 @@ double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, cons
   Link slowest{1.0 / std::max((kk - 1) / (kk * intra.bandwidth), 1.0 / (kk * inter.bandwidth)),
                std::max(intra.latency, inter.latency)};
   return FlatSeconds(c, a, bytes, p.size, slowest);
+}
+
+}  // namespace
+
+double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
+                         const ClusterSpec& cluster) {
+  if (p.size <= 1 && c != Collective::kSendRecv) return 0;
+  const double seconds = ClosedFormSeconds(c, a, bytes, p, cluster);
+  const CalibratedLink* link = Calibrated(cluster, c, p.servers == 1 ? "intra_server" : "inter_server");
+  return link ? std::max(seconds, link->floor) : seconds;
 }
 
 double BusBandwidthFactor(Collective c, int64_t n) {
