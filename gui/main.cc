@@ -1,13 +1,30 @@
-// shardlab-gui: opens a run file and shows its pipeline timeline and strategies.
-//   shardlab-gui [RUN.json]
-//   shardlab-gui --screenshot out.png|out.svg [--view pipeline|strategy] RUN.json   (headless)
+// shardlab-gui: opens a run file or a result.json and shows its pipeline
+// timeline, strategies, device matrices and tensor maps.
+//   shardlab-gui [RUN.json|RESULT.json]
+//   shardlab-gui --screenshot out.png|out.svg [--view pipeline|devices|tensor|strategy]
+//                [--op NAME] [--tensor N] [--outline K] RUN.json   (headless)
 #include <QApplication>
 #include <QCommandLineParser>
 #include <cstdlib>
 #include <iostream>
 
+#include "core/util/suggest.h"
 #include "gui/export.h"
 #include "gui/main_window.h"
+
+namespace {
+
+// The operator named `name` in the window's view; throws naming the closest one.
+int OperatorNamed(const shardlab::gui::MainWindow& window, const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& op : window.view()->layouts.ops) {
+    if (op.name == name) return op.index;
+    names.push_back(op.name);
+  }
+  throw std::runtime_error("--op " + name + ": no such operator" + shardlab::DidYouMean(name, names));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // Headless rendering needs no display.
@@ -17,23 +34,44 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setApplicationName("shardlab-gui");
   QCommandLineParser parser;
-  parser.setApplicationDescription("shardlab's viewer: pipeline timelines of simulated training steps");
+  parser.setApplicationDescription(
+      "shardlab's viewer: pipeline timelines, strategies, device matrices and tensor maps of simulated steps");
   parser.addHelpOption();
-  parser.addPositionalArgument("run", "run file (JSON)");
+  parser.addPositionalArgument("file", "run file or result.json (JSON)");
   parser.addOption({"screenshot", "render the view to this .png or .svg and exit", "file"});
-  parser.addOption({"view", "the view to render: pipeline or strategy", "view", "pipeline"});
+  parser.addOption({"view", "the view to render: pipeline, devices, tensor or strategy", "view", "pipeline"});
+  parser.addOption({"op", "the operator the devices and tensor views show (default: a sharded MatMul)", "name"});
+  parser.addOption({"tensor", "which of the operator's tensors (0 = first input; default: the most split)", "index"});
+  parser.addOption({"outline", "devices view: -1 none, 0 same slice, k the k-th communication group", "k", "-1"});
   parser.process(app);
   const QStringList args = parser.positionalArguments();
   shardlab::gui::MainWindow window;
   try {
     const QString view_name = parser.value("view");
-    if (view_name != "pipeline" && view_name != "strategy")
-      throw std::runtime_error("--view " + view_name.toStdString() +
-                               ": pipeline or strategy (the device-matrix and tensor-map views do not exist yet)");
+    if (view_name != "pipeline" && view_name != "strategy" && view_name != "devices" && view_name != "tensor")
+      throw std::runtime_error("--view " + view_name.toStdString() + ": pipeline, devices, tensor or strategy");
     if (!args.isEmpty()) window.OpenRun(args.first());
+    if (parser.isSet("op")) {
+      if (args.isEmpty()) throw std::runtime_error("--op needs a run file");
+      const int op = OperatorNamed(window, parser.value("op").toStdString());
+      window.selection()->Select(op, shardlab::gui::DefaultTensor(window.view()->layouts.ops[op]));
+    }
+    if (parser.isSet("tensor")) window.selection()->Select(window.selection()->op(), parser.value("tensor").toInt());
     if (parser.isSet("screenshot")) {
       if (args.isEmpty()) throw std::runtime_error("--screenshot needs a run file");
-      QWidget* view = view_name == "strategy" ? static_cast<QWidget*>(window.strategies()) : window.pipeline();
+      // The device and tensor views live inside tab pages; render standalone copies at their own size.
+      const int op = window.selection()->op(), tensor = window.selection()->tensor();
+      shardlab::gui::DeviceMatrixView devices;
+      devices.SetLayouts(&window.view()->layouts);
+      devices.Show(op, tensor);
+      devices.SetOutline(parser.value("outline").toInt());
+      shardlab::gui::TensorMapView tensor_map;
+      tensor_map.SetLayouts(&window.view()->layouts);
+      tensor_map.Show(op, tensor);
+      QWidget* view = window.pipeline();
+      if (view_name == "strategy") view = window.strategies();
+      if (view_name == "devices") view = &devices;
+      if (view_name == "tensor") view = &tensor_map;
       view->resize(view->sizeHint());
       shardlab::gui::ExportView(*view, parser.value("screenshot"));
       return 0;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "core/plan/pass_steps.h"
+
 namespace shardlab::gui {
 
 PipelineTimeline BuildTimeline(const StepResult& result) {
@@ -14,17 +16,35 @@ PipelineTimeline BuildTimeline(const StepResult& result) {
     rows[s.stage].stage = s.stage;
     rows[s.stage].bubble_fraction = result.step_seconds > 0 ? s.bubble_seconds / result.step_seconds : 0;
   }
+  // Events per stage and traced device; the stage row shows its first device.
+  std::map<int64_t, std::map<std::vector<int64_t>, DeviceRow>> devices;
   for (const TimelineEvent& e : result.events) {
-    StageRow& row = rows[e.stage];
-    row.stage = e.stage;
+    if (e.lane == "pipeline") continue;
+    DeviceRow& d = devices[e.stage][e.ranks];
     TimelineSpan span{e.start, e.start + e.duration, e.name, e.category, e.micro_batch};
-    (e.lane == "compute" ? row.compute : row.communication).push_back(span);
+    (e.lane == "compute" ? d.compute : d.communication).push_back(span);
+  }
+  for (auto& [stage, by_ranks] : devices) {
+    StageRow& row = rows[stage];
+    row.stage = stage;
+    row.compute = by_ranks.begin()->second.compute;
+    row.communication = by_ranks.begin()->second.communication;
+    if (by_ranks.size() < 2) continue;
+    for (auto& [ranks, d] : by_ranks) {
+      d.label = ranks.empty() ? "stage" : "rank " + std::to_string(ranks.front());
+      if (ranks.size() > 1) d.label = "ranks " + std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
+      row.devices.push_back(std::move(d));
+    }
   }
   auto is_pass = [](const TimelineSpan& s) { return s.category == "forward" || s.category == "backward"; };
   auto by_start = [](const TimelineSpan& a, const TimelineSpan& b) { return a.start < b.start; };
   for (auto& [stage, row] : rows) {
     std::sort(row.compute.begin(), row.compute.end(), by_start);
     std::sort(row.communication.begin(), row.communication.end(), by_start);
+    for (DeviceRow& d : row.devices) {
+      std::sort(d.compute.begin(), d.compute.end(), by_start);
+      std::sort(d.communication.begin(), d.communication.end(), by_start);
+    }
     // Bubbles: from the end of the step-start weight gathers (the parallel
     // optimizer's), the wait for the first pass, then the gaps between passes.
     double last_end = 0;
@@ -38,6 +58,45 @@ PipelineTimeline BuildTimeline(const StepResult& result) {
     t.stages.push_back(std::move(row));
   }
   return t;
+}
+
+namespace {
+
+// The tasks of one pass with their shares: compute runs in order, blocking
+// collectives after them; an overlapped collective adds no time of its own
+// unless it outlasts the compute beside it.
+std::vector<PassTask> TasksOf(const std::vector<Task>& tasks, const std::vector<bool>& breaks, const Graph& graph) {
+  std::vector<PassTask> out;
+  double at = 0;
+  for (const PassStep& step : PassSteps(tasks, 0, tasks.size(), breaks)) {
+    const double begin = at;
+    const bool overlapped = !step.collectives.empty() && tasks[step.collectives.front()].overlapped;
+    for (int i = step.first_task; i < step.end_task; ++i) {
+      const Task& t = tasks[i];
+      if (t.kind == Task::Kind::kCollective && overlapped) continue;
+      const std::string name = t.op >= 0 ? graph.op(t.op).name : t.name;
+      out.push_back({t.op, t.name.empty() ? name : t.name, at, at + t.seconds});
+      at += t.seconds;
+    }
+    at = std::max(at, begin + step.ClosedFormSeconds(tasks));
+  }
+  if (at > 0)
+    for (PassTask& p : out) {
+      p.begin /= at;
+      p.end /= at;
+    }
+  return out;
+}
+
+}  // namespace
+
+void AttachPassTasks(const Plan& plan, const Graph& graph, PipelineTimeline* timeline) {
+  for (StageRow& row : timeline->stages) {
+    if (row.stage < 0 || row.stage >= static_cast<int64_t>(plan.stages.size())) continue;
+    const StageProgram& stage = plan.stages[row.stage];
+    row.forward_tasks = TasksOf(stage.forward, {}, graph);
+    row.backward_tasks = TasksOf(stage.backward, BucketBreaks(stage), graph);
+  }
 }
 
 }  // namespace shardlab::gui

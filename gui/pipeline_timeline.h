@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/graph/graph.h"
+#include "core/plan/plan.h"
 #include "core/report/step_result.h"
 
 namespace shardlab::gui {
@@ -19,12 +21,28 @@ struct TimelineSpan {
   int64_t micro_batch = -1;
 };
 
+// A task inside a pass, as a share of the pass: clicking a pass there selects its operator.
+struct PassTask {
+  int op = -1;
+  std::string name;
+  double begin = 0, end = 0;  // fractions of the pass
+};
+
+// One traced device (or lane of devices in lockstep) of a stage.
+struct DeviceRow {
+  std::string label;  // "ranks 0-3"
+  std::vector<TimelineSpan> compute;
+  std::vector<TimelineSpan> communication;
+};
+
 struct StageRow {
   int64_t stage = 0;
-  std::vector<TimelineSpan> compute;
+  std::vector<TimelineSpan> compute;  // the stage's first traced device
   std::vector<TimelineSpan> communication;
   std::vector<TimelineSpan> bubbles;
   double bubble_fraction = 0;  // of the step
+  std::vector<DeviceRow> devices;  // every traced device, when the result has several per stage
+  std::vector<PassTask> forward_tasks, backward_tasks;
 };
 
 struct PipelineTimeline {
@@ -33,7 +51,12 @@ struct PipelineTimeline {
   double bubble_fraction = 0;  // the slowest stage's, as result.json
 };
 
-// The timeline of a step result with events (one representative device per stage).
+// The timeline of a step result with events (one representative device per
+// stage; results traced per device, like SimGrid's, also give device rows).
 PipelineTimeline BuildTimeline(const StepResult& result);
+
+// Where each operator's tasks sit inside a stage's forward and backward pass,
+// from the plan's closed-form task times walked by the engines' pass steps.
+void AttachPassTasks(const Plan& plan, const Graph& graph, PipelineTimeline* timeline);
 
 }  // namespace shardlab::gui

@@ -30,10 +30,40 @@ PipelineView::PipelineView(QWidget* parent) : QWidget(parent) {
 
 void PipelineView::SetTimeline(PipelineTimeline timeline) {
   timeline_ = std::move(timeline);
+  expanded_.assign(timeline_.stages.size(), false);
   view_start_ = 0;
   view_end_ = std::max(timeline_.step_seconds, 1e-9);
+  Relayout();
+}
+
+void PipelineView::SetVisibleRange(double start, double end) {
+  view_start_ = start;
+  view_end_ = std::max(end, start + 1e-12);
+  update();
+}
+
+void PipelineView::Relayout() {
+  rows_.clear();
+  for (size_t s = 0; s < timeline_.stages.size(); ++s) {
+    rows_.push_back({s, -1});
+    if (expanded_[s])
+      for (size_t d = 0; d < timeline_.stages[s].devices.size(); ++d) rows_.push_back({s, static_cast<int>(d)});
+  }
   updateGeometry();
   update();
+}
+
+void PipelineView::SetExpanded(size_t stage_row, bool expanded) {
+  if (stage_row >= expanded_.size()) return;
+  expanded_[stage_row] = expanded && !timeline_.stages[stage_row].devices.empty();
+  Relayout();
+}
+
+const std::vector<TimelineSpan>& PipelineView::Spans(const VisualRow& r, bool communication) const {
+  const StageRow& s = timeline_.stages[r.stage];
+  if (r.device < 0) return communication ? s.communication : s.compute;
+  const DeviceRow& d = s.devices[r.device];
+  return communication ? d.communication : d.compute;
 }
 
 QString PipelineView::HeaderText() const {
@@ -42,9 +72,10 @@ QString PipelineView::HeaderText() const {
       .arg(100 * timeline_.bubble_fraction, 0, 'f', 1);
 }
 
-QString PipelineView::StageLabel(size_t row) const {
-  const StageRow& s = timeline_.stages[row];
-  return QString("stage %1  bubble %2%").arg(s.stage).arg(100 * s.bubble_fraction, 0, 'f', 1);
+QString PipelineView::StageLabel(size_t stage_row) const {
+  const StageRow& s = timeline_.stages[stage_row];
+  const QString marker = s.devices.empty() ? "" : (expanded_[stage_row] ? "- " : "+ ");
+  return QString("%1stage %2  bubble %3%").arg(marker).arg(s.stage).arg(100 * s.bubble_fraction, 0, 'f', 1);
 }
 
 double PipelineView::XOf(double seconds) const {
@@ -67,16 +98,19 @@ void PipelineView::paintEvent(QPaintEvent*) {
   p.setPen(Qt::black);
   p.drawText(QRectF(10, 8, width() - 20, 24), Qt::AlignLeft | Qt::AlignVCenter, HeaderText());
   p.setClipRect(QRectF(0, kTop - 4, width(), height()));
-  for (size_t r = 0; r < timeline_.stages.size(); ++r) {
-    const StageRow& s = timeline_.stages[r];
+  for (size_t r = 0; r < rows_.size(); ++r) {
+    const VisualRow& row = rows_[r];
+    const StageRow& s = timeline_.stages[row.stage];
     p.setPen(Qt::black);
-    p.drawText(QRectF(8, kTop + r * kRowHeight, kLeft - 12, kComputeHeight), Qt::AlignLeft | Qt::AlignVCenter,
-               StageLabel(r));
+    const QString label = row.device < 0 ? StageLabel(row.stage)
+                                         : "    " + QString::fromStdString(s.devices[row.device].label);
+    p.drawText(QRectF(8, kTop + r * kRowHeight, kLeft - 12, kComputeHeight), Qt::AlignLeft | Qt::AlignVCenter, label);
     p.save();
     p.setClipRect(QRectF(kLeft, kTop - 4, width() - kLeft - kRight, height()));
-    for (const TimelineSpan& b : s.bubbles)
-      p.fillRect(SpanRect(r, b, false), QBrush(QColor(220, 60, 60), Qt::BDiagPattern));
-    for (const TimelineSpan& c : s.compute) {
+    if (row.device < 0)
+      for (const TimelineSpan& b : s.bubbles)
+        p.fillRect(SpanRect(r, b, false), QBrush(QColor(220, 60, 60), Qt::BDiagPattern));
+    for (const TimelineSpan& c : Spans(row, false)) {
       const QRectF rect = SpanRect(r, c, false);
       p.fillRect(rect, ColorOf(c.category));
       if (rect.width() > 24) {
@@ -84,12 +118,23 @@ void PipelineView::paintEvent(QPaintEvent*) {
         p.drawText(rect, Qt::AlignCenter, QString::fromStdString(c.name));
       }
     }
-    for (const TimelineSpan& c : s.communication) p.fillRect(SpanRect(r, c, true), ColorOf(c.category));
+    for (const TimelineSpan& c : Spans(row, true)) {
+      p.fillRect(SpanRect(r, c, true), ColorOf(c.category));
+      if (c.category == "gradient") {
+        // A bucket starts where its gradients are ready: marked on the backward pass above.
+        const double x = XOf(c.start), y = SpanRect(r, c, false).bottom();
+        const QPointF tip[3] = {{x, y - 7}, {x - 4, y}, {x + 4, y}};
+        p.setPen(Qt::NoPen);
+        p.setBrush(ColorOf("gradient"));
+        p.drawPolygon(tip, 3);
+        p.setBrush(Qt::NoBrush);
+      }
+    }
     p.restore();
   }
   // Time axis.
   p.setPen(QColor(90, 90, 90));
-  const double y = kTop + timeline_.stages.size() * kRowHeight + 4;
+  const double y = kTop + rows_.size() * kRowHeight + 4;
   p.drawLine(QPointF(kLeft, y), QPointF(width() - kRight, y));
   for (int i = 0; i <= 5; ++i) {
     const double t = view_start_ + (view_end_ - view_start_) * i / 5;
@@ -108,6 +153,37 @@ void PipelineView::wheelEvent(QWheelEvent* event) {
 void PipelineView::mousePressEvent(QMouseEvent* event) {
   drag_from_ = event->pos();
   drag_start_ = view_start_;
+  const QPoint pos = event->pos();
+  const double row = (pos.y() - kTop) / kRowHeight;
+  if (pos.x() < kLeft && row >= 0 && row < static_cast<double>(rows_.size())) {
+    const VisualRow& r = rows_[static_cast<size_t>(row)];
+    if (r.device < 0) SetExpanded(r.stage, !expanded_[r.stage]);
+    return;
+  }
+  const int op = OperatorAt(pos);
+  if (op >= 0) emit operatorClicked(op);
+}
+
+const TimelineSpan* PipelineView::PassAt(QPoint pos, size_t* row) const {
+  for (size_t r = 0; r < rows_.size(); ++r)
+    for (const TimelineSpan& span : Spans(rows_[r], false))
+      if ((span.category == "forward" || span.category == "backward") && SpanRect(r, span, false).contains(pos)) {
+        *row = r;
+        return &span;
+      }
+  return nullptr;
+}
+
+int PipelineView::OperatorAt(QPoint pos) const {
+  size_t r = 0;
+  const TimelineSpan* pass = PassAt(pos, &r);
+  if (!pass) return -1;
+  const StageRow& s = timeline_.stages[rows_[r].stage];
+  const QRectF rect = SpanRect(r, *pass, false);
+  const double share = (pos.x() - rect.left()) / std::max(rect.width(), 1e-9);
+  for (const PassTask& t : pass->category == "forward" ? s.forward_tasks : s.backward_tasks)
+    if (share >= t.begin && share < t.end) return t.op;
+  return -1;
 }
 
 void PipelineView::mouseMoveEvent(QMouseEvent* event) {
@@ -120,20 +196,30 @@ void PipelineView::mouseMoveEvent(QMouseEvent* event) {
 }
 
 QString PipelineView::ToolTipAt(QPoint pos) const {
-  for (size_t r = 0; r < timeline_.stages.size(); ++r) {
-    const StageRow& s = timeline_.stages[r];
+  for (size_t r = 0; r < rows_.size(); ++r) {
+    const StageRow& s = timeline_.stages[rows_[r].stage];
     for (bool comm : {false, true})
-      for (const TimelineSpan& span : comm ? s.communication : s.compute)
-        if (SpanRect(r, span, comm).contains(pos))
-          return QString("stage %1: %2 (%3)\n%4 s .. %5 s (%6 s)")
-              .arg(s.stage)
-              .arg(QString::fromStdString(span.name), QString::fromStdString(span.category))
-              .arg(span.start, 0, 'g', 6)
-              .arg(span.end, 0, 'g', 6)
-              .arg(span.end - span.start, 0, 'g', 4);
-    for (const TimelineSpan& b : s.bubbles)
-      if (SpanRect(r, b, false).contains(pos))
-        return QString("stage %1: bubble of %2 s").arg(s.stage).arg(b.end - b.start, 0, 'g', 4);
+      for (const TimelineSpan& span : Spans(rows_[r], comm))
+        if (SpanRect(r, span, comm).contains(pos)) {
+          QString text = QString("stage %1: %2 (%3)\n%4 s .. %5 s (%6 s)")
+                             .arg(s.stage)
+                             .arg(QString::fromStdString(span.name), QString::fromStdString(span.category))
+                             .arg(span.start, 0, 'g', 6)
+                             .arg(span.end, 0, 'g', 6)
+                             .arg(span.end - span.start, 0, 'g', 4);
+          if (!comm && (span.category == "forward" || span.category == "backward")) {
+            const QRectF rect = SpanRect(r, span, false);
+            const double share = (pos.x() - rect.left()) / std::max(rect.width(), 1e-9);
+            for (const PassTask& t : span.category == "forward" ? s.forward_tasks : s.backward_tasks)
+              if (share >= t.begin && share < t.end)
+                text += QString("\ntask %1 (click to select its operator)").arg(QString::fromStdString(t.name));
+          }
+          return text;
+        }
+    if (rows_[r].device < 0)
+      for (const TimelineSpan& b : s.bubbles)
+        if (SpanRect(r, b, false).contains(pos))
+          return QString("stage %1: bubble of %2 s").arg(s.stage).arg(b.end - b.start, 0, 'g', 4);
   }
   return {};
 }

@@ -1,8 +1,10 @@
 // The pipeline timeline view: one row per stage (compute passes on top,
 // communication on its own track below), idle time between passes hatched
-// as bubbles, the bubble share per stage and overall in the labels. Wheel
-// zooms around the cursor, dragging pans, hovering a task shows its name and
-// times.
+// as bubbles, the bubble share per stage and overall in the labels, gradient
+// buckets' starts marked on the backward passes. Clicking a stage's label
+// expands it into its traced devices (results traced per device); clicking
+// inside a pass selects the operator whose task runs there. Wheel zooms
+// around the cursor, dragging pans, hovering shows names and times.
 #pragma once
 
 #include <QWidget>
@@ -22,13 +24,23 @@ class PipelineView : public QWidget {
 
   // The text of the header: step time and overall bubble share.
   QString HeaderText() const;
-  QString StageLabel(size_t row) const;
+  QString StageLabel(size_t stage_row) const;
   // The tooltip for a point of the widget ("" over nothing).
   QString ToolTipAt(QPoint p) const;
-  // Where a span is drawn (for tests and hover).
+  // Where a span of visual row `row` is drawn (rows: stages, and the devices of expanded stages).
   QRectF SpanRect(size_t row, const TimelineSpan& span, bool communication) const;
+  // The operator whose task runs at this point of a pass, -1 for none.
+  int OperatorAt(QPoint p) const;
+  // Shows or hides a stage's device rows (when it has them).
+  void SetExpanded(size_t stage_row, bool expanded);
+  size_t VisualRows() const { return rows_.size(); }
+  // Shows [start, end] seconds (the compare tab aligns two views with it).
+  void SetVisibleRange(double start, double end);
 
-  QSize sizeHint() const override { return {1100, 120 + 60 * static_cast<int>(timeline_.stages.size())}; }
+  QSize sizeHint() const override { return {1100, 120 + 60 * static_cast<int>(rows_.size())}; }
+
+ signals:
+  void operatorClicked(int op);
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -38,10 +50,20 @@ class PipelineView : public QWidget {
   bool event(QEvent* event) override;
 
  private:
+  struct VisualRow {
+    size_t stage = 0;
+    int device = -1;  // index into StageRow::devices, -1 for the stage itself
+  };
   double XOf(double seconds) const;
   double SecondsOf(double x) const;
+  void Relayout();
+  const std::vector<TimelineSpan>& Spans(const VisualRow& r, bool communication) const;
+  // The pass span under a point, and its visual row.
+  const TimelineSpan* PassAt(QPoint p, size_t* row) const;
 
   PipelineTimeline timeline_;
+  std::vector<VisualRow> rows_;
+  std::vector<bool> expanded_;
   double view_start_ = 0, view_end_ = 1;  // seconds shown
   QPoint drag_from_;
   double drag_start_ = 0;

@@ -1,22 +1,47 @@
-// What the GUI shows of a run file: the run simulated with the analytical
-// engine (fast enough to redo on every edit), with its timeline events, and
-// every operator's strategy.
+// What the GUI shows of a run: the run itself, its step simulated with the
+// analytical engine (fast enough to redo on every edit) or read from a
+// result.json, every operator's strategy and layouts, and where each
+// operator's tasks sit inside a pass (for clicking a task in the timeline).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/config/run_config.h"
 #include "core/report/step_result.h"
+#include "gui/layout_model.h"
+#include "gui/pipeline_timeline.h"
 #include "gui/strategy_view.h"
 
 namespace shardlab::gui {
 
 struct RunView {
+  RunSpec run;
+  std::string source;        // the file opened ("" for an edited run)
+  bool from_result = false;  // figures and timeline read from a result.json
   StepResult result;
   std::vector<StrategyRow> strategies;
+  RunLayouts layouts;
+  PipelineTimeline timeline;
 };
 
+// The run's strategies (searched when its parallel_mode is auto_parallel),
+// simulated analytically with events.
 RunView SimulateForView(const RunSpec& run);
+
+// A run file, or a result.json written by `shardlab simulate --out` (its
+// "run" and "result"; the timeline from the file's events when it has them).
+RunView LoadForView(const std::string& path);
+
+// The run with these parallel keys replaced ({"device_num": 16, ...}),
+// checked as a run file is (errors name the key).
+RunSpec EditRun(const RunSpec& run, const nlohmann::json& parallel_changes);
+
+// A result document ({"run", "result"}) and back: how a simulation in a
+// child process hands its view to the window.
+nlohmann::json ResultDocument(const RunView& view);
+RunView ViewFromResultDocument(const nlohmann::json& doc, const std::string& source);
 
 }  // namespace shardlab::gui

@@ -1,6 +1,7 @@
 #include "gui/strategy_view.h"
 
 #include <QHeaderView>
+#include <QItemSelectionModel>
 #include <QVBoxLayout>
 
 namespace shardlab::gui {
@@ -58,6 +59,13 @@ StrategyView::StrategyView(QWidget* parent)
   table_->sortByColumn(-1, Qt::AscendingOrder);  // graph order until a header is clicked
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->verticalHeader()->hide();
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) {
+            if (quiet_ || !current.isValid()) return;
+            emit operatorSelected(model_->rows()[proxy_->mapToSource(current).row()].op);
+          });
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(filter_);
   layout->addWidget(table_);
@@ -66,6 +74,26 @@ StrategyView::StrategyView(QWidget* parent)
 void StrategyView::SetRows(std::vector<StrategyRow> rows) {
   model_->SetRows(std::move(rows));
   table_->resizeColumnsToContents();
+}
+
+void StrategyView::SelectOperator(int op) {
+  const auto& rows = model_->rows();
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r].op != op) continue;
+    const QModelIndex index = proxy_->mapFromSource(model_->index(static_cast<int>(r), 0));
+    if (!index.isValid()) return;
+    quiet_ = true;
+    table_->selectionModel()->setCurrentIndex(index,
+                                              QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    table_->scrollTo(index);
+    quiet_ = false;
+    return;
+  }
+}
+
+int StrategyView::SelectedOperator() const {
+  const QModelIndex current = table_->selectionModel()->currentIndex();
+  return current.isValid() ? model_->rows()[proxy_->mapToSource(current).row()].op : -1;
 }
 
 void StrategyView::SetFilter(const QString& text) {

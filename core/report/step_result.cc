@@ -64,7 +64,7 @@ nlohmann::json ToJson(const StepResult& r) {
                       {"end_seconds", s.end_seconds},
                       {"memory", ToJson(s.memory)},
                       {"out_of_memory", s.out_of_memory}});
-  return {{"engine", r.engine},
+  nlohmann::json j = {{"engine", r.engine},
           {"step_seconds", r.step_seconds},
           {"samples_per_second", r.samples_per_second},
           {"tokens_per_second", r.tokens_per_second},
@@ -80,6 +80,70 @@ nlohmann::json ToJson(const StepResult& r) {
           {"out_of_memory", r.out_of_memory},
           {"memory_message", r.memory_message},
           {"stages", stages}};
+  if (!r.events.empty()) {
+    nlohmann::json events = nlohmann::json::array();
+    for (const TimelineEvent& e : r.events)
+      events.push_back({{"stage", e.stage},
+                        {"lane", e.lane},
+                        {"name", e.name},
+                        {"category", e.category},
+                        {"micro_batch", e.micro_batch},
+                        {"chunk", e.chunk},
+                        {"start", e.start},
+                        {"duration", e.duration},
+                        {"ranks", e.ranks}});
+    j["events"] = events;
+  }
+  return j;
+}
+
+StepResult StepResultFromJson(const nlohmann::json& j) {
+  StepResult r;
+  r.engine = j.at("engine");
+  r.step_seconds = j.at("step_seconds");
+  r.samples_per_second = j.at("samples_per_second");
+  r.tokens_per_second = j.at("tokens_per_second");
+  r.tflops_per_device = j.at("tflops_per_device");
+  r.mfu = j.at("mfu");
+  r.compute_seconds = j.at("compute_seconds");
+  r.communication_seconds = j.at("communication_seconds");
+  r.exposed_communication_seconds = j.at("exposed_communication_seconds");
+  r.bubble_seconds = j.at("bubble_seconds");
+  r.bubble_fraction = j.at("bubble_fraction");
+  r.slowest_stage = j.at("slowest_stage");
+  r.slowest_reason = j.at("slowest_reason");
+  r.out_of_memory = j.at("out_of_memory");
+  r.memory_message = j.at("memory_message");
+  for (const auto& s : j.at("stages")) {
+    StageResult st;
+    st.stage = s.at("stage");
+    st.forward_seconds = s.at("forward_seconds_per_micro_batch");
+    st.backward_seconds = s.at("backward_seconds_per_micro_batch");
+    st.compute_seconds = s.at("compute_seconds");
+    st.communication_seconds = s.at("communication_seconds");
+    st.exposed_communication_seconds = s.at("exposed_communication_seconds");
+    st.bubble_seconds = s.at("bubble_seconds");
+    st.passes_end_seconds = s.at("passes_end_seconds");
+    st.end_seconds = s.at("end_seconds");
+    const auto& m = s.at("memory");
+    st.memory.parameters = m.at("parameters");
+    st.memory.gradients = m.at("gradients");
+    st.memory.optimizer_states = m.at("optimizer_states");
+    st.memory.activations_per_micro_batch = m.at("activations_per_micro_batch");
+    st.memory.micro_batches_in_flight = m.at("micro_batches_in_flight");
+    st.memory.activations = m.at("activations");
+    st.memory.communication_buffers = m.at("communication_buffers");
+    st.memory.peak = m.at("peak");
+    st.memory.dominant = m.at("dominant");
+    st.memory.dominant_bytes = m.at("dominant_bytes");
+    st.out_of_memory = s.at("out_of_memory");
+    r.stages.push_back(st);
+  }
+  if (j.contains("events"))
+    for (const auto& e : j.at("events"))
+      r.events.push_back({e.at("stage"), e.at("lane"), e.at("name"), e.at("category"), e.at("micro_batch"),
+                          e.at("chunk"), e.at("start"), e.at("duration"), e.at("ranks").get<std::vector<int64_t>>()});
+  return r;
 }
 
 nlohmann::json ChromeTrace(const StepResult& r) {

@@ -63,7 +63,10 @@ struct StepResult {
 // Fills in step-derived figures (throughput, MFU, slowest stage, memory verdict).
 void Finalize(const Plan& plan, StepResult& result);
 
+// The result's figures, its stages and, when it has them, its timeline events.
 nlohmann::json ToJson(const StepResult& result);
+// Reads what ToJson writes (result.json's "result"); throws nlohmann's errors on a bad document.
+StepResult StepResultFromJson(const nlohmann::json& j);
 // Chrome/Perfetto trace: one process per stage, compute and communication on separate tracks.
 nlohmann::json ChromeTrace(const StepResult& result);
 

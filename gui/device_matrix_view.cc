@@ -1,0 +1,284 @@
+#include "gui/device_matrix_view.h"
+
+#include <QHelpEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QToolTip>
+#include <QWheelEvent>
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "gui/palette.h"
+
+namespace shardlab::gui {
+namespace {
+
+constexpr double kLeft = 12, kTop = 70, kLabel = 16, kGap = 14, kMaxCell = 64, kMinCell = 4;
+
+std::string ShapeText(const Shape& s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+}  // namespace
+
+DeviceMatrixView::DeviceMatrixView(QWidget* parent) : QWidget(parent) {
+  setMouseTracking(true);
+  setMinimumSize(400, 300);
+}
+
+void DeviceMatrixView::SetLayouts(const RunLayouts* layouts) {
+  layouts_ = layouts;
+  op_ = -1;
+  grid_.reset();
+  const int op = layouts_ && !layouts_->ops.empty() ? DefaultOperator(*layouts_) : -1;
+  Show(op, op >= 0 ? DefaultTensor(layouts_->ops[op]) : 0);
+}
+
+void DeviceMatrixView::Show(int op, int tensor) {
+  if (!layouts_ || op < 0 || op >= static_cast<int>(layouts_->ops.size())) {
+    op_ = -1;
+    grid_.reset();
+    update();
+    return;
+  }
+  if (op != op_) {
+    grid_ = std::make_unique<DeviceGrid>(layouts_->ops[op].device_matrix);
+    zoom_ = 1;
+    pan_ = {};
+    outline_ = -1;
+    focus_ = -1;
+  }
+  op_ = op;
+  const int tensors = static_cast<int>(layouts_->ops[op].tensors.size());
+  tensor_ = tensors == 0 ? -1 : std::clamp(tensor, 0, tensors - 1);
+  update();
+}
+
+void DeviceMatrixView::SetOutline(int outline) {
+  outline_ = outline;
+  update();
+}
+
+void DeviceMatrixView::SetZoom(double zoom) {
+  zoom_ = std::clamp(zoom, 1.0, 200.0);
+  update();
+}
+
+const OperatorView* DeviceMatrixView::op() const { return op_ >= 0 ? &layouts_->ops[op_] : nullptr; }
+
+const TensorView* DeviceMatrixView::tensor() const {
+  const OperatorView* o = op();
+  return o && tensor_ >= 0 ? &o->tensors[tensor_] : nullptr;
+}
+
+QString DeviceMatrixView::HeaderText() const {
+  const OperatorView* o = op();
+  if (!o) return "no operator selected";
+  std::string text = fmt::format("{} ({}), stage {}: device matrix {} over {} devices (ranks {}..{})", o->name,
+                                 o->type, o->stage, ShapeText(o->device_matrix), grid_->devices(), o->first_rank,
+                                 o->first_rank + grid_->devices() - 1);
+  if (const TensorView* t = tensor()) {
+    Shape splits = SplitsOf(*o, *t);
+    int64_t slices = 1;
+    for (int64_t s : splits) slices *= s;
+    text += fmt::format("\ncolour: slice of {} ({}) shape {} tensor map {} slice {}: {} slices, each on {} devices",
+                        t->name, t->role, ShapeText(t->shape), ShapeText(t->map), ShapeText(t->slice), slices,
+                        grid_->devices() / std::max<int64_t>(slices, 1));
+  }
+  if (outline_ == 0) text += "\noutline: devices holding the same slice";
+  if (outline_ >= 1 && outline_ <= static_cast<int>(o->groups.size()))
+    text += "\noutline: " + o->groups[outline_ - 1].label;
+  if (BlockSize() > 1)
+    text += fmt::format("\n{0}x{0} devices per cell; zoom in (wheel) to see each device", BlockSize());
+  return QString::fromStdString(text);
+}
+
+DeviceMatrixView::Geometry DeviceMatrixView::Layout() const {
+  Geometry g;
+  if (!grid_) return g;
+  const double tiles_w = static_cast<double>(grid_->tile_cols()), tiles_h = static_cast<double>(grid_->tile_rows());
+  const double avail_w = width() - 2 * kLeft - kGap * (tiles_w - 1);
+  const double avail_h = height() - kTop - 8 - (kLabel + kGap) * tiles_h;
+  const double fit = std::min(avail_w / (tiles_w * static_cast<double>(grid_->cell_cols())),
+                              avail_h / (tiles_h * static_cast<double>(grid_->cell_rows())));
+  g.cell = std::max(std::min(fit, kMaxCell), 0.05) * zoom_;
+  g.block = g.cell >= kMinCell ? 1 : static_cast<int64_t>(std::ceil(kMinCell / g.cell));
+  g.tile_w = g.cell * static_cast<double>(grid_->cell_cols());
+  g.tile_h = g.cell * static_cast<double>(grid_->cell_rows());
+  g.x0 = kLeft + pan_.x();
+  g.y0 = kTop + pan_.y();
+  return g;
+}
+
+int64_t DeviceMatrixView::BlockSize() const { return Layout().block; }
+
+int64_t DeviceMatrixView::CellCount() const {
+  if (!grid_) return 0;
+  const int64_t b = BlockSize();
+  const int64_t per_tile = ((grid_->cell_rows() + b - 1) / b) * ((grid_->cell_cols() + b - 1) / b);
+  return per_tile * grid_->tile_rows() * grid_->tile_cols();
+}
+
+QRectF DeviceMatrixView::CellRect(int64_t local) const {
+  const Geometry g = Layout();
+  const DeviceGrid::Place p = grid_->PlaceOf(local);
+  const double tx = g.x0 + static_cast<double>(p.tile_col) * (g.tile_w + kGap);
+  const double ty = g.y0 + static_cast<double>(p.tile_row) * (g.tile_h + kLabel + kGap) + kLabel;
+  return {tx + static_cast<double>(p.col) * g.cell, ty + static_cast<double>(p.row) * g.cell, g.cell, g.cell};
+}
+
+int64_t DeviceMatrixView::LocalAt(QPoint pos) const {
+  if (!grid_) return -1;
+  const Geometry g = Layout();
+  const double x = pos.x() - g.x0, y = pos.y() - g.y0;
+  if (x < 0 || y < 0) return -1;
+  DeviceGrid::Place p;
+  p.tile_col = static_cast<int64_t>(x / (g.tile_w + kGap));
+  p.tile_row = static_cast<int64_t>(y / (g.tile_h + kLabel + kGap));
+  const double in_x = x - static_cast<double>(p.tile_col) * (g.tile_w + kGap);
+  const double in_y = y - static_cast<double>(p.tile_row) * (g.tile_h + kLabel + kGap) - kLabel;
+  if (in_x < 0 || in_y < 0 || in_x >= g.tile_w || in_y >= g.tile_h) return -1;
+  p.col = static_cast<int64_t>(in_x / g.cell);
+  p.row = static_cast<int64_t>(in_y / g.cell);
+  return grid_->DeviceAt(p);
+}
+
+int64_t DeviceMatrixView::SliceIdOf(int64_t local) const {
+  const TensorView* t = tensor();
+  return t ? SliceId(*op(), *t, grid_->Coordinates(local)) : 0;
+}
+
+int64_t DeviceMatrixView::OutlineGroupOf(int64_t local) const {
+  if (outline_ == 0) return SliceIdOf(local);
+  const OperatorView* o = op();
+  if (outline_ >= 1 && outline_ <= static_cast<int>(o->groups.size()))
+    return GroupIdAlong(o->device_matrix, grid_->Coordinates(local), o->groups[outline_ - 1].dims);
+  return 0;
+}
+
+QString DeviceMatrixView::ToolTipAt(QPoint pos) const {
+  const int64_t local = LocalAt(pos);
+  if (local < 0) return {};
+  const OperatorView* o = op();
+  const int64_t block = BlockSize();
+  const int64_t rank = o->first_rank + local;
+  const std::vector<int64_t> c = grid_->Coordinates(local);
+  std::string text;
+  if (block > 1) {
+    text = fmt::format("a block of up to {0}x{0} devices from rank {1}; zoom in to see each\n", block, rank);
+  }
+  text += fmt::format("rank {} (stage {}, position {})\ncoordinates {} in device matrix {}\nserver {}", rank, o->stage,
+                      local, ShapeText(c), ShapeText(o->device_matrix), rank / layouts_->devices_per_server);
+  if (const TensorView* t = tensor()) {
+    const std::vector<int64_t> s = SliceIndex(*o, *t, c);
+    std::vector<int64_t> holders;
+    const int64_t id = SliceId(*o, *t, c);
+    for (int64_t l = 0; l < grid_->devices(); ++l)
+      if (SliceId(*o, *t, grid_->Coordinates(l)) == id) holders.push_back(o->first_rank + l);
+    text += fmt::format("\n{} slice {} = {}\nsame slice on ranks {}", t->name, ShapeText(s), SliceRanges(*t, s),
+                        RankList(holders));
+  }
+  return QString::fromStdString(text);
+}
+
+void DeviceMatrixView::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.fillRect(rect(), Qt::white);
+  p.setPen(Qt::black);
+  p.drawText(QRectF(10, 6, width() - 20, kTop - 8), Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, HeaderText());
+  if (!grid_) return;
+  p.setClipRect(QRectF(0, kTop - 2, width(), height()));
+  const Geometry g = Layout();
+  const int64_t b = g.block;
+  for (int64_t tr = 0; tr < grid_->tile_rows(); ++tr)
+    for (int64_t tc = 0; tc < grid_->tile_cols(); ++tc) {
+      const double tx = g.x0 + static_cast<double>(tc) * (g.tile_w + kGap);
+      const double ty = g.y0 + static_cast<double>(tr) * (g.tile_h + kLabel + kGap) + kLabel;
+      if (tx > width() || ty > height() || tx + g.tile_w < 0 || ty + g.tile_h < 0) continue;
+      const std::string label = grid_->TileLabel(tr, tc);
+      if (!label.empty()) {
+        p.setPen(QColor(60, 60, 60));
+        p.drawText(QRectF(tx, ty - kLabel, std::max(g.tile_w, 60.0), kLabel), Qt::AlignLeft | Qt::AlignVCenter,
+                   QString::fromStdString(label));
+      }
+      for (int64_t r = 0; r < grid_->cell_rows(); r += b)
+        for (int64_t c = 0; c < grid_->cell_cols(); c += b) {
+          const int64_t local = grid_->DeviceAt({tr, tc, r, c});
+          const double w = static_cast<double>(std::min(b, grid_->cell_cols() - c)) * g.cell;
+          const double h = static_cast<double>(std::min(b, grid_->cell_rows() - r)) * g.cell;
+          const QRectF cell(tx + static_cast<double>(c) * g.cell, ty + static_cast<double>(r) * g.cell, w, h);
+          p.fillRect(cell, SliceColor(SliceIdOf(local)));
+          if (b == 1 && g.cell >= 8) {
+            p.setPen(QColor(255, 255, 255));
+            p.drawRect(cell);
+          }
+          if (b == 1 && g.cell >= 28) {
+            p.setPen(QColor(30, 30, 30));
+            p.drawText(cell, Qt::AlignCenter, QString::number(layouts_->ops[op_].first_rank + local));
+          }
+          if (outline_ >= 0 && b == 1) {
+            const int64_t group = OutlineGroupOf(local);
+            p.setPen(QPen(QColor(20, 20, 20), 2));
+            const int64_t right = grid_->DeviceAt({tr, tc, r, c + 1}), below = grid_->DeviceAt({tr, tc, r + 1, c});
+            if (right >= 0 && OutlineGroupOf(right) != group) p.drawLine(cell.topRight(), cell.bottomRight());
+            if (below >= 0 && OutlineGroupOf(below) != group) p.drawLine(cell.bottomLeft(), cell.bottomRight());
+          }
+        }
+      p.setPen(QColor(40, 40, 40));
+      p.drawRect(QRectF(tx, ty, g.tile_w, g.tile_h));
+    }
+  // The focused device's group.
+  if (focus_ >= 0 && outline_ >= 0) {
+    const int64_t group = OutlineGroupOf(focus_);
+    p.setPen(QPen(Qt::black, 3));
+    for (int64_t l = 0; l < grid_->devices(); ++l)
+      if (OutlineGroupOf(l) == group) p.drawRect(CellRect(l).adjusted(1.5, 1.5, -1.5, -1.5));
+  }
+}
+
+void DeviceMatrixView::wheelEvent(QWheelEvent* event) {
+  const double factor = event->angleDelta().y() > 0 ? 1.25 : 0.8;
+  const double old = zoom_;
+  zoom_ = std::clamp(zoom_ * factor, 1.0, 200.0);
+  // Keep the point under the cursor in place.
+  const QPointF at = event->position() - QPointF(kLeft, kTop);
+  pan_ = at - (at - pan_) * (zoom_ / old);
+  if (zoom_ == 1) pan_ = {};
+  update();
+}
+
+void DeviceMatrixView::mousePressEvent(QMouseEvent* event) {
+  drag_from_ = event->pos();
+  drag_pan_ = pan_;
+  const int64_t local = LocalAt(event->pos());
+  if (local >= 0 && op()) {
+    focus_ = local;
+    emit deviceFocused(op()->first_rank + local);
+    update();
+  }
+}
+
+void DeviceMatrixView::mouseMoveEvent(QMouseEvent* event) {
+  if (!(event->buttons() & Qt::LeftButton)) return;
+  pan_ = drag_pan_ + QPointF(event->pos() - drag_from_);
+  update();
+}
+
+bool DeviceMatrixView::event(QEvent* e) {
+  if (e->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(e);
+    const QString text = ToolTipAt(help->pos());
+    if (text.isEmpty())
+      QToolTip::hideText();
+    else
+      QToolTip::showText(help->globalPos(), text, this);
+    return true;
+  }
+  return QWidget::event(e);
+}
+
+}  // namespace shardlab::gui

@@ -1,0 +1,75 @@
+#include "gui/simulation_worker.h"
+
+#include "core/plan/lowering.h"
+#include "core/search/search.h"
+#include "core/util/child_jobs.h"
+#include "sim/step_engine.h"
+
+namespace shardlab::gui {
+
+nlohmann::json SimulateDocument(const RunSpec& run, const std::string& engine) {
+  if (engine != "simgrid") return ResultDocument(SimulateForView(run));
+  Graph graph = BuildRunGraph(run);
+  const bool searched = run.parallel.parallel_mode == ParallelMode::kAutoParallel;
+  const auto layouts =
+      SearchStrategies(run, graph, searched ? ToString(run.parallel.search_mode) : "semi_auto",
+                       run.parallel.cost_model.model)
+          .layouts;
+  const Plan plan = LowerToPlan(run, graph, layouts);
+  const StepResult result = sim::RunSimGrid(plan, run.cluster, sim::Fidelity::kAggregated, sim::TraceRequest{true, {}});
+  return {{"run", ToJson(run)}, {"result", ToJson(result)}};
+}
+
+SimulationWorker::SimulationWorker(QObject* parent) : QObject(parent) {
+  qRegisterMetaType<std::shared_ptr<RunView>>("std::shared_ptr<shardlab::gui::RunView>");
+}
+
+SimulationWorker::~SimulationWorker() {
+  Cancel();
+  Wait();
+}
+
+bool SimulationWorker::Start(const RunSpec& run, const std::string& engine) {
+  if (running_) return false;
+  running_ = true;
+  cancel_ = false;
+  thread_ = QThread::create([this, run, engine] {
+    ChildJobOptions options;
+    options.stop = [this] { return cancel_.load(); };
+    const auto results = RunInChildProcesses(
+        {0}, [&](size_t) { return SimulateDocument(run, engine).dump(); }, options);
+    const ChildJobResult& r = results[0];
+    if (r.status == ChildJobResult::Status::kNotRun) {
+      QMetaObject::invokeMethod(this, [this] { emit cancelled(); }, Qt::QueuedConnection);
+      return;
+    }
+    if (r.status == ChildJobResult::Status::kFailed) {
+      const QString message = QString::fromStdString(r.output);
+      QMetaObject::invokeMethod(this, [this, message] { emit failed(message); }, Qt::QueuedConnection);
+      return;
+    }
+    try {
+      auto view = std::make_shared<RunView>(ViewFromResultDocument(nlohmann::json::parse(r.output), run.file));
+      view->from_result = false;
+      QMetaObject::invokeMethod(this, [this, view] { emit finished(view); }, Qt::QueuedConnection);
+    } catch (const std::exception& e) {
+      const QString message = e.what();
+      QMetaObject::invokeMethod(this, [this, message] { emit failed(message); }, Qt::QueuedConnection);
+    }
+  });
+  connect(thread_, &QThread::finished, this, [this] {
+    running_ = false;
+    thread_->deleteLater();
+    thread_ = nullptr;
+  });
+  thread_->start();
+  return true;
+}
+
+void SimulationWorker::Cancel() { cancel_ = true; }
+
+void SimulationWorker::Wait() {
+  if (thread_) thread_->wait();
+}
+
+}  // namespace shardlab::gui

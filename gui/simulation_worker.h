@@ -1,0 +1,44 @@
+// Runs a simulation for the window without blocking it: on a worker thread
+// that forks one child process (SimGrid allows one engine per process, and a
+// child can be killed at once when the user cancels). The child hands back a
+// result document; the worker turns it into a RunView.
+#pragma once
+
+#include <QObject>
+#include <QThread>
+#include <atomic>
+#include <memory>
+
+#include "gui/run_loader.h"
+
+namespace shardlab::gui {
+
+class SimulationWorker : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit SimulationWorker(QObject* parent = nullptr);
+  ~SimulationWorker() override;
+
+  // Starts simulating `run` with `engine` (analytical or simgrid); false when one is running.
+  bool Start(const RunSpec& run, const std::string& engine);
+  void Cancel();
+  bool running() const { return running_; }
+  // Waits for the running simulation to end (tests and shutdown).
+  void Wait();
+
+ signals:
+  void finished(std::shared_ptr<shardlab::gui::RunView> view);
+  void failed(QString message);
+  void cancelled();
+
+ private:
+  QThread* thread_ = nullptr;
+  std::atomic<bool> cancel_{false};
+  bool running_ = false;
+};
+
+// What the child computes: the view of `run` with `engine`, as a result document.
+nlohmann::json SimulateDocument(const RunSpec& run, const std::string& engine);
+
+}  // namespace shardlab::gui

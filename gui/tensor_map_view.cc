@@ -1,0 +1,186 @@
+#include "gui/tensor_map_view.h"
+
+#include <QHelpEvent>
+#include <QPainter>
+#include <QToolTip>
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "gui/palette.h"
+
+namespace shardlab::gui {
+namespace {
+
+constexpr double kLeft = 30, kTop = 110, kRight = 30, kBottom = 20;
+
+std::string ShapeText(const Shape& s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+}  // namespace
+
+TensorMapView::TensorMapView(QWidget* parent) : QWidget(parent) {
+  setMouseTracking(true);
+  setMinimumSize(400, 300);
+}
+
+void TensorMapView::SetLayouts(const RunLayouts* layouts) {
+  layouts_ = layouts;
+  const int op = layouts_ && !layouts_->ops.empty() ? DefaultOperator(*layouts_) : -1;
+  Show(op, op >= 0 ? DefaultTensor(layouts_->ops[op]) : 0);
+}
+
+void TensorMapView::Show(int op, int tensor) {
+  op_ = layouts_ && op >= 0 && op < static_cast<int>(layouts_->ops.size()) ? op : -1;
+  const int tensors = op_ >= 0 ? static_cast<int>(layouts_->ops[op_].tensors.size()) : 0;
+  tensor_ = tensors == 0 ? -1 : std::clamp(tensor, 0, tensors - 1);
+  update();
+}
+
+const OperatorView* TensorMapView::op() const { return op_ >= 0 ? &layouts_->ops[op_] : nullptr; }
+
+const TensorView* TensorMapView::tensor() const {
+  const OperatorView* o = op();
+  return o && tensor_ >= 0 ? &o->tensors[tensor_] : nullptr;
+}
+
+QString TensorMapView::HeaderText() const {
+  const TensorView* t = tensor();
+  if (!t) return "no tensor selected";
+  const OperatorView& o = *op();
+  std::string text = fmt::format("{} ({} of {}): shape {}, tensor map {}, device matrix {}, slice {}", t->name,
+                                 t->role, o.name, ShapeText(t->shape), ShapeText(t->map),
+                                 ShapeText(o.device_matrix), ShapeText(t->slice));
+  const Shape splits = SplitsOf(o, *t);
+  for (size_t j = 0; j < t->map.size(); ++j) {
+    if (t->map[j] == kNotSplit || splits[j] == 1) {
+      text += fmt::format("\n  tensor dim {} ({}): whole on every device", j, t->shape[j]);
+    } else {
+      const int d = DimFromMapValue(t->map[j], o.device_matrix.size());
+      text += fmt::format("\n  tensor dim {} ({}): split {} ways along device dim {} (map value {})", j, t->shape[j],
+                          splits[j], d, t->map[j]);
+    }
+  }
+  int64_t slices = 1;
+  for (int64_t s : splits) slices *= s;
+  int64_t devices = 1;
+  for (int64_t d : o.device_matrix) devices *= d;
+  text += fmt::format("\n  {} slices, each held by {} devices", slices, devices / std::max<int64_t>(slices, 1));
+  return QString::fromStdString(text);
+}
+
+int64_t TensorMapView::SliceRows() const {
+  const TensorView* t = tensor();
+  if (!t || t->map.size() < 2) return 1;
+  const Shape splits = SplitsOf(*op(), *t);
+  int64_t rows = 1;
+  for (size_t j = 0; j + 1 < splits.size(); ++j) rows *= splits[j];
+  return rows;
+}
+
+int64_t TensorMapView::SliceCols() const {
+  const TensorView* t = tensor();
+  if (!t || t->map.empty()) return 1;
+  return SplitsOf(*op(), *t).back();
+}
+
+std::vector<int64_t> TensorMapView::SliceAt(int64_t row, int64_t col) const {
+  const TensorView* t = tensor();
+  if (!t || t->map.empty()) return {};
+  const Shape splits = SplitsOf(*op(), *t);
+  std::vector<int64_t> s(splits.size(), 0);
+  s.back() = col;
+  for (int j = static_cast<int>(splits.size()) - 2; j >= 0; --j) {
+    s[j] = row % splits[j];
+    row /= splits[j];
+  }
+  return s;
+}
+
+std::vector<int64_t> TensorMapView::HoldersOf(const std::vector<int64_t>& slice) const {
+  std::vector<int64_t> ranks;
+  const OperatorView* o = op();
+  const TensorView* t = tensor();
+  if (!t) return ranks;
+  const DeviceGrid grid(o->device_matrix);
+  for (int64_t l = 0; l < grid.devices(); ++l)
+    if (SliceIndex(*o, *t, grid.Coordinates(l)) == slice) ranks.push_back(o->first_rank + l);
+  return ranks;
+}
+
+QString TensorMapView::SliceLabel(int64_t row, int64_t col) const {
+  const std::vector<int64_t> s = SliceAt(row, col);
+  return QString::fromStdString(SliceRanges(*tensor(), s) + "\nranks " + RankList(HoldersOf(s), 4));
+}
+
+QRectF TensorMapView::SliceRect(int64_t row, int64_t col) const {
+  const double w = (width() - kLeft - kRight) / static_cast<double>(SliceCols());
+  const double h = (height() - kTop - kBottom) / static_cast<double>(SliceRows());
+  return {kLeft + static_cast<double>(col) * w, kTop + static_cast<double>(row) * h, w, h};
+}
+
+QString TensorMapView::ToolTipAt(QPoint pos) const {
+  const TensorView* t = tensor();
+  if (!t) return {};
+  for (int64_t r = 0; r < SliceRows(); ++r)
+    for (int64_t c = 0; c < SliceCols(); ++c)
+      if (SliceRect(r, c).contains(pos)) {
+        const std::vector<int64_t> s = SliceAt(r, c);
+        return QString::fromStdString(fmt::format("{} slice {} = {}\nheld by ranks {}", t->name, ShapeText(s),
+                                                  SliceRanges(*t, s), RankList(HoldersOf(s), 16)));
+      }
+  return {};
+}
+
+void TensorMapView::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.fillRect(rect(), Qt::white);
+  p.setPen(Qt::black);
+  p.drawText(QRectF(10, 6, width() - 20, kTop - 10), Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, HeaderText());
+  const TensorView* t = tensor();
+  if (!t) return;
+  const OperatorView& o = *op();
+  const DeviceGrid grid(o.device_matrix);
+  const int64_t rows = SliceRows(), cols = SliceCols();
+  const bool labels = SliceRect(0, 0).width() > 90 && SliceRect(0, 0).height() > 34;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      const QRectF rect = SliceRect(r, c);
+      const std::vector<int64_t> s = SliceAt(r, c);
+      // The colour of the slice is that of its devices in the device-matrix view.
+      int64_t id = 0;
+      const Shape splits = SplitsOf(o, *t);
+      for (size_t j = 0; j < s.size(); ++j) id = id * splits[j] + s[j];
+      p.fillRect(rect, SliceColor(id));
+      p.setPen(QColor(40, 40, 40));
+      p.drawRect(rect);
+      if (labels) p.drawText(rect.adjusted(4, 2, -4, -2), Qt::AlignCenter | Qt::TextWordWrap, SliceLabel(r, c));
+    }
+  // Axis names: the leading dimensions down, the last across.
+  p.setPen(QColor(80, 80, 80));
+  if (t->shape.empty()) return;
+  p.drawText(QPointF(kLeft, kTop - 4), QString("dim %1 (%2) across").arg(t->shape.size() - 1).arg(t->shape.back()));
+  p.save();
+  p.translate(kLeft - 8, height() - kBottom);
+  p.rotate(-90);
+  p.drawText(QPointF(0, 0), t->shape.size() > 1 ? QString("dims 0..%1 down").arg(t->shape.size() - 2) : "");
+  p.restore();
+}
+
+bool TensorMapView::event(QEvent* e) {
+  if (e->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(e);
+    const QString text = ToolTipAt(help->pos());
+    if (text.isEmpty())
+      QToolTip::hideText();
+    else
+      QToolTip::showText(help->globalPos(), text, this);
+    return true;
+  }
+  return QWidget::event(e);
+}
+
+}  // namespace shardlab::gui

@@ -1,0 +1,252 @@
+// The device-matrix, tensor-map and compare views and the main window's
+// linking, rendered offscreen on shipped runs: one cell per device for small
+// runs, tooltips with the right rank and slice, aggregation at 4096 devices,
+// selection driving every view, result.json opened with its own figures and
+// device rows, the side panel's run and cancel, exports of every view.
+#include <QProcess>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <tuple>
+
+#include <QtTest/QtTest>
+
+#include "core/layout/device_matrix.h"
+#include "gui/device_matrix_view.h"
+#include "gui/export.h"
+#include "gui/main_window.h"
+#include "gui/run_loader.h"
+#include "gui/tensor_map_view.h"
+#include "tests/test_util.h"
+
+namespace shardlab::gui {
+
+class ViewsTest : public QObject {
+  Q_OBJECT
+
+ private:
+  static QString Path(const char* relative) { return QString::fromStdString(testing::SourcePath(relative)); }
+
+  // The slice index of `local` computed from the layout engine directly.
+  static std::vector<int64_t> ExpectedSlice(const OperatorView& op, const TensorView& t, int64_t local) {
+    const DeviceMatrix m(op.device_matrix);
+    const std::vector<int64_t> c = m.Coordinates(local);
+    std::vector<int64_t> s;
+    for (int64_t v : t.map) s.push_back(v == kNotSplit ? 0 : c[op.device_matrix.size() - 1 - v]);
+    return s;
+  }
+
+ private slots:
+  void DevicesViewShowsOneCellPerDeviceWithRankAndSlice() {
+    const RunView view = LoadForView(testing::SourcePath("configs/runs/bert-large-a100-8.json"));
+    DeviceMatrixView devices;
+    devices.resize(900, 640);
+    devices.SetLayouts(&view.layouts);
+    // A MatMul's weight: every device holds the whole weight in data parallel.
+    for (const OperatorView& op : view.layouts.ops) {
+      if (op.type != "MatMul") continue;
+      for (int t = 0; t < static_cast<int>(op.tensors.size()); ++t) {
+        devices.Show(op.index, t);
+        QCOMPARE(devices.CellCount(), int64_t{8});
+        QCOMPARE(devices.BlockSize(), int64_t{1});
+        std::set<std::pair<int, int>> corners;
+        for (int64_t l = 0; l < 8; ++l) {
+          const QRectF cell = devices.CellRect(l);
+          corners.insert({static_cast<int>(cell.x()), static_cast<int>(cell.y())});
+          const QString tip = devices.ToolTipAt(cell.center().toPoint());
+          QVERIFY2(tip.startsWith(QString("rank %1 ").arg(op.first_rank + l)), qPrintable(tip));
+          const TensorView& tv = op.tensors[t];
+          const QString slice = QString::fromStdString(SliceRanges(tv, ExpectedSlice(op, tv, l)));
+          QVERIFY2(tip.contains(slice), qPrintable(tip + " lacks " + slice));
+        }
+        QCOMPARE(corners.size(), size_t{8});
+      }
+      break;
+    }
+  }
+
+  void DevicesViewFoldsExtraDimensionsIntoTiles() {
+    const DeviceGrid grid({2, 2, 4, 4});
+    QCOMPARE(grid.tile_rows() * grid.tile_cols(), int64_t{4});
+    QCOMPARE(grid.cell_rows() * grid.cell_cols(), int64_t{16});
+    std::set<std::tuple<int64_t, int64_t, int64_t, int64_t>> places;
+    for (int64_t l = 0; l < grid.devices(); ++l) {
+      const DeviceGrid::Place p = grid.PlaceOf(l);
+      QCOMPARE(grid.DeviceAt(p), l);
+      places.insert({p.tile_row, p.tile_col, p.row, p.col});
+    }
+    QCOMPARE(places.size(), size_t{64});
+    QCOMPARE(QString::fromStdString(grid.TileLabel(1, 0)), QString("d0=1 d1=0"));
+    const DeviceGrid line({4096});  // one dimension wraps into a square
+    QCOMPARE(line.cell_rows(), int64_t{64});
+    QCOMPARE(line.cell_cols(), int64_t{64});
+  }
+
+  void DevicesViewAggregatesAt4096AndZoomShowsEachDevice() {
+    const RunView view = LoadForView(testing::SourcePath("configs/runs/resnet50-ascend-4096.json"));
+    DeviceMatrixView devices;
+    devices.resize(320, 260);  // 4096 devices do not fit one per cell here
+    devices.SetLayouts(&view.layouts);
+    QVERIFY(devices.BlockSize() > 1);
+    QVERIFY(devices.CellCount() < 4096);
+    QVERIFY(devices.HeaderText().contains("zoom in"));
+    QVERIFY(devices.ToolTipAt(devices.CellRect(0).center().toPoint()).startsWith("a block of up to"));
+    devices.SetZoom(8);
+    QCOMPARE(devices.BlockSize(), int64_t{1});
+    QCOMPARE(devices.CellCount(), int64_t{4096});
+    const QImage image = devices.grab().toImage();
+    QVERIFY(!image.isNull());
+  }
+
+  void TensorMapViewSplitsTheTensorIntoItsSlices() {
+    const RunView view = LoadForView(testing::SourcePath("configs/runs/pangu-alpha-13b-ascend-512.json"));
+    TensorMapView tensor;
+    tensor.resize(900, 560);
+    tensor.SetLayouts(&view.layouts);
+    const OperatorView& op = view.layouts.ops[DefaultOperator(view.layouts)];
+    for (int t = 0; t < static_cast<int>(op.tensors.size()); ++t) {
+      tensor.Show(op.index, t);
+      const Shape splits = SplitsOf(op, op.tensors[t]);
+      int64_t slices = 1, devices = 1;
+      for (int64_t s : splits) slices *= s;
+      for (int64_t d : op.device_matrix) devices *= d;
+      QCOMPARE(tensor.SliceRows() * tensor.SliceCols(), slices);
+      for (int64_t r = 0; r < tensor.SliceRows(); ++r)
+        for (int64_t c = 0; c < tensor.SliceCols(); ++c)
+          QCOMPARE(static_cast<int64_t>(tensor.HoldersOf(tensor.SliceAt(r, c)).size()), devices / slices);
+      QVERIFY(tensor.HeaderText().contains(QString::fromStdString(op.tensors[t].name)));
+    }
+  }
+
+  void SelectingAnOperatorUpdatesTheOtherViews() {
+    MainWindow window;
+    window.resize(1400, 800);
+    window.OpenRun(Path("configs/runs/pangu-alpha-13b-ascend-512.json"));
+    // The user picks a row of the strategy table.
+    QTableView* table = window.strategies()->table();
+    const QModelIndex index = table->model()->index(7, 0);
+    table->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    const int op = window.strategies()->SelectedOperator();
+    QVERIFY(op >= 0);
+    QCOMPARE(window.selection()->op(), op);
+    QCOMPARE(window.devices()->op()->index, op);
+    const QString name = QString::fromStdString(window.view()->layouts.ops[op].name);
+    QVERIFY(window.devices()->HeaderText().startsWith(name));
+    QVERIFY(window.tensor_map()->HeaderText().contains(name));
+    QCOMPARE(window.tensor_choice()->count(), static_cast<int>(window.view()->layouts.ops[op].tensors.size()));
+    // Another tensor from the devices tab's choice.
+    window.tensor_choice()->setCurrentIndex(0);
+    QCOMPARE(window.selection()->tensor(), 0);
+    QCOMPARE(window.devices()->tensor(), &window.view()->layouts.ops[op].tensors[0]);
+    // A click inside a pass of the timeline selects the operator of the task there.
+    PipelineView* pipeline = window.pipeline();
+    pipeline->resize(1200, 300);
+    const StageRow& first = pipeline->timeline().stages.front();
+    const TimelineSpan& f0 = first.compute.front();
+    const QRectF rect = pipeline->SpanRect(0, f0, false);
+    const QPoint inside(static_cast<int>(rect.left() + rect.width() * 0.5), static_cast<int>(rect.center().y()));
+    const int clicked = pipeline->OperatorAt(inside);
+    QVERIFY(clicked >= 0);
+    QTest::mouseClick(pipeline, Qt::LeftButton, {}, inside);
+    QCOMPARE(window.selection()->op(), clicked);
+    QCOMPARE(window.strategies()->SelectedOperator(), clicked);
+    QVERIFY(pipeline->ToolTipAt(inside).contains("click to select its operator"));
+  }
+
+  void OpensResultJsonWithItsFiguresAndDeviceRows() {
+    QTemporaryDir dir;
+    const QString result = dir.filePath("result.json");
+    QProcess cli;
+    // Two traced devices of stage 0 on different servers (different lanes), one of stage 1.
+    cli.start(SHARDLAB_BINARY, {"simulate", Path("configs/runs/pangu-alpha-13b-ascend-512.json"), "--engine",
+                                "simgrid", "--trace-ranks", "0,8,256", "--out", result});
+    QVERIFY(cli.waitForFinished(120000));
+    QCOMPARE(cli.exitCode(), 0);
+    std::ifstream in(result.toStdString());
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    MainWindow window;
+    window.OpenRun(result);
+    QVERIFY(window.view()->from_result);
+    QCOMPARE(QString::fromStdString(window.view()->result.engine), QString("simgrid"));
+    const double fraction = doc["result"]["bubble_fraction"];
+    QVERIFY(window.pipeline()->HeaderText().contains(QString::number(100 * fraction, 'f', 1) + "%"));
+    QCOMPARE(window.view()->result.step_seconds, doc["result"]["step_seconds"].get<double>());
+    // SimGrid traced every device: the stage expands into its device rows.
+    const size_t stages = window.pipeline()->timeline().stages.size();
+    QCOMPARE(window.pipeline()->timeline().stages[0].devices.size(), size_t{2});
+    window.pipeline()->SetExpanded(0, true);
+    QCOMPARE(window.pipeline()->VisualRows(), stages + 2);
+    QVERIFY(window.pipeline()->StageLabel(0).startsWith("- stage 0"));
+  }
+
+  void SidePanelRunsOnAWorkerAndComparesBeforeAndAfter() {
+    MainWindow window;
+    window.OpenRun(Path("configs/runs/pangu-alpha-13b-ascend-512.json"));
+    const double before = window.view()->result.step_seconds;
+    window.panel()->micro_batches()->setValue(16);
+    QSignalSpy done(window.worker(), &SimulationWorker::finished);
+    window.RunFromPanel();
+    QVERIFY(!window.panel()->run_button()->isEnabled());
+    QVERIFY(done.wait(120000));
+    QCOMPARE(window.view()->run.parallel.micro_batch_num, int64_t{16});
+    QVERIFY(window.view()->result.step_seconds != before);
+    QVERIFY(window.panel()->run_button()->isEnabled());
+    QVERIFY(!window.compare()->empty());
+    QVERIFY(window.compare()->table()->item(0, 3)->text().endsWith("%"));
+    // A bad edit is refused with the run file's message, nothing runs.
+    window.panel()->stages()->setValue(3);
+    window.RunFromPanel();
+    QVERIFY2(window.panel()->message()->text().contains("pipeline_stages"),
+             qPrintable(window.panel()->message()->text()));
+    QVERIFY(!window.worker()->running());
+  }
+
+  void CancelStopsTheWorker() {
+    MainWindow window;
+    window.OpenRun(Path("configs/runs/gpt3-175b-ascend-4096.json"));
+    const RunSpec run = window.view()->run;
+    QSignalSpy cancelled(window.worker(), &SimulationWorker::cancelled);
+    QVERIFY(window.worker()->Start(run, "simgrid"));
+    QTest::qWait(300);
+    window.worker()->Cancel();
+    QVERIFY(cancelled.wait(20000));
+    QCOMPARE(window.view()->run.name, run.name);
+  }
+
+  void ExportsEveryViewAndTheHeadlessScreenshots() {
+    QTemporaryDir dir;
+    MainWindow window;
+    window.OpenRun(Path("configs/runs/pangu-alpha-13b-ascend-512.json"));
+    for (QWidget* view : std::vector<QWidget*>{window.devices(), window.tensor_map(), window.compare()}) {
+      view->resize(900, 600);
+      for (const char* ext : {"png", "svg"}) {
+        const QString file = dir.filePath(QString("%1.%2").arg(view->metaObject()->className()).arg(ext));
+        ExportView(*view, file);
+        QVERIFY(QFileInfo(file).size() > 1000);
+      }
+    }
+    for (const char* view : {"devices", "tensor"}) {
+      const QString file = dir.filePath(QString("%1.png").arg(view));
+      QProcess gui;
+      gui.start(SHARDLAB_GUI_BINARY, {"--screenshot", file, "--view", view, "--op", "layer0/attention/query",
+                                      Path("configs/runs/pangu-alpha-13b-ascend-512.json")});
+      QVERIFY(gui.waitForFinished(120000));
+      QCOMPARE(gui.exitCode(), 0);
+      QVERIFY(QImage(file).width() >= 800);
+    }
+    QProcess bad;
+    bad.start(SHARDLAB_GUI_BINARY, {"--screenshot", dir.filePath("x.png"), "--view", "devices", "--op", "layer0/nope",
+                                    Path("configs/runs/pangu-alpha-13b-ascend-512.json")});
+    QVERIFY(bad.waitForFinished(120000));
+    QCOMPARE(bad.exitCode(), 1);
+    QVERIFY(QString(bad.readAllStandardError()).contains("no such operator"));
+    QVERIFY(!QFileInfo::exists(dir.filePath("x.png")));
+  }
+};
+
+}  // namespace shardlab::gui
+
+QTEST_MAIN(shardlab::gui::ViewsTest)
+#include "views_test.moc"
