@@ -42,6 +42,7 @@ void DeviceMatrixView::Show(int op, int tensor) {
   if (!layouts_ || op < 0 || op >= static_cast<int>(layouts_->ops.size())) {
     op_ = -1;
     grid_.reset();
+    ComputeIds();
     update();
     return;
   }
@@ -55,11 +56,13 @@ void DeviceMatrixView::Show(int op, int tensor) {
   op_ = op;
   const int tensors = static_cast<int>(layouts_->ops[op].tensors.size());
   tensor_ = tensors == 0 ? -1 : std::clamp(tensor, 0, tensors - 1);
+  ComputeIds();
   update();
 }
 
 void DeviceMatrixView::SetOutline(int outline) {
   outline_ = outline;
+  ComputeIds();
   update();
 }
 
@@ -147,17 +150,19 @@ int64_t DeviceMatrixView::LocalAt(QPoint pos) const {
   return grid_->DeviceAt(p);
 }
 
-int64_t DeviceMatrixView::SliceIdOf(int64_t local) const {
-  const TensorView* t = tensor();
-  return t ? SliceId(*op(), *t, grid_->Coordinates(local)) : 0;
-}
-
-int64_t DeviceMatrixView::OutlineGroupOf(int64_t local) const {
-  if (outline_ == 0) return SliceIdOf(local);
+void DeviceMatrixView::ComputeIds() {
+  slice_ids_.assign(grid_ ? grid_->devices() : 0, 0);
+  group_ids_.assign(slice_ids_.size(), 0);
   const OperatorView* o = op();
-  if (outline_ >= 1 && outline_ <= static_cast<int>(o->groups.size()))
-    return GroupIdAlong(o->device_matrix, grid_->Coordinates(local), o->groups[outline_ - 1].dims);
-  return 0;
+  if (!o) return;
+  const TensorView* t = tensor();
+  for (int64_t l = 0; l < grid_->devices(); ++l) {
+    const std::vector<int64_t> c = grid_->Coordinates(l);
+    if (t) slice_ids_[l] = SliceId(*o, *t, c);
+    if (outline_ == 0) group_ids_[l] = slice_ids_[l];
+    if (outline_ >= 1 && outline_ <= static_cast<int>(o->groups.size()))
+      group_ids_[l] = GroupIdAlong(o->device_matrix, c, o->groups[outline_ - 1].dims);
+  }
 }
 
 QString DeviceMatrixView::ToolTipAt(QPoint pos) const {
@@ -176,9 +181,8 @@ QString DeviceMatrixView::ToolTipAt(QPoint pos) const {
   if (const TensorView* t = tensor()) {
     const std::vector<int64_t> s = SliceIndex(*o, *t, c);
     std::vector<int64_t> holders;
-    const int64_t id = SliceId(*o, *t, c);
     for (int64_t l = 0; l < grid_->devices(); ++l)
-      if (SliceId(*o, *t, grid_->Coordinates(l)) == id) holders.push_back(o->first_rank + l);
+      if (slice_ids_[l] == slice_ids_[local]) holders.push_back(o->first_rank + l);
     text += fmt::format("\n{} slice {} = {}\nsame slice on ranks {}", t->name, ShapeText(s), SliceRanges(*t, s),
                         RankList(holders));
   }
@@ -205,6 +209,7 @@ void DeviceMatrixView::paintEvent(QPaintEvent*) {
         p.drawText(QRectF(tx, ty - kLabel, std::max(g.tile_w, 60.0), kLabel), Qt::AlignLeft | Qt::AlignVCenter,
                    QString::fromStdString(label));
       }
+      std::vector<QLineF> outline;  // edges between different groups, drawn at once
       for (int64_t r = 0; r < grid_->cell_rows(); r += b)
         for (int64_t c = 0; c < grid_->cell_cols(); c += b) {
           const int64_t local = grid_->DeviceAt({tr, tc, r, c});
@@ -212,22 +217,31 @@ void DeviceMatrixView::paintEvent(QPaintEvent*) {
           const double h = static_cast<double>(std::min(b, grid_->cell_rows() - r)) * g.cell;
           const QRectF cell(tx + static_cast<double>(c) * g.cell, ty + static_cast<double>(r) * g.cell, w, h);
           p.fillRect(cell, SliceColor(SliceIdOf(local)));
-          if (b == 1 && g.cell >= 8) {
-            p.setPen(QColor(255, 255, 255));
-            p.drawRect(cell);
-          }
           if (b == 1 && g.cell >= 28) {
             p.setPen(QColor(30, 30, 30));
             p.drawText(cell, Qt::AlignCenter, QString::number(layouts_->ops[op_].first_rank + local));
           }
           if (outline_ >= 0 && b == 1) {
             const int64_t group = OutlineGroupOf(local);
-            p.setPen(QPen(QColor(20, 20, 20), 2));
             const int64_t right = grid_->DeviceAt({tr, tc, r, c + 1}), below = grid_->DeviceAt({tr, tc, r + 1, c});
-            if (right >= 0 && OutlineGroupOf(right) != group) p.drawLine(cell.topRight(), cell.bottomRight());
-            if (below >= 0 && OutlineGroupOf(below) != group) p.drawLine(cell.bottomLeft(), cell.bottomRight());
+            if (right >= 0 && OutlineGroupOf(right) != group) outline.emplace_back(cell.topRight(), cell.bottomRight());
+            if (below >= 0 && OutlineGroupOf(below) != group) outline.emplace_back(cell.bottomLeft(), cell.bottomRight());
           }
         }
+      // Cell borders as grid lines, one per row and column of the tile.
+      if (b == 1 && g.cell >= 8) {
+        std::vector<QLineF> lines;
+        for (int64_t r = 1; r < grid_->cell_rows(); ++r)
+          lines.emplace_back(tx, ty + static_cast<double>(r) * g.cell, tx + g.tile_w, ty + static_cast<double>(r) * g.cell);
+        for (int64_t c = 1; c < grid_->cell_cols(); ++c)
+          lines.emplace_back(tx + static_cast<double>(c) * g.cell, ty, tx + static_cast<double>(c) * g.cell, ty + g.tile_h);
+        p.setPen(QColor(255, 255, 255));
+        p.drawLines(lines.data(), static_cast<int>(lines.size()));
+      }
+      if (!outline.empty()) {
+        p.setPen(QPen(QColor(20, 20, 20), 2));
+        p.drawLines(outline.data(), static_cast<int>(outline.size()));
+      }
       p.setPen(QColor(40, 40, 40));
       p.drawRect(QRectF(tx, ty, g.tile_w, g.tile_h));
     }

@@ -55,8 +55,10 @@ class DeviceMatrixView : public QWidget {
   };
   Geometry Layout() const;
   int64_t LocalAt(QPoint p) const;  // -1 for none
-  int64_t SliceIdOf(int64_t local) const;
-  int64_t OutlineGroupOf(int64_t local) const;
+  int64_t SliceIdOf(int64_t local) const { return slice_ids_[local]; }
+  int64_t OutlineGroupOf(int64_t local) const { return group_ids_[local]; }
+  // Per device: its slice of the shown tensor and its outline group (computed once per choice).
+  void ComputeIds();
 
   const RunLayouts* layouts_ = nullptr;
   int op_ = -1, tensor_ = 0, outline_ = -1;
@@ -66,6 +68,7 @@ class DeviceMatrixView : public QWidget {
   QPoint drag_from_;
   QPointF drag_pan_;
   int64_t focus_ = -1;
+  std::vector<int64_t> slice_ids_, group_ids_;
 };
 
 }  // namespace shardlab::gui

@@ -98,9 +98,7 @@ DeviceGrid::DeviceGrid(const Shape& device_matrix) : dims_(device_matrix) {
         break;
       }
     cell_rows_ = n / cell_cols_;
-    return;
-  }
-  if (shown_.size() >= 2) {
+  } else if (shown_.size() >= 2) {
     row_dim_ = shown_[shown_.size() - 2];
     col_dim_ = shown_[shown_.size() - 1];
     cell_rows_ = dims_[row_dim_];
@@ -109,6 +107,12 @@ DeviceGrid::DeviceGrid(const Shape& device_matrix) : dims_(device_matrix) {
       (i % 2 == 0 ? down_ : across_).push_back(shown_[i]);
       (i % 2 == 0 ? tile_rows_ : tile_cols_) *= dims_[shown_[i]];
     }
+  }
+  local_at_.assign(static_cast<size_t>(tile_rows_ * tile_cols_ * cell_rows_ * cell_cols_), -1);
+  for (int64_t l = 0; l < devices_; ++l) {
+    const Place p = ComputePlace(l);
+    places_.push_back(p);
+    local_at_[((p.tile_row * tile_cols_ + p.tile_col) * cell_rows_ + p.row) * cell_cols_ + p.col] = l;
   }
 }
 
@@ -121,7 +125,9 @@ std::vector<int64_t> DeviceGrid::Coordinates(int64_t local) const {
   return c;
 }
 
-DeviceGrid::Place DeviceGrid::PlaceOf(int64_t local) const {
+DeviceGrid::Place DeviceGrid::PlaceOf(int64_t local) const { return places_[local]; }
+
+DeviceGrid::Place DeviceGrid::ComputePlace(int64_t local) const {
   const std::vector<int64_t> c = Coordinates(local);
   Place p;
   if (wrapped_) {
@@ -140,24 +146,7 @@ int64_t DeviceGrid::DeviceAt(const Place& p) const {
   if (p.tile_row < 0 || p.tile_row >= tile_rows_ || p.tile_col < 0 || p.tile_col >= tile_cols_ || p.row < 0 ||
       p.row >= cell_rows_ || p.col < 0 || p.col >= cell_cols_)
     return -1;
-  std::vector<int64_t> c(dims_.size(), 0);
-  if (wrapped_) {
-    c[col_dim_] = p.row * cell_cols_ + p.col;
-  } else {
-    auto unpack = [&](const std::vector<int>& dims, int64_t v) {
-      for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
-        c[dims[i]] = v % dims_[dims[i]];
-        v /= dims_[dims[i]];
-      }
-    };
-    unpack(down_, p.tile_row);
-    unpack(across_, p.tile_col);
-    if (row_dim_ >= 0) c[row_dim_] = p.row;
-    if (col_dim_ >= 0) c[col_dim_] = p.col;
-  }
-  int64_t local = 0;
-  for (size_t i = 0; i < dims_.size(); ++i) local = local * dims_[i] + c[i];
-  return local;
+  return local_at_[((p.tile_row * tile_cols_ + p.tile_col) * cell_rows_ + p.row) * cell_cols_ + p.col];
 }
 
 std::string DeviceGrid::TileLabel(int64_t tile_row, int64_t tile_col) const {

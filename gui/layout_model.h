@@ -80,6 +80,9 @@ class DeviceGrid {
   std::vector<int64_t> Coordinates(int64_t local) const;
 
  private:
+  Place ComputePlace(int64_t local) const;
+  std::vector<Place> places_;     // by device
+  std::vector<int64_t> local_at_;  // by (tile row, tile col, row, col), row-major
   Shape dims_;               // the device matrix
   std::vector<int> shown_;   // dimensions of size > 1, in order
   std::vector<int> down_, across_;  // tile dimensions

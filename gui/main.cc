@@ -59,17 +59,22 @@ int main(int argc, char** argv) {
     if (parser.isSet("tensor")) window.selection()->Select(window.selection()->op(), parser.value("tensor").toInt());
     if (parser.isSet("screenshot")) {
       if (args.isEmpty()) throw std::runtime_error("--screenshot needs a run file");
-      // The device and tensor views live inside tab pages; render standalone copies at their own size.
+      // The window's views live inside its tabs and dock; render standalone copies at their own size.
+      const shardlab::gui::RunView& shown = *window.view();
       const int op = window.selection()->op(), tensor = window.selection()->tensor();
+      shardlab::gui::PipelineView pipeline;
+      pipeline.SetTimeline(shown.timeline);
+      shardlab::gui::StrategyView strategies;
+      strategies.SetRows(shown.strategies);
       shardlab::gui::DeviceMatrixView devices;
-      devices.SetLayouts(&window.view()->layouts);
+      devices.SetLayouts(&shown.layouts);
       devices.Show(op, tensor);
       devices.SetOutline(parser.value("outline").toInt());
       shardlab::gui::TensorMapView tensor_map;
-      tensor_map.SetLayouts(&window.view()->layouts);
+      tensor_map.SetLayouts(&shown.layouts);
       tensor_map.Show(op, tensor);
-      QWidget* view = window.pipeline();
-      if (view_name == "strategy") view = window.strategies();
+      QWidget* view = &pipeline;
+      if (view_name == "strategy") view = &strategies;
       if (view_name == "devices") view = &devices;
       if (view_name == "tensor") view = &tensor_map;
       view->resize(view->sizeHint());
