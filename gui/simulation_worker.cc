@@ -40,28 +40,48 @@ bool SimulationWorker::Start(const RunSpec& run, const std::string& engine) {
         {0}, [&](size_t) { return SimulateDocument(run, engine).dump(); }, options);
     const ChildJobResult& r = results[0];
     if (r.status == ChildJobResult::Status::kNotRun) {
-      QMetaObject::invokeMethod(this, [this] { emit cancelled(); }, Qt::QueuedConnection);
+      QMetaObject::invokeMethod(
+          this,
+          [this] {
+            running_ = false;
+            emit cancelled();
+          },
+          Qt::QueuedConnection);
       return;
     }
     if (r.status == ChildJobResult::Status::kFailed) {
       const QString message = QString::fromStdString(r.output);
-      QMetaObject::invokeMethod(this, [this, message] { emit failed(message); }, Qt::QueuedConnection);
+      QMetaObject::invokeMethod(
+          this,
+          [this, message] {
+            running_ = false;
+            emit failed(message);
+          },
+          Qt::QueuedConnection);
       return;
     }
     try {
       auto view = std::make_shared<RunView>(ViewFromResultDocument(nlohmann::json::parse(r.output), run.file));
       view->from_result = false;
-      QMetaObject::invokeMethod(this, [this, view] { emit finished(view); }, Qt::QueuedConnection);
+      QMetaObject::invokeMethod(
+          this,
+          [this, view] {
+            running_ = false;
+            emit finished(view);
+          },
+          Qt::QueuedConnection);
     } catch (const std::exception& e) {
       const QString message = e.what();
-      QMetaObject::invokeMethod(this, [this, message] { emit failed(message); }, Qt::QueuedConnection);
+      QMetaObject::invokeMethod(
+          this,
+          [this, message] {
+            running_ = false;
+            emit failed(message);
+          },
+          Qt::QueuedConnection);
     }
   });
-  connect(thread_, &QThread::finished, this, [this] {
-    running_ = false;
-    thread_->deleteLater();
-    thread_ = nullptr;
-  });
+  connect(thread_, &QThread::finished, thread_, &QObject::deleteLater);
   thread_->start();
   return true;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <QObject>
+#include <QPointer>
 #include <QThread>
 #include <atomic>
 #include <memory>
@@ -23,6 +24,7 @@ class SimulationWorker : public QObject {
   // Starts simulating `run` with `engine` (analytical or simgrid); false when one is running.
   bool Start(const RunSpec& run, const std::string& engine);
   void Cancel();
+  // Until the outcome has been signalled.
   bool running() const { return running_; }
   // Waits for the running simulation to end (tests and shutdown).
   void Wait();
@@ -33,7 +35,7 @@ class SimulationWorker : public QObject {
   void cancelled();
 
  private:
-  QThread* thread_ = nullptr;
+  QPointer<QThread> thread_;  // deletes itself when it ends
   std::atomic<bool> cancel_{false};
   bool running_ = false;
 };
