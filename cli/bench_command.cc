@@ -3,12 +3,17 @@
 // per shape (GEMMs), and written as measurements for `shardlab calibrate`.
 #include <algorithm>
 #include <iostream>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/config/run_config.h"
 #include "core/config/units.h"
+#include "core/ops/graph_layouts.h"
+#include "core/plan/lowering.h"
 #include "core/util/atomic_file.h"
 #include "exec/micro_benchmarks.h"
 
@@ -66,6 +71,18 @@ int BenchGemm(const BenchArgs& args) {
   launch.backend = args.backend == "cpu" ? "gloo" : "nccl";
   launch.ranks = static_cast<int>(args.ranks > 0 ? args.ranks : (args.backend == "cpu" ? 4 : 1));
   exec::GemmBenchOptions options = exec::DefaultGemmBench(args.backend);
+  if (!args.run_file.empty()) {
+    // The products the run's devices compute, so the fit covers the shapes the executor will run.
+    const RunSpec run = LoadRunFile(args.run_file);
+    const Graph graph = BuildRunGraph(run);
+    const Plan plan = LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
+    std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
+    for (const GemmShape& g : options.shapes) seen.insert({g.m, g.n, g.k});
+    for (const StageProgram& stage : plan.stages)
+      for (const auto* tasks : {&stage.forward, &stage.backward})
+        for (const Task& t : *tasks)
+          if (!t.gemm.empty() && seen.insert({t.gemm.m, t.gemm.n, t.gemm.k}).second) options.shapes.push_back(t.gemm);
+  }
   options.warmup = static_cast<int>(std::min<int64_t>(args.warmup, 3));
   options.repeats = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(args.repeats, 5)));
   std::string device;

@@ -130,6 +130,7 @@ struct BenchArgs {
   int64_t warmup = 3;
   int64_t repeats = 10;
   double peak = 0;  // gemm: FLOP/s the efficiency is against; 0 = the best measured
+  std::string run_file;  // gemm: also the per-device products of this run's plan; "" = none
   std::string out_file;  // measurements JSON for `shardlab calibrate`; "" = none
   bool json = false;
 };

@@ -191,6 +191,7 @@ int main(int argc, char** argv) {
   bench_gemm_cmd->add_option("--backend", bench.backend, "cpu (Eigen, float32) or cuda (cuBLAS, bfloat16)")
       ->required()
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  bench_gemm_cmd->add_option("--run", bench.run_file, "also measure the per-device GEMMs of this run's plan");
   bench_gemm_cmd->add_option("--peak", bench.peak, "FLOP/s the efficiency is against (default: the best measured)")
       ->check(CLI::PositiveNumber);
   add_bench_options(bench_gemm_cmd);

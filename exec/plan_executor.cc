@@ -210,9 +210,12 @@ class RankProgram {
       const size_t n = groups_[1][b.group] ? static_cast<size_t>(groups_[1][b.group]->size()) : 1;
       comm = std::max(comm, ElementsFor(b.bytes) * (b.collective == shardlab::Collective::kAllGather ? n : 1) + n);
     }
-    const double transfer = std::max(stage.send_forward_bytes, stage.send_backward_bytes);
-    const double received = std::max(stage_ > 0 ? plan_.stages[stage_ - 1].send_forward_bytes : 0.0,
-                                     stage.send_backward_bytes);
+    // Sent: activations to the next stage, gradients to the previous one; received: the reverse.
+    const bool has_prev = stage_ > 0, has_next = stage_ + 1 < S_;
+    const double transfer = std::max(has_next ? stage.send_forward_bytes : 0.0,
+                                     has_prev ? stage.send_backward_bytes : 0.0);
+    const double received = std::max(has_prev ? plan_.stages[stage_ - 1].send_forward_bytes : 0.0,
+                                     has_next ? plan_.stages[stage_ + 1].send_backward_bytes : 0.0);
     send = std::max(send, ElementsFor(transfer));
     compute = std::max(compute, ElementsFor(received));
     runtime_.Reserve(kCompute, compute);

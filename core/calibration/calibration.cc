@@ -73,21 +73,26 @@ double Predict(const CollectiveFit& f, double bytes) {
   return std::max(f.link.floor, f.latency + f.seconds_per_byte * bytes);
 }
 
-// t = max(floor, latency + bytes * seconds_per_byte): the floor is the median
-// time of the three smallest sizes, kept when it lies well above the line
-// there; the line is fitted (robustly) to the samples well above the floor,
-// where bandwidth decides, or to all when too few are.
+// t = max(floor, latency + bytes * seconds_per_byte). The floor is the median
+// time of the smaller half of the sizes (robust to iterations that waited for
+// the scheduler), kept when it lies well above the line there; the line is
+// fitted (robustly) to the larger half of the sizes where they take more than
+// twice the floor, where bandwidth decides (to the larger half when fewer than
+// two do).
 CollectiveFit FitOneCollective(std::vector<std::pair<double, double>> samples) {
   std::sort(samples.begin(), samples.end());
-  std::vector<double> smallest;
-  for (size_t i = 0; i < samples.size() && i < 3; ++i) smallest.push_back(samples[i].second);
-  std::sort(smallest.begin(), smallest.end());
+  const size_t half = std::max<size_t>(1, samples.size() / 2);
+  std::vector<double> smaller;
+  for (size_t i = 0; i < half; ++i) smaller.push_back(samples[i].second);
+  std::sort(smaller.begin(), smaller.end());
   CollectiveFit fit;
-  fit.link.floor = smallest[smallest.size() / 2];
-  std::vector<std::pair<double, double>> above;
-  for (const auto& s : samples)
+  fit.link.floor = smaller[smaller.size() / 2];
+  std::vector<std::pair<double, double>> larger(samples.begin() + static_cast<std::ptrdiff_t>(samples.size() - half),
+                                                samples.end()),
+      above;
+  for (const auto& s : larger)
     if (s.second > 2 * fit.link.floor) above.push_back(s);
-  const auto& fitted = above.size() >= 2 ? above : samples;
+  const auto& fitted = above.size() >= 2 ? above : larger.size() >= 2 ? larger : samples;
   Eigen::MatrixXd x(static_cast<Eigen::Index>(fitted.size()), 2);
   Eigen::VectorXd y(static_cast<Eigen::Index>(fitted.size()));
   for (size_t i = 0; i < fitted.size(); ++i) {
