@@ -27,8 +27,8 @@ int Simulate(const SimulateArgs& args) {
   // Strategies: configured `shard`s, MindSpore's data-parallel default elsewhere.
   const std::vector<OpLayout> layouts = InferGraphLayouts(graph, run.parallel.devices_per_stage());
   const Plan plan = LowerToPlan(run, graph, layouts);
-  // result.json carries the timeline too (the GUI draws it).
-  const bool with_events = !args.trace_file.empty() || !args.out_file.empty();
+  // result.json (and the same document on stdout with --json) carries the timeline too: the GUI draws it.
+  const bool with_events = !args.trace_file.empty() || !args.out_file.empty() || args.json;
   const std::string& engine = run.simulation.engine;
   std::vector<StepResult> results;
   if (engine == "simgrid" || engine == "both") {

@@ -434,23 +434,12 @@ nlohmann::json ToJson(const RankExecution& r) {
   for (const TaskTypeTime& t : r.task_types)
     types.push_back({{"type", t.type}, {"count", t.count}, {"measured", t.measured}, {"predicted", t.predicted}});
   nlohmann::json events = nlohmann::json::array();
-  for (const TimelineEvent& e : r.events)
-    events.push_back({{"stage", e.stage}, {"lane", e.lane}, {"name", e.name}, {"category", e.category},
-                      {"micro_batch", e.micro_batch}, {"start", e.start}, {"duration", e.duration}});
-  const StageResult& s = r.stage_result;
+  for (const TimelineEvent& e : r.events) events.push_back(shardlab::ToJson(e));
   return {{"rank", r.rank},
           {"stage", r.stage},
           {"step_seconds", r.step_seconds},
           {"median_step_seconds", r.median_step_seconds},
-          {"stage_result",
-           {{"forward_seconds", s.forward_seconds},
-            {"backward_seconds", s.backward_seconds},
-            {"compute_seconds", s.compute_seconds},
-            {"communication_seconds", s.communication_seconds},
-            {"exposed_communication_seconds", s.exposed_communication_seconds},
-            {"bubble_seconds", s.bubble_seconds},
-            {"passes_end_seconds", s.passes_end_seconds},
-            {"end_seconds", s.end_seconds}}},
+          {"stage_result", shardlab::ToJson(r.stage_result)},
           {"events", events},
           {"task_types", types}};
 }
@@ -461,19 +450,8 @@ RankExecution RankExecutionFromJson(const nlohmann::json& j) {
   r.stage = j.at("stage");
   r.step_seconds = j.at("step_seconds").get<std::vector<double>>();
   r.median_step_seconds = j.at("median_step_seconds");
-  const auto& s = j.at("stage_result");
-  r.stage_result.stage = r.stage;
-  r.stage_result.forward_seconds = s.at("forward_seconds");
-  r.stage_result.backward_seconds = s.at("backward_seconds");
-  r.stage_result.compute_seconds = s.at("compute_seconds");
-  r.stage_result.communication_seconds = s.at("communication_seconds");
-  r.stage_result.exposed_communication_seconds = s.at("exposed_communication_seconds");
-  r.stage_result.bubble_seconds = s.at("bubble_seconds");
-  r.stage_result.passes_end_seconds = s.at("passes_end_seconds");
-  r.stage_result.end_seconds = s.at("end_seconds");
-  for (const auto& e : j.at("events"))
-    r.events.push_back({e.at("stage"), e.at("lane"), e.at("name"), e.at("category"), e.at("micro_batch"), 0,
-                        e.at("start"), e.at("duration"), {}});
+  r.stage_result = StageResultFromJson(j.at("stage_result"));
+  for (const auto& e : j.at("events")) r.events.push_back(TimelineEventFromJson(e));
   for (const auto& t : j.at("task_types"))
     r.task_types.push_back({t.at("type"), t.at("count"), t.at("measured"), t.at("predicted")});
   return r;

@@ -1,9 +1,7 @@
 #include "gui/device_matrix_view.h"
 
-#include <QHelpEvent>
 #include <QMouseEvent>
 #include <QPainter>
-#include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
 #include <cmath>
@@ -11,17 +9,12 @@
 #include <fmt/format.h>
 
 #include "gui/palette.h"
+#include "gui/tooltip.h"
 
 namespace shardlab::gui {
 namespace {
 
 constexpr double kLeft = 12, kTop = 70, kLabel = 16, kGap = 14, kMaxCell = 64, kMinCell = 4;
-
-std::string ShapeText(const Shape& s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + "]";
-}
 
 }  // namespace
 
@@ -283,16 +276,7 @@ void DeviceMatrixView::mouseMoveEvent(QMouseEvent* event) {
 }
 
 bool DeviceMatrixView::event(QEvent* e) {
-  if (e->type() == QEvent::ToolTip) {
-    auto* help = static_cast<QHelpEvent*>(e);
-    const QString text = ToolTipAt(help->pos());
-    if (text.isEmpty())
-      QToolTip::hideText();
-    else
-      QToolTip::showText(help->globalPos(), text, this);
-    return true;
-  }
-  return QWidget::event(e);
+  return ShowToolTip(this, e, [this](QPoint p) { return ToolTipAt(p); }) || QWidget::event(e);
 }
 
 }  // namespace shardlab::gui

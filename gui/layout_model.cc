@@ -201,6 +201,12 @@ int64_t GroupIdAlong(const Shape& device_matrix, const std::vector<int64_t>& coo
   return id;
 }
 
+std::string ShapeText(const Shape& shape) {
+  std::string t = "[";
+  for (size_t i = 0; i < shape.size(); ++i) t += (i ? ", " : "") + std::to_string(shape[i]);
+  return t + "]";
+}
+
 std::string RankList(const std::vector<int64_t>& ranks, size_t show) {
   std::string s;
   for (size_t i = 0; i < ranks.size() && i < show; ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);

@@ -103,6 +103,8 @@ std::string SliceRanges(const TensorView& tensor, const std::vector<int64_t>& sl
 // Group id of a device for an outline: the coordinates off `dims` (devices
 // differing only along `dims` share it).
 int64_t GroupIdAlong(const Shape& device_matrix, const std::vector<int64_t>& coords, const std::vector<int>& dims);
+// "[32, 1, 8]".
+std::string ShapeText(const Shape& shape);
 // "0, 8, 16, ... (32 devices)": ranks, shortened.
 std::string RankList(const std::vector<int64_t>& ranks, size_t show = 6);
 

@@ -1,11 +1,11 @@
 #include "gui/pipeline_view.h"
 
-#include <QHelpEvent>
 #include <QMouseEvent>
 #include <QPainter>
-#include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
+
+#include "gui/tooltip.h"
 
 namespace shardlab::gui {
 namespace {
@@ -225,16 +225,7 @@ QString PipelineView::ToolTipAt(QPoint pos) const {
 }
 
 bool PipelineView::event(QEvent* e) {
-  if (e->type() == QEvent::ToolTip) {
-    auto* help = static_cast<QHelpEvent*>(e);
-    const QString text = ToolTipAt(help->pos());
-    if (text.isEmpty())
-      QToolTip::hideText();
-    else
-      QToolTip::showText(help->globalPos(), text, this);
-    return true;
-  }
-  return QWidget::event(e);
+  return ShowToolTip(this, e, [this](QPoint p) { return ToolTipAt(p); }) || QWidget::event(e);
 }
 
 }  // namespace shardlab::gui

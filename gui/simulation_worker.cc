@@ -1,5 +1,7 @@
 #include "gui/simulation_worker.h"
 
+#include <functional>
+
 #include "core/plan/lowering.h"
 #include "core/search/search.h"
 #include "core/util/child_jobs.h"
@@ -33,52 +35,34 @@ bool SimulationWorker::Start(const RunSpec& run, const std::string& engine) {
   if (running_) return false;
   running_ = true;
   cancel_ = false;
-  thread_ = QThread::create([this, run, engine] {
+  // The outcome reaches the window's thread: running() clears, then the signal.
+  auto post = [this](std::function<void()> signal) {
+    QMetaObject::invokeMethod(
+        this,
+        [this, signal] {
+          running_ = false;
+          signal();
+        },
+        Qt::QueuedConnection);
+  };
+  thread_ = QThread::create([this, run, engine, post] {
     ChildJobOptions options;
     options.stop = [this] { return cancel_.load(); };
     const auto results = RunInChildProcesses(
         {0}, [&](size_t) { return SimulateDocument(run, engine).dump(); }, options);
     const ChildJobResult& r = results[0];
-    if (r.status == ChildJobResult::Status::kNotRun) {
-      QMetaObject::invokeMethod(
-          this,
-          [this] {
-            running_ = false;
-            emit cancelled();
-          },
-          Qt::QueuedConnection);
-      return;
-    }
+    if (r.status == ChildJobResult::Status::kNotRun) return post([this] { emit cancelled(); });
     if (r.status == ChildJobResult::Status::kFailed) {
       const QString message = QString::fromStdString(r.output);
-      QMetaObject::invokeMethod(
-          this,
-          [this, message] {
-            running_ = false;
-            emit failed(message);
-          },
-          Qt::QueuedConnection);
-      return;
+      return post([this, message] { emit failed(message); });
     }
     try {
       auto view = std::make_shared<RunView>(ViewFromResultDocument(nlohmann::json::parse(r.output), run.file));
       view->from_result = false;
-      QMetaObject::invokeMethod(
-          this,
-          [this, view] {
-            running_ = false;
-            emit finished(view);
-          },
-          Qt::QueuedConnection);
+      post([this, view] { emit finished(view); });
     } catch (const std::exception& e) {
       const QString message = e.what();
-      QMetaObject::invokeMethod(
-          this,
-          [this, message] {
-            running_ = false;
-            emit failed(message);
-          },
-          Qt::QueuedConnection);
+      post([this, message] { emit failed(message); });
     }
   });
   connect(thread_, &QThread::finished, thread_, &QObject::deleteLater);

@@ -1,24 +1,17 @@
 #include "gui/tensor_map_view.h"
 
-#include <QHelpEvent>
 #include <QPainter>
-#include <QToolTip>
 #include <algorithm>
 
 #include <fmt/format.h>
 
 #include "gui/palette.h"
+#include "gui/tooltip.h"
 
 namespace shardlab::gui {
 namespace {
 
 constexpr double kLeft = 30, kTop = 110, kRight = 30, kBottom = 20;
-
-std::string ShapeText(const Shape& s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + "]";
-}
 
 }  // namespace
 
@@ -171,16 +164,7 @@ void TensorMapView::paintEvent(QPaintEvent*) {
 }
 
 bool TensorMapView::event(QEvent* e) {
-  if (e->type() == QEvent::ToolTip) {
-    auto* help = static_cast<QHelpEvent*>(e);
-    const QString text = ToolTipAt(help->pos());
-    if (text.isEmpty())
-      QToolTip::hideText();
-    else
-      QToolTip::showText(help->globalPos(), text, this);
-    return true;
-  }
-  return QWidget::event(e);
+  return ShowToolTip(this, e, [this](QPoint p) { return ToolTipAt(p); }) || QWidget::event(e);
 }
 
 }  // namespace shardlab::gui

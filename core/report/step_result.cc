@@ -50,20 +50,61 @@ void Finalize(const Plan& plan, StepResult& r) {
   }
 }
 
+nlohmann::json ToJson(const StageResult& s) {
+  return {{"stage", s.stage},
+          {"forward_seconds_per_micro_batch", s.forward_seconds},
+          {"backward_seconds_per_micro_batch", s.backward_seconds},
+          {"compute_seconds", s.compute_seconds},
+          {"communication_seconds", s.communication_seconds},
+          {"exposed_communication_seconds", s.exposed_communication_seconds},
+          {"bubble_seconds", s.bubble_seconds},
+          {"passes_end_seconds", s.passes_end_seconds},
+          {"end_seconds", s.end_seconds},
+          {"memory", ToJson(s.memory)},
+          {"out_of_memory", s.out_of_memory}};
+}
+
+StageResult StageResultFromJson(const nlohmann::json& s) {
+  StageResult st;
+  st.stage = s.at("stage");
+  st.forward_seconds = s.at("forward_seconds_per_micro_batch");
+  st.backward_seconds = s.at("backward_seconds_per_micro_batch");
+  st.compute_seconds = s.at("compute_seconds");
+  st.communication_seconds = s.at("communication_seconds");
+  st.exposed_communication_seconds = s.at("exposed_communication_seconds");
+  st.bubble_seconds = s.at("bubble_seconds");
+  st.passes_end_seconds = s.at("passes_end_seconds");
+  st.end_seconds = s.at("end_seconds");
+  const auto& m = s.at("memory");
+  st.memory.parameters = m.at("parameters");
+  st.memory.gradients = m.at("gradients");
+  st.memory.optimizer_states = m.at("optimizer_states");
+  st.memory.activations_per_micro_batch = m.at("activations_per_micro_batch");
+  st.memory.micro_batches_in_flight = m.at("micro_batches_in_flight");
+  st.memory.activations = m.at("activations");
+  st.memory.communication_buffers = m.at("communication_buffers");
+  st.memory.peak = m.at("peak");
+  st.memory.dominant = m.at("dominant");
+  st.memory.dominant_bytes = m.at("dominant_bytes");
+  st.out_of_memory = s.at("out_of_memory");
+  return st;
+}
+
+nlohmann::json ToJson(const TimelineEvent& e) {
+  return {{"stage", e.stage},       {"lane", e.lane},   {"name", e.name},         {"category", e.category},
+          {"micro_batch", e.micro_batch}, {"chunk", e.chunk}, {"start", e.start}, {"duration", e.duration},
+          {"ranks", e.ranks}};
+}
+
+TimelineEvent TimelineEventFromJson(const nlohmann::json& e) {
+  return {e.at("stage"), e.at("lane"),  e.at("name"),     e.at("category"),
+          e.at("micro_batch"), e.at("chunk"), e.at("start"), e.at("duration"),
+          e.at("ranks").get<std::vector<int64_t>>()};
+}
+
 nlohmann::json ToJson(const StepResult& r) {
   nlohmann::json stages = nlohmann::json::array();
-  for (const auto& s : r.stages)
-    stages.push_back({{"stage", s.stage},
-                      {"forward_seconds_per_micro_batch", s.forward_seconds},
-                      {"backward_seconds_per_micro_batch", s.backward_seconds},
-                      {"compute_seconds", s.compute_seconds},
-                      {"communication_seconds", s.communication_seconds},
-                      {"exposed_communication_seconds", s.exposed_communication_seconds},
-                      {"bubble_seconds", s.bubble_seconds},
-                      {"passes_end_seconds", s.passes_end_seconds},
-                      {"end_seconds", s.end_seconds},
-                      {"memory", ToJson(s.memory)},
-                      {"out_of_memory", s.out_of_memory}});
+  for (const auto& s : r.stages) stages.push_back(ToJson(s));
   nlohmann::json j = {{"engine", r.engine},
           {"step_seconds", r.step_seconds},
           {"samples_per_second", r.samples_per_second},
@@ -82,16 +123,7 @@ nlohmann::json ToJson(const StepResult& r) {
           {"stages", stages}};
   if (!r.events.empty()) {
     nlohmann::json events = nlohmann::json::array();
-    for (const TimelineEvent& e : r.events)
-      events.push_back({{"stage", e.stage},
-                        {"lane", e.lane},
-                        {"name", e.name},
-                        {"category", e.category},
-                        {"micro_batch", e.micro_batch},
-                        {"chunk", e.chunk},
-                        {"start", e.start},
-                        {"duration", e.duration},
-                        {"ranks", e.ranks}});
+    for (const TimelineEvent& e : r.events) events.push_back(ToJson(e));
     j["events"] = events;
   }
   return j;
@@ -114,35 +146,9 @@ StepResult StepResultFromJson(const nlohmann::json& j) {
   r.slowest_reason = j.at("slowest_reason");
   r.out_of_memory = j.at("out_of_memory");
   r.memory_message = j.at("memory_message");
-  for (const auto& s : j.at("stages")) {
-    StageResult st;
-    st.stage = s.at("stage");
-    st.forward_seconds = s.at("forward_seconds_per_micro_batch");
-    st.backward_seconds = s.at("backward_seconds_per_micro_batch");
-    st.compute_seconds = s.at("compute_seconds");
-    st.communication_seconds = s.at("communication_seconds");
-    st.exposed_communication_seconds = s.at("exposed_communication_seconds");
-    st.bubble_seconds = s.at("bubble_seconds");
-    st.passes_end_seconds = s.at("passes_end_seconds");
-    st.end_seconds = s.at("end_seconds");
-    const auto& m = s.at("memory");
-    st.memory.parameters = m.at("parameters");
-    st.memory.gradients = m.at("gradients");
-    st.memory.optimizer_states = m.at("optimizer_states");
-    st.memory.activations_per_micro_batch = m.at("activations_per_micro_batch");
-    st.memory.micro_batches_in_flight = m.at("micro_batches_in_flight");
-    st.memory.activations = m.at("activations");
-    st.memory.communication_buffers = m.at("communication_buffers");
-    st.memory.peak = m.at("peak");
-    st.memory.dominant = m.at("dominant");
-    st.memory.dominant_bytes = m.at("dominant_bytes");
-    st.out_of_memory = s.at("out_of_memory");
-    r.stages.push_back(st);
-  }
+  for (const auto& s : j.at("stages")) r.stages.push_back(StageResultFromJson(s));
   if (j.contains("events"))
-    for (const auto& e : j.at("events"))
-      r.events.push_back({e.at("stage"), e.at("lane"), e.at("name"), e.at("category"), e.at("micro_batch"),
-                          e.at("chunk"), e.at("start"), e.at("duration"), e.at("ranks").get<std::vector<int64_t>>()});
+    for (const auto& e : j.at("events")) r.events.push_back(TimelineEventFromJson(e));
   return r;
 }
 

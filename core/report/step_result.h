@@ -63,6 +63,13 @@ struct StepResult {
 // Fills in step-derived figures (throughput, MFU, slowest stage, memory verdict).
 void Finalize(const Plan& plan, StepResult& result);
 
+// One stage's figures and one timeline event, and back (result.json and the
+// real executor's rank reports use them).
+nlohmann::json ToJson(const StageResult& stage);
+StageResult StageResultFromJson(const nlohmann::json& j);
+nlohmann::json ToJson(const TimelineEvent& event);
+TimelineEvent TimelineEventFromJson(const nlohmann::json& j);
+
 // The result's figures, its stages and, when it has them, its timeline events.
 nlohmann::json ToJson(const StepResult& result);
 // Reads what ToJson writes (result.json's "result"); throws nlohmann's errors on a bad document.

@@ -3,6 +3,7 @@
 // runs, tooltips with the right rank and slice, aggregation at 4096 devices,
 // selection driving every view, result.json opened with its own figures and
 // device rows, the side panel's run and cancel, exports of every view.
+#include <QDir>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -65,6 +66,22 @@ class ViewsTest : public QObject {
       }
       break;
     }
+  }
+
+  void OpensEveryShippedRun() {
+    const QDir runs(Path("configs/runs"));
+    int opened = 0;
+    for (const QString& name : runs.entryList({"*.json"}, QDir::Files)) {
+      const RunView view = LoadForView(runs.filePath(name).toStdString());
+      QVERIFY2(view.result.step_seconds > 0, qPrintable(name));
+      QVERIFY2(!view.timeline.stages.empty() && !view.layouts.ops.empty(), qPrintable(name));
+      DeviceMatrixView devices;
+      devices.resize(900, 640);
+      devices.SetLayouts(&view.layouts);
+      QVERIFY2(devices.CellCount() > 0, qPrintable(name));
+      ++opened;
+    }
+    QVERIFY(opened >= 15);
   }
 
   void DevicesViewFoldsExtraDimensionsIntoTiles() {
