@@ -2,6 +2,7 @@
 // printed like nccl-tests (collectives) or as achieved FLOP/s and efficiency
 // per shape (GEMMs), and written as measurements for `shardlab calibrate`.
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <set>
 #include <tuple>
@@ -28,6 +29,22 @@ void Emit(const BenchArgs& args, const nlohmann::json& measurements, const std::
   if (!args.out_file.empty()) WriteFileAtomically(args.out_file, measurements.dump(2) + "\n");
 }
 
+// Runs `part` on every rank; returns each rank's part and sets `device` to the ranks' device.
+std::vector<std::string> RunBenchmark(const exec::LaunchOptions& launch,
+                                      const std::function<std::string(exec::RankContext&)>& part,
+                                      std::string* device) {
+  const auto outputs = exec::RunRanks(launch, [&](exec::RankContext& c) {
+    return nlohmann::json{{"device", c.runtime.device()}, {"part", part(c)}}.dump();
+  });
+  std::vector<std::string> parts;
+  for (const std::string& o : outputs) {
+    const auto j = nlohmann::json::parse(o);
+    *device = j.at("device");
+    parts.push_back(j.at("part"));
+  }
+  return parts;
+}
+
 int BenchCollectives(const BenchArgs& args) {
   if (args.backend != "gloo" && args.backend != "nccl")
     throw std::runtime_error("bench collectives: --backend is gloo or nccl, not " + args.backend);
@@ -40,16 +57,8 @@ int BenchCollectives(const BenchArgs& args) {
   options.warmup = static_cast<int>(args.warmup);
   options.repeats = static_cast<int>(args.repeats);
   std::string device;
-  const auto outputs = exec::RunRanks(launch, [&](exec::RankContext& c) {
-    const std::string times = exec::CollectiveBenchRank(c, options);
-    return nlohmann::json{{"device", c.runtime.device()}, {"times", nlohmann::json::parse(times)}}.dump();
-  });
-  std::vector<std::string> times;
-  for (const std::string& o : outputs) {
-    const auto j = nlohmann::json::parse(o);
-    device = j.at("device");
-    times.push_back(j.at("times").dump());
-  }
+  const std::vector<std::string> times =
+      RunBenchmark(launch, [&](exec::RankContext& c) { return exec::CollectiveBenchRank(c, options); }, &device);
   const auto samples = exec::CombineCollectiveBench(options, args.backend, times);
   std::string table = fmt::format(
       "# {} collectives, {} ranks on {} ({}); {} iterations after {} warm-up, median of the slowest rank\n",
@@ -86,16 +95,8 @@ int BenchGemm(const BenchArgs& args) {
   options.warmup = static_cast<int>(std::min<int64_t>(args.warmup, 3));
   options.repeats = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(args.repeats, 5)));
   std::string device;
-  const auto outputs = exec::RunRanks(launch, [&](exec::RankContext& c) {
-    const std::string r = exec::GemmBenchRank(c, options);
-    return nlohmann::json{{"device", c.runtime.device()}, {"result", nlohmann::json::parse(r)}}.dump();
-  });
-  std::vector<std::string> results;
-  for (const std::string& o : outputs) {
-    const auto j = nlohmann::json::parse(o);
-    device = j.at("device");
-    results.push_back(j.at("result").dump());
-  }
+  const std::vector<std::string> results =
+      RunBenchmark(launch, [&](exec::RankContext& c) { return exec::GemmBenchRank(c, options); }, &device);
   const exec::GemmBenchResult r = exec::CombineGemmBench(options, results);
   double best = 0;
   for (const auto& g : r.gemms) best = std::max(best, g.flops() / g.seconds);
