@@ -6,6 +6,8 @@
 // on the communicator's stream (see cuda_runtime.h).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -44,6 +46,6 @@ class Communicator {
 };
 
 // Elements of float32 that carry `bytes` (at least one).
-size_t ElementsFor(double bytes);
+inline size_t ElementsFor(double bytes) { return std::max<size_t>(1, static_cast<size_t>(std::ceil(bytes / 4))); }
 
 }  // namespace shardlab::exec

@@ -15,8 +15,6 @@
 
 namespace shardlab::exec {
 
-size_t ElementsFor(double bytes) { return std::max<size_t>(1, static_cast<size_t>(std::ceil(bytes / 4))); }
-
 namespace {
 
 constexpr Stream kCompute = Stream::kCompute;

@@ -175,12 +175,14 @@ std::vector<int64_t> SliceIndex(const OperatorView& op, const TensorView& tensor
   return s;
 }
 
-int64_t SliceId(const OperatorView& op, const TensorView& tensor, const std::vector<int64_t>& coords) {
-  const Shape splits = SplitsOf(op, tensor);
-  const std::vector<int64_t> s = SliceIndex(op, tensor, coords);
+int64_t SliceIdOfIndex(const Shape& splits, const std::vector<int64_t>& slice) {
   int64_t id = 0;
-  for (size_t j = 0; j < s.size(); ++j) id = id * splits[j] + s[j];
+  for (size_t j = 0; j < slice.size(); ++j) id = id * splits[j] + slice[j];
   return id;
+}
+
+int64_t SliceId(const OperatorView& op, const TensorView& tensor, const std::vector<int64_t>& coords) {
+  return SliceIdOfIndex(SplitsOf(op, tensor), SliceIndex(op, tensor, coords));
 }
 
 std::string SliceRanges(const TensorView& tensor, const std::vector<int64_t>& slice) {

@@ -96,6 +96,7 @@ class DeviceGrid {
 std::vector<int64_t> SliceIndex(const OperatorView& op, const TensorView& tensor, const std::vector<int64_t>& coords);
 // One number per distinct slice (row-major over the tensor's splits).
 int64_t SliceId(const OperatorView& op, const TensorView& tensor, const std::vector<int64_t>& coords);
+int64_t SliceIdOfIndex(const Shape& splits, const std::vector<int64_t>& slice);
 // How many ways each tensor dimension is split.
 Shape SplitsOf(const OperatorView& op, const TensorView& tensor);
 // "[0:512, 256:512]": the element ranges of a slice.

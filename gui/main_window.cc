@@ -8,6 +8,7 @@
 #include <QMessageBox>
 #include <QStatusBar>
 #include <QVBoxLayout>
+#include <functional>
 #include <utility>
 
 #include "gui/export.h"
@@ -60,9 +61,15 @@ MainWindow::MainWindow()
   statusBar()->addWidget(status_);
 
   QMenu* file = menuBar()->addMenu("&File");
-  file->addAction("&Open run or result...", QKeySequence::Open, this, &MainWindow::ChooseRun);
-  file->addAction("&Compare with...", this, &MainWindow::ChooseCompare);
-  file->addAction("&Export view...", QKeySequence::Save, this, &MainWindow::ChooseExport);
+  const QString json = "Run files and results (*.json)";
+  file->addAction("&Open run or result...", QKeySequence::Open, this,
+                  [this, json] { WithFile("Open run or result", false, json, [this](const QString& p) { OpenRun(p); }); });
+  file->addAction("&Compare with...", this,
+                  [this, json] { WithFile("Compare with", false, json, [this](const QString& p) { CompareWith(p); }); });
+  file->addAction("&Export view...", QKeySequence::Save, this, [this] {
+    WithFile("Export view", true, "PNG (*.png);;SVG (*.svg)",
+             [this](const QString& p) { ExportView(*tabs_->currentWidget(), p); });
+  });
   file->addAction("&Quit", QKeySequence::Quit, this, &QWidget::close);
 
   // One selection drives the views; the table and the timeline set it.
@@ -174,32 +181,13 @@ void MainWindow::CompareWith(const QString& path) {
   tabs_->setCurrentWidget(compare_);
 }
 
-void MainWindow::ChooseRun() {
-  const QString path =
-      QFileDialog::getOpenFileName(this, "Open run or result", QString(), "Run files and results (*.json)");
+void MainWindow::WithFile(const QString& title, bool save, const QString& filter,
+                          const std::function<void(const QString&)>& use) {
+  const QString path = save ? QFileDialog::getSaveFileName(this, title, QString(), filter)
+                            : QFileDialog::getOpenFileName(this, title, QString(), filter);
   if (path.isEmpty()) return;
   try {
-    OpenRun(path);
-  } catch (const std::exception& e) {
-    QMessageBox::critical(this, "shardlab", QString::fromStdString(e.what()));
-  }
-}
-
-void MainWindow::ChooseCompare() {
-  const QString path = QFileDialog::getOpenFileName(this, "Compare with", QString(), "Run files and results (*.json)");
-  if (path.isEmpty()) return;
-  try {
-    CompareWith(path);
-  } catch (const std::exception& e) {
-    QMessageBox::critical(this, "shardlab", QString::fromStdString(e.what()));
-  }
-}
-
-void MainWindow::ChooseExport() {
-  const QString path = QFileDialog::getSaveFileName(this, "Export view", QString(), "PNG (*.png);;SVG (*.svg)");
-  if (path.isEmpty()) return;
-  try {
-    ExportView(*tabs_->currentWidget(), path);
+    use(path);
   } catch (const std::exception& e) {
     QMessageBox::critical(this, "shardlab", QString::fromStdString(e.what()));
   }

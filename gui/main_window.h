@@ -11,6 +11,7 @@
 #include <QMainWindow>
 #include <QTabWidget>
 #include <QTimer>
+#include <functional>
 #include <memory>
 
 #include "gui/compare_view.h"
@@ -53,9 +54,8 @@ class MainWindow : public QMainWindow {
   QTabWidget* tabs() const { return tabs_; }
 
  private:
-  void ChooseRun();
-  void ChooseCompare();
-  void ChooseExport();
+  // Asks for a file (to open, or to save when `save`) and hands it to `use`; errors become a message box.
+  void WithFile(const QString& title, bool save, const QString& filter, const std::function<void(const QString&)>& use);
   void OnSelection(int op, int tensor);
 
   std::shared_ptr<RunView> view_;  // the views point into it

@@ -65,7 +65,7 @@ namespace {
 // The tasks of one pass with their shares: compute runs in order, blocking
 // collectives after them; an overlapped collective adds no time of its own
 // unless it outlasts the compute beside it.
-std::vector<PassTask> TasksOf(const std::vector<Task>& tasks, const std::vector<bool>& breaks, const Graph& graph) {
+std::vector<PassTask> TasksOf(const std::vector<Task>& tasks, const std::vector<bool>& breaks) {
   std::vector<PassTask> out;
   double at = 0;
   for (const PassStep& step : PassSteps(tasks, 0, tasks.size(), breaks)) {
@@ -74,8 +74,7 @@ std::vector<PassTask> TasksOf(const std::vector<Task>& tasks, const std::vector<
     for (int i = step.first_task; i < step.end_task; ++i) {
       const Task& t = tasks[i];
       if (t.kind == Task::Kind::kCollective && overlapped) continue;
-      const std::string name = t.op >= 0 ? graph.op(t.op).name : t.name;
-      out.push_back({t.op, t.name.empty() ? name : t.name, at, at + t.seconds});
+      out.push_back({t.op, t.name, at, at + t.seconds});
       at += t.seconds;
     }
     at = std::max(at, begin + step.ClosedFormSeconds(tasks));
@@ -90,12 +89,12 @@ std::vector<PassTask> TasksOf(const std::vector<Task>& tasks, const std::vector<
 
 }  // namespace
 
-void AttachPassTasks(const Plan& plan, const Graph& graph, PipelineTimeline* timeline) {
+void AttachPassTasks(const Plan& plan, PipelineTimeline* timeline) {
   for (StageRow& row : timeline->stages) {
     if (row.stage < 0 || row.stage >= static_cast<int64_t>(plan.stages.size())) continue;
     const StageProgram& stage = plan.stages[row.stage];
-    row.forward_tasks = TasksOf(stage.forward, {}, graph);
-    row.backward_tasks = TasksOf(stage.backward, BucketBreaks(stage), graph);
+    row.forward_tasks = TasksOf(stage.forward, {});
+    row.backward_tasks = TasksOf(stage.backward, BucketBreaks(stage));
   }
 }
 

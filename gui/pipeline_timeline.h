@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "core/graph/graph.h"
 #include "core/plan/plan.h"
 #include "core/report/step_result.h"
 
@@ -57,6 +56,6 @@ PipelineTimeline BuildTimeline(const StepResult& result);
 
 // Where each operator's tasks sit inside a stage's forward and backward pass,
 // from the plan's closed-form task times walked by the engines' pass steps.
-void AttachPassTasks(const Plan& plan, const Graph& graph, PipelineTimeline* timeline);
+void AttachPassTasks(const Plan& plan, PipelineTimeline* timeline);
 
 }  // namespace shardlab::gui

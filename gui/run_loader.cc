@@ -5,14 +5,23 @@
 #include "core/plan/lowering.h"
 #include "core/search/search.h"
 #include "core/util/json_reader.h"
+#include "sim/step_engine.h"
 
 namespace shardlab::gui {
 namespace {
 
-std::vector<OpLayout> LayoutsOf(const RunSpec& run, Graph& graph) {
-  const bool searched = run.parallel.parallel_mode == ParallelMode::kAutoParallel;
-  const std::string mode = searched ? ToString(run.parallel.search_mode) : "semi_auto";
-  return SearchStrategies(run, graph, mode, run.parallel.cost_model.model).layouts;
+// The layouts of a view: the strategies a document fixes (applied as
+// configured ones, no search), else those of `mode` ("": the run's own).
+std::vector<OpLayout> LayoutsOf(const RunSpec& run, Graph& graph, const std::string& mode,
+                                const nlohmann::json* strategies) {
+  if (!strategies) return SearchStrategies(run, graph, mode, "").layouts;
+  if (strategies->size() != graph.operators().size())
+    throw std::runtime_error("the document's strategies do not match its run's operators");
+  for (size_t i = 0; i < graph.operators().size(); ++i) {
+    Operator& op = graph.mutable_op(static_cast<int>(i));
+    if (op.type != "Reshape" && op.type != "Flatten") op.strategy = (*strategies)[i].get<Strategy>();  // they follow their input
+  }
+  return SearchStrategies(run, graph, "semi_auto", "").layouts;
 }
 
 std::vector<StrategyRow> StrategyRows(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts) {
@@ -32,30 +41,45 @@ std::vector<StrategyRow> StrategyRows(const RunSpec& run, const Graph& graph, co
   return rows;
 }
 
-// Everything but the step result, which the caller supplies.
-RunView Derive(const RunSpec& run, const StepResult* given) {
+// The view of a run with these layouts; its step simulated analytically
+// unless given (a given result without events gets the analytical timeline).
+RunView Derive(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts,
+               const StepResult* given) {
   RunView view;
   view.run = run;
-  Graph graph = BuildRunGraph(run);
-  const std::vector<OpLayout> layouts = LayoutsOf(run, graph);
   const Plan plan = LowerToPlan(run, graph, layouts);
-  view.result = given && !given->events.empty() ? *given : RunAnalytical(plan, true);
-  if (given && given->events.empty()) {
-    // A result without a timeline: the figures are the file's, the timeline the analytical engine's.
-    const std::vector<TimelineEvent> events = std::move(view.result.events);
+  if (!given) {
+    view.result = RunAnalytical(plan, true);
+  } else {
     view.result = *given;
-    view.result.events = events;
+    if (view.result.events.empty()) view.result.events = RunAnalytical(plan, true).events;
   }
   view.strategies = StrategyRows(run, graph, layouts);
   view.layouts = BuildRunLayouts(run, graph, layouts);
   view.timeline = BuildTimeline(view.result);
-  AttachPassTasks(plan, graph, &view.timeline);
+  AttachPassTasks(plan, &view.timeline);
   return view;
 }
 
 }  // namespace
 
-RunView SimulateForView(const RunSpec& run) { return Derive(run, nullptr); }
+RunView SimulateForView(const RunSpec& run) {
+  Graph graph = BuildRunGraph(run);
+  const std::vector<OpLayout> layouts = LayoutsOf(run, graph, "", nullptr);
+  return Derive(run, graph, layouts, nullptr);
+}
+
+nlohmann::json SimulateDocument(const RunSpec& run, const std::string& engine) {
+  Graph graph = BuildRunGraph(run);
+  const std::vector<OpLayout> layouts = LayoutsOf(run, graph, "", nullptr);
+  const Plan plan = LowerToPlan(run, graph, layouts);
+  const StepResult result = engine == "simgrid"
+                                ? sim::RunSimGrid(plan, run.cluster, sim::Fidelity::kAggregated, sim::TraceRequest{true, {}})
+                                : RunAnalytical(plan, true);
+  nlohmann::json strategies = nlohmann::json::array();
+  for (const OpLayout& l : layouts) strategies.push_back(l.strategy);
+  return {{"run", ToJson(run)}, {"result", ToJson(result)}, {"strategies", strategies}};
+}
 
 RunSpec EditRun(const RunSpec& run, const nlohmann::json& parallel_changes) {
   nlohmann::json doc = ToJson(run);
@@ -72,10 +96,6 @@ RunSpec EditRun(const RunSpec& run, const nlohmann::json& parallel_changes) {
   return ReadRunSpec(JsonNode(doc, run.file.empty() ? "edited run" : run.file + " (edited)"));
 }
 
-nlohmann::json ResultDocument(const RunView& view) {
-  return {{"run", ToJson(view.run)}, {"result", ToJson(view.result)}};
-}
-
 RunView ViewFromResultDocument(const nlohmann::json& doc, const std::string& source) {
   const RunSpec run = ReadRunSpec(JsonNode(doc.at("run"), source));
   StepResult result;
@@ -84,15 +104,22 @@ RunView ViewFromResultDocument(const nlohmann::json& doc, const std::string& sou
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(source + ": /result: not a shardlab step result (" + e.what() + ")");
   }
-  RunView view = Derive(run, &result);
+  Graph graph = BuildRunGraph(run);
+  // `shardlab simulate` runs the configured strategies: a result.json without its own list has those.
+  const std::vector<OpLayout> layouts =
+      LayoutsOf(run, graph, "semi_auto", doc.contains("strategies") ? &doc.at("strategies") : nullptr);
+  RunView view = Derive(run, graph, layouts, &result);
   view.source = source;
-  view.from_result = true;
   return view;
 }
 
 RunView LoadForView(const std::string& path) {
   const nlohmann::json doc = ReadJsonFile(path);
-  if (doc.is_object() && doc.contains("result") && doc.contains("run")) return ViewFromResultDocument(doc, path);
+  if (doc.is_object() && doc.contains("result") && doc.contains("run")) {
+    RunView view = ViewFromResultDocument(doc, path);
+    view.from_result = true;
+    return view;
+  }
   RunView view = SimulateForView(LoadRunFile(path));
   view.source = path;
   return view;

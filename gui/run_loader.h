@@ -39,9 +39,12 @@ RunView LoadForView(const std::string& path);
 // checked as a run file is (errors name the key).
 RunSpec EditRun(const RunSpec& run, const nlohmann::json& parallel_changes);
 
-// A result document ({"run", "result"}) and back: how a simulation in a
-// child process hands its view to the window.
-nlohmann::json ResultDocument(const RunView& view);
+// A simulation's view as a document ({"run", "result", "strategies"}: one
+// strategy per operator) and back: how a simulation in a child process hands
+// its view to the window without the window searching again. A result.json
+// of `shardlab simulate` is such a document without "strategies" (it ran the
+// configured ones).
+nlohmann::json SimulateDocument(const RunSpec& run, const std::string& engine);
 RunView ViewFromResultDocument(const nlohmann::json& doc, const std::string& source);
 
 }  // namespace shardlab::gui

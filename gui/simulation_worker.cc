@@ -2,25 +2,9 @@
 
 #include <functional>
 
-#include "core/plan/lowering.h"
-#include "core/search/search.h"
 #include "core/util/child_jobs.h"
-#include "sim/step_engine.h"
 
 namespace shardlab::gui {
-
-nlohmann::json SimulateDocument(const RunSpec& run, const std::string& engine) {
-  if (engine != "simgrid") return ResultDocument(SimulateForView(run));
-  Graph graph = BuildRunGraph(run);
-  const bool searched = run.parallel.parallel_mode == ParallelMode::kAutoParallel;
-  const auto layouts =
-      SearchStrategies(run, graph, searched ? ToString(run.parallel.search_mode) : "semi_auto",
-                       run.parallel.cost_model.model)
-          .layouts;
-  const Plan plan = LowerToPlan(run, graph, layouts);
-  const StepResult result = sim::RunSimGrid(plan, run.cluster, sim::Fidelity::kAggregated, sim::TraceRequest{true, {}});
-  return {{"run", ToJson(run)}, {"result", ToJson(result)}};
-}
 
 SimulationWorker::SimulationWorker(QObject* parent) : QObject(parent) {
   qRegisterMetaType<std::shared_ptr<RunView>>("std::shared_ptr<shardlab::gui::RunView>");
@@ -58,7 +42,6 @@ bool SimulationWorker::Start(const RunSpec& run, const std::string& engine) {
     }
     try {
       auto view = std::make_shared<RunView>(ViewFromResultDocument(nlohmann::json::parse(r.output), run.file));
-      view->from_result = false;
       post([this, view] { emit finished(view); });
     } catch (const std::exception& e) {
       const QString message = e.what();

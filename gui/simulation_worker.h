@@ -1,7 +1,7 @@
 // Runs a simulation for the window without blocking it: on a worker thread
 // that forks one child process (SimGrid allows one engine per process, and a
 // child can be killed at once when the user cancels). The child hands back a
-// result document; the worker turns it into a RunView.
+// simulation document (SimulateDocument); the worker turns it into a RunView.
 #pragma once
 
 #include <QObject>
@@ -39,8 +39,5 @@ class SimulationWorker : public QObject {
   std::atomic<bool> cancel_{false};
   bool running_ = false;
 };
-
-// What the child computes: the view of `run` with `engine`, as a result document.
-nlohmann::json SimulateDocument(const RunSpec& run, const std::string& engine);
 
 }  // namespace shardlab::gui

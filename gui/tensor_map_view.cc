@@ -2,6 +2,7 @@
 
 #include <QPainter>
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -26,10 +27,23 @@ void TensorMapView::SetLayouts(const RunLayouts* layouts) {
   Show(op, op >= 0 ? DefaultTensor(layouts_->ops[op]) : 0);
 }
 
-void TensorMapView::Show(int op, int tensor) {
-  op_ = layouts_ && op >= 0 && op < static_cast<int>(layouts_->ops.size()) ? op : -1;
+void TensorMapView::Show(int op_index, int tensor_index) {
+  op_ = layouts_ && op_index >= 0 && op_index < static_cast<int>(layouts_->ops.size()) ? op_index : -1;
   const int tensors = op_ >= 0 ? static_cast<int>(layouts_->ops[op_].tensors.size()) : 0;
-  tensor_ = tensors == 0 ? -1 : std::clamp(tensor, 0, tensors - 1);
+  tensor_ = tensors == 0 ? -1 : std::clamp(tensor_index, 0, tensors - 1);
+  // Splits and holders once per choice: painting and tooltips look them up.
+  splits_.clear();
+  holders_.clear();
+  if (const TensorView* t = tensor()) {
+    const OperatorView& o = *op();
+    splits_ = SplitsOf(o, *t);
+    int64_t slices = 1;
+    for (int64_t s : splits_) slices *= s;
+    holders_.resize(static_cast<size_t>(slices));
+    const DeviceGrid grid(o.device_matrix);
+    for (int64_t l = 0; l < grid.devices(); ++l)
+      holders_[SliceId(o, *t, grid.Coordinates(l))].push_back(o.first_rank + l);
+  }
   update();
 }
 
@@ -66,42 +80,26 @@ QString TensorMapView::HeaderText() const {
 }
 
 int64_t TensorMapView::SliceRows() const {
-  const TensorView* t = tensor();
-  if (!t || t->map.size() < 2) return 1;
-  const Shape splits = SplitsOf(*op(), *t);
   int64_t rows = 1;
-  for (size_t j = 0; j + 1 < splits.size(); ++j) rows *= splits[j];
+  for (size_t j = 0; j + 1 < splits_.size(); ++j) rows *= splits_[j];
   return rows;
 }
 
-int64_t TensorMapView::SliceCols() const {
-  const TensorView* t = tensor();
-  if (!t || t->map.empty()) return 1;
-  return SplitsOf(*op(), *t).back();
-}
+int64_t TensorMapView::SliceCols() const { return splits_.empty() ? 1 : splits_.back(); }
 
 std::vector<int64_t> TensorMapView::SliceAt(int64_t row, int64_t col) const {
-  const TensorView* t = tensor();
-  if (!t || t->map.empty()) return {};
-  const Shape splits = SplitsOf(*op(), *t);
-  std::vector<int64_t> s(splits.size(), 0);
+  if (splits_.empty()) return {};
+  std::vector<int64_t> s(splits_.size(), 0);
   s.back() = col;
-  for (int j = static_cast<int>(splits.size()) - 2; j >= 0; --j) {
-    s[j] = row % splits[j];
-    row /= splits[j];
+  for (int j = static_cast<int>(splits_.size()) - 2; j >= 0; --j) {
+    s[j] = row % splits_[j];
+    row /= splits_[j];
   }
   return s;
 }
 
 std::vector<int64_t> TensorMapView::HoldersOf(const std::vector<int64_t>& slice) const {
-  std::vector<int64_t> ranks;
-  const OperatorView* o = op();
-  const TensorView* t = tensor();
-  if (!t) return ranks;
-  const DeviceGrid grid(o->device_matrix);
-  for (int64_t l = 0; l < grid.devices(); ++l)
-    if (SliceIndex(*o, *t, grid.Coordinates(l)) == slice) ranks.push_back(o->first_rank + l);
-  return ranks;
+  return holders_.empty() ? std::vector<int64_t>{} : holders_[SliceIdOfIndex(splits_, slice)];
 }
 
 QString TensorMapView::SliceLabel(int64_t row, int64_t col) const {
@@ -118,14 +116,13 @@ QRectF TensorMapView::SliceRect(int64_t row, int64_t col) const {
 QString TensorMapView::ToolTipAt(QPoint pos) const {
   const TensorView* t = tensor();
   if (!t) return {};
-  for (int64_t r = 0; r < SliceRows(); ++r)
-    for (int64_t c = 0; c < SliceCols(); ++c)
-      if (SliceRect(r, c).contains(pos)) {
-        const std::vector<int64_t> s = SliceAt(r, c);
-        return QString::fromStdString(fmt::format("{} slice {} = {}\nheld by ranks {}", t->name, ShapeText(s),
-                                                  SliceRanges(*t, s), RankList(HoldersOf(s), 16)));
-      }
-  return {};
+  const QRectF first = SliceRect(0, 0);
+  const double x = pos.x() - first.left(), y = pos.y() - first.top();
+  const int64_t c = static_cast<int64_t>(std::floor(x / first.width())), r = static_cast<int64_t>(std::floor(y / first.height()));
+  if (x < 0 || y < 0 || r >= SliceRows() || c >= SliceCols()) return {};
+  const std::vector<int64_t> s = SliceAt(r, c);
+  return QString::fromStdString(fmt::format("{} slice {} = {}\nheld by ranks {}", t->name, ShapeText(s),
+                                            SliceRanges(*t, s), RankList(HoldersOf(s), 16)));
 }
 
 void TensorMapView::paintEvent(QPaintEvent*) {
@@ -135,21 +132,22 @@ void TensorMapView::paintEvent(QPaintEvent*) {
   p.drawText(QRectF(10, 6, width() - 20, kTop - 10), Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, HeaderText());
   const TensorView* t = tensor();
   if (!t) return;
-  const OperatorView& o = *op();
-  const DeviceGrid grid(o.device_matrix);
   const int64_t rows = SliceRows(), cols = SliceCols();
-  const bool labels = SliceRect(0, 0).width() > 90 && SliceRect(0, 0).height() > 34;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) {
-      const QRectF rect = SliceRect(r, c);
-      const std::vector<int64_t> s = SliceAt(r, c);
+  const QRectF first = SliceRect(0, 0);
+  const bool labels = first.width() > 90 && first.height() > 34;
+  const bool borders = first.width() >= 4 && first.height() >= 4;  // thinner slices: colour only
+  // Slices thinner than a pixel share it: draw one of each pixel's worth.
+  const int64_t row_step = std::max<int64_t>(1, static_cast<int64_t>(1 / first.height()));
+  const int64_t col_step = std::max<int64_t>(1, static_cast<int64_t>(1 / first.width()));
+  p.setPen(QColor(40, 40, 40));
+  for (int64_t r = 0; r < rows; r += row_step)
+    for (int64_t c = 0; c < cols; c += col_step) {
+      QRectF rect = SliceRect(r, c);
+      rect.setSize({rect.width() * static_cast<double>(std::min(col_step, cols - c)),
+                    rect.height() * static_cast<double>(std::min(row_step, rows - r))});
       // The colour of the slice is that of its devices in the device-matrix view.
-      int64_t id = 0;
-      const Shape splits = SplitsOf(o, *t);
-      for (size_t j = 0; j < s.size(); ++j) id = id * splits[j] + s[j];
-      p.fillRect(rect, SliceColor(id));
-      p.setPen(QColor(40, 40, 40));
-      p.drawRect(rect);
+      p.fillRect(rect, SliceColor(r * cols + c));
+      if (borders) p.drawRect(rect);
       if (labels) p.drawText(rect.adjusted(4, 2, -4, -2), Qt::AlignCenter | Qt::TextWordWrap, SliceLabel(r, c));
     }
   // Axis names: the leading dimensions down, the last across.

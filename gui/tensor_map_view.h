@@ -23,7 +23,7 @@ class TensorMapView : public QWidget {
   QString HeaderText() const;
   int64_t SliceRows() const;
   int64_t SliceCols() const;
-  // Slice (row, col) of the drawing: its index per tensor dimension.
+  // Slice (row, col) of the drawing: its index per tensor dimension (its id is row * SliceCols() + col).
   std::vector<int64_t> SliceAt(int64_t row, int64_t col) const;
   // The global ranks holding a slice.
   std::vector<int64_t> HoldersOf(const std::vector<int64_t>& slice) const;
@@ -42,6 +42,8 @@ class TensorMapView : public QWidget {
 
   const RunLayouts* layouts_ = nullptr;
   int op_ = -1, tensor_ = 0;
+  Shape splits_;                              // of the shown tensor
+  std::vector<std::vector<int64_t>> holders_;  // by slice id: the global ranks holding it
 };
 
 }  // namespace shardlab::gui

@@ -15,6 +15,7 @@
 #include <QtTest/QtTest>
 
 #include "core/layout/device_matrix.h"
+#include "core/search/search.h"
 #include "gui/device_matrix_view.h"
 #include "gui/export.h"
 #include "gui/main_window.h"
@@ -218,6 +219,26 @@ class ViewsTest : public QObject {
     QVERIFY2(window.panel()->message()->text().contains("pipeline_stages"),
              qPrintable(window.panel()->message()->text()));
     QVERIFY(!window.worker()->running());
+  }
+
+  void SearchedStrategiesReachTheWindowWithoutASecondSearch() {
+    // The child searches (dynamic programming) and hands back its strategies; the window's
+    // layouts are built from them and equal a search done here.
+    MainWindow window;
+    window.OpenRun(Path("configs/runs/bert-large-a100-8.json"));
+    window.panel()->mode()->setCurrentIndex(window.panel()->mode()->findData("dynamic_programming"));
+    QSignalSpy done(window.worker(), &SimulationWorker::finished);
+    window.RunFromPanel();
+    QVERIFY(done.wait(120000));
+    const RunSpec& run = window.view()->run;
+    QCOMPARE(run.parallel.parallel_mode, ParallelMode::kAutoParallel);
+    Graph graph = BuildRunGraph(run);
+    const std::vector<OpLayout> searched = SearchStrategies(run, graph, "", "").layouts;
+    QCOMPARE(window.view()->strategies.size(), searched.size());
+    for (size_t i = 0; i < searched.size(); ++i) {
+      QCOMPARE(window.view()->strategies[i].strategy, QString::fromStdString(StrategyToString(searched[i].strategy)));
+      QCOMPARE(window.view()->layouts.ops[i].device_matrix, searched[i].device_matrix);
+    }
   }
 
   void CancelStopsTheWorker() {
