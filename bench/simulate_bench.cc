@@ -1,12 +1,13 @@
 // Speed of the simulation pipeline on the shipped 4096-device GPT-3 175B run:
-// building the graph, laying out every operator, lowering to the plan, and one
-// run of the analytical engine. Prints Google Benchmark's table.
+// building the graph, choosing every operator's strategy, lowering to the
+// plan, the whole of Prepare, and one run of the analytical engine. Prints
+// Google Benchmark's table.
 #include <benchmark/benchmark.h>
 
 #include "core/analytical/analytical_engine.h"
-#include "core/config/run_config.h"
-#include "core/ops/graph_layouts.h"
+#include "core/flow/prepared_run.h"
 #include "core/plan/lowering.h"
+#include "core/search/choose_strategies.h"
 
 namespace shardlab {
 namespace {
@@ -21,22 +22,25 @@ void BM_BuildGraph(benchmark::State& state) {
 }
 BENCHMARK(BM_BuildGraph)->Unit(benchmark::kMillisecond);
 
-void BM_LayOutOperators(benchmark::State& state) {
+void BM_ChooseStrategies(benchmark::State& state) {
   const Graph graph = BuildRunGraph(Gpt3Run());
-  for (auto _ : state) benchmark::DoNotOptimize(InferGraphLayouts(graph, Gpt3Run().parallel.devices_per_stage()));
+  for (auto _ : state) benchmark::DoNotOptimize(ChooseStrategies(Gpt3Run(), graph));
 }
-BENCHMARK(BM_LayOutOperators)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ChooseStrategies)->Unit(benchmark::kMillisecond);
 
 void BM_LowerToPlan(benchmark::State& state) {
-  const Graph graph = BuildRunGraph(Gpt3Run());
-  const auto layouts = InferGraphLayouts(graph, Gpt3Run().parallel.devices_per_stage());
-  for (auto _ : state) benchmark::DoNotOptimize(LowerToPlan(Gpt3Run(), graph, layouts));
+  const ShardedGraph sharded = ChooseStrategies(Gpt3Run(), BuildRunGraph(Gpt3Run()));
+  for (auto _ : state) benchmark::DoNotOptimize(LowerToPlan(Gpt3Run(), sharded));
 }
 BENCHMARK(BM_LowerToPlan)->Unit(benchmark::kMillisecond);
 
+void BM_Prepare(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(Prepare(Gpt3Run()));
+}
+BENCHMARK(BM_Prepare)->Unit(benchmark::kMillisecond);
+
 void BM_AnalyticalEngine(benchmark::State& state) {
-  const Graph graph = BuildRunGraph(Gpt3Run());
-  const Plan plan = LowerToPlan(Gpt3Run(), graph, InferGraphLayouts(graph, Gpt3Run().parallel.devices_per_stage()));
+  const Plan plan = Prepare(Gpt3Run()).plan;
   for (auto _ : state) benchmark::DoNotOptimize(RunAnalytical(plan, false));
 }
 BENCHMARK(BM_AnalyticalEngine)->Unit(benchmark::kMillisecond);

@@ -11,10 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "core/config/run_config.h"
 #include "core/config/units.h"
-#include "core/ops/graph_layouts.h"
-#include "core/plan/lowering.h"
+#include "core/flow/prepared_run.h"
 #include "core/util/atomic_file.h"
 #include "exec/micro_benchmarks.h"
 
@@ -82,9 +80,7 @@ int BenchGemm(const BenchArgs& args) {
   exec::GemmBenchOptions options = exec::DefaultGemmBench(args.backend);
   if (!args.run_file.empty()) {
     // The products the run's devices compute, so the fit covers the shapes the executor will run.
-    const RunSpec run = LoadRunFile(args.run_file);
-    const Graph graph = BuildRunGraph(run);
-    const Plan plan = LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
+    const Plan plan = Prepare(LoadRunFile(args.run_file)).plan;
     std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
     for (const GemmShape& g : options.shapes) seen.insert({g.m, g.n, g.k});
     for (const StageProgram& stage : plan.stages)

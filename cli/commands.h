@@ -68,6 +68,7 @@ int CollectiveCommand(const CollectiveArgs& args);
 struct ValidateArgs {
   std::string folder;
   std::string engine = "analytical";  // or simgrid (one process per case)
+  bool json = false;
 };
 int Validate(const ValidateArgs& args);
 
@@ -90,7 +91,7 @@ int TuneFusion(const TuneFusionArgs& args);
 struct SearchArgs {
   std::string run_file;
   std::string mode;  // dynamic_programming | recursive_programming | sharding_propagation | semi_auto; "" = the run's
-  std::string cost_model;  // mindspore | time; "" = mindspore
+  std::string cost_model;  // mindspore | time; "" = the run's parallel.cost_model
   std::string out_file;    // strategy checkpoint; "" = the run's strategy_ckpt_save_file
   bool all = false;        // list every operator
   bool json = false;
@@ -99,7 +100,7 @@ int Search(const SearchArgs& args);
 
 struct CompareArgs {
   std::string run_file;
-  std::vector<std::string> modes = {"all"};  // all, or search modes (semi_auto for the run's own)
+  std::vector<std::string> modes = {"all"};  // all, or run (the run's own strategies), semi_auto, search modes
   std::string engine = "both";               // analytical | both (analytical and SimGrid)
   int64_t jobs = 0;
   bool json = false;

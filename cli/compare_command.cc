@@ -1,5 +1,5 @@
-// `shardlab compare RUN.json`: every search mode (and the run's own semi-auto
-// strategies) on the same run, each result simulated with the analytical
+// `shardlab compare RUN.json`: the run's own strategies and every search mode
+// on the same run, each result simulated with the analytical
 // engine and, in child processes, with SimGrid; printed side by side.
 #include <iostream>
 
@@ -9,17 +9,16 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "cli/run_evaluation.h"
-#include "core/plan/lowering.h"
-#include "core/search/search.h"
+#include "core/flow/prepared_run.h"
+#include "sim/simulate.h"
 
 namespace shardlab::cli {
 namespace {
 
 struct Variant {
-  std::string mode, cost_model;
+  std::string mode, cost_model;  // as asked: "run" for the run's own
   std::string error;
-  SearchResult search;
-  Plan plan;  // the searched strategies lowered
+  PreparedRun prepared;
   double analytical = 0;
   double simgrid = 0;
   bool oom = false;
@@ -34,13 +33,17 @@ int Compare(const CompareArgs& args) {
   std::vector<std::pair<std::string, std::string>> requested;
   for (const std::string& mode : args.modes) {
     if (mode == "all") {
-      requested = {{"semi_auto", "mindspore"},
+      requested = {{"run", ""},
                    {"dynamic_programming", "mindspore"},
                    {"dynamic_programming", "time"},
                    {"recursive_programming", "mindspore"},
                    {"sharding_propagation", "mindspore"},
                    {"sharding_propagation", "time"}};
       break;
+    }
+    if (mode == "run" || mode == "semi_auto") {
+      requested.push_back({mode, ""});
+      continue;
     }
     requested.push_back({mode, "mindspore"});
     if (mode == "dynamic_programming" || mode == "sharding_propagation") requested.push_back({mode, "time"});
@@ -51,10 +54,8 @@ int Compare(const CompareArgs& args) {
     v.mode = mode;
     v.cost_model = cost_model;
     try {
-      Graph graph = BuildRunGraph(run);
-      v.search = SearchStrategies(run, graph, mode, cost_model);
-      v.plan = LowerToPlan(run, graph, v.search.layouts);
-      const StepResult r = SimulateStep(v.plan, run.cluster, "analytical");
+      v.prepared = Prepare(WithStrategyMode(run, mode == "run" ? "" : mode, cost_model));
+      const StepResult r = sim::SimulateStep(v.prepared, "analytical");
       v.analytical = r.step_seconds;
       v.oom = r.out_of_memory;
     } catch (const std::exception& e) {
@@ -71,7 +72,7 @@ int Compare(const CompareArgs& args) {
         variants.size(),
         [&](size_t i) -> std::string {  // in a child: the plans searched above are in its copy of memory
           if (!variants[i].error.empty()) throw std::runtime_error(variants[i].error);
-          return fmt::format("{:.17g}", SimulateStep(variants[i].plan, run.cluster, "simgrid").step_seconds);
+          return fmt::format("{:.17g}", sim::SimulateStep(variants[i].prepared, "simgrid").step_seconds);
         },
         options, world);
     if (!world.root()) return 0;
@@ -80,17 +81,18 @@ int Compare(const CompareArgs& args) {
   }
   double reference = 0;
   for (const Variant& v : variants)
-    if (v.mode == "semi_auto" && v.error.empty()) reference = v.simgrid > 0 ? v.simgrid : v.analytical;
+    if (v.mode == "run" && v.error.empty()) reference = v.simgrid > 0 ? v.simgrid : v.analytical;
 
   if (args.json) {
     nlohmann::json out = {{"run", run.name}, {"variants", nlohmann::json::array()}};
     for (const Variant& v : variants) {
-      nlohmann::json j = {{"mode", v.mode}, {"cost_model", v.cost_model}};
+      nlohmann::json j = {{"mode", v.mode}};
       if (!v.error.empty()) {
         j["error"] = v.error;
       } else {
-        j["search_seconds"] = v.search.search_seconds;
-        j["objective"] = v.search.objective;
+        j["strategy_choice"] = ToJson(v.prepared.sharded.choice);
+        j["search_seconds"] = v.prepared.sharded.choice.search_seconds;
+        j["objective"] = v.prepared.sharded.choice.objective;
         j["analytical_step_seconds"] = v.analytical;
         if (v.simgrid > 0) j["simgrid_step_seconds"] = v.simgrid;
         j["out_of_memory"] = v.oom;
@@ -103,15 +105,19 @@ int Compare(const CompareArgs& args) {
   std::cout << fmt::format("compare {}: {} devices, {} per stage\n", run.name, run.parallel.device_num,
                            run.parallel.devices_per_stage());
   std::cout << fmt::format("  {:<24} {:<10} {:>9} {:>13} {:>12} {:>12} {:>10}\n", "mode", "cost", "search", "objective",
-                           "analytical", "simgrid", "vs semi");
+                           "analytical", "simgrid", "vs run");
   for (const Variant& v : variants) {
+    const StrategyChoice& c = v.prepared.sharded.choice;
+    const std::string mode = v.mode == "run" ? "run (" + c.mode + ")" : v.mode;
+    const std::string cost = c.Searched() ? c.cost_model : "-";
     if (!v.error.empty()) {
-      std::cout << fmt::format("  {:<24} {:<10} failed: {}\n", v.mode, v.cost_model, v.error);
+      std::cout << fmt::format("  {:<24} {:<10} failed: {}\n", mode, v.cost_model.empty() ? "-" : v.cost_model,
+                               v.error);
       continue;
     }
     const double step = v.simgrid > 0 ? v.simgrid : v.analytical;
-    std::cout << fmt::format("  {:<24} {:<10} {:>7.3f} s {:>13.5g} {:>10.5g} s {:>12} {:>10}{}\n", v.mode, v.cost_model,
-                             v.search.search_seconds, v.search.objective, v.analytical,
+    std::cout << fmt::format("  {:<24} {:<10} {:>7.3f} s {:>13.5g} {:>10.5g} s {:>12} {:>10}{}\n", mode, cost,
+                             c.search_seconds, c.objective, v.analytical,
                              v.simgrid > 0 ? fmt::format("{:.5g} s", v.simgrid) : "-",
                              reference > 0 ? fmt::format("{:+.1f}%", 100 * (step - reference) / reference) : "-",
                              v.oom ? "  (out of memory)" : "");

@@ -99,6 +99,7 @@ int main(int argc, char** argv) {
       ->required();
   validate_cmd->add_option("--engine", validate.engine, "analytical (default) or simgrid")
       ->check(CLI::IsMember({"analytical", "simgrid"}));
+  validate_cmd->add_flag("--json", validate.json, "print JSON (every case with full precision) instead of text");
 
   cli::TuneFusionArgs tune;
   auto* tune_cmd = app.add_subcommand(
@@ -128,7 +129,7 @@ int main(int argc, char** argv) {
   cli::SearchArgs search;
   auto* search_cmd = app.add_subcommand("search", "Search operator strategies (MindSpore's auto_parallel modes)");
   search_cmd->add_option("run", search.run_file, "run file (JSON)")->required();
-  search_cmd->add_option("--mode", search.mode, "search mode (default: the run's search_mode in auto_parallel)")
+  search_cmd->add_option("--mode", search.mode, "semi_auto or a search mode (default: the run's own parallel_mode and search_mode)")
       ->check(CLI::IsMember({"dynamic_programming", "recursive_programming", "sharding_propagation", "semi_auto"}));
   search_cmd->add_option("--cost-model", search.cost_model, "mindspore or time (default: parallel.cost_model)")
       ->check(CLI::IsMember({"mindspore", "time"}));
@@ -142,10 +143,11 @@ int main(int argc, char** argv) {
   compare_cmd->add_option("run", compare.run_file, "run file (JSON)")->required();
   compare_cmd
       ->add_option("--modes", compare.modes,
-                   "all, or some of semi_auto, dynamic_programming, recursive_programming, sharding_propagation")
+                   "all, or some of run (the run's own strategies), semi_auto, dynamic_programming, "
+                   "recursive_programming, sharding_propagation")
       ->delimiter(',')
-      ->check(
-          CLI::IsMember({"all", "semi_auto", "dynamic_programming", "recursive_programming", "sharding_propagation"}));
+      ->check(CLI::IsMember(
+          {"all", "run", "semi_auto", "dynamic_programming", "recursive_programming", "sharding_propagation"}));
   compare_cmd->add_option("--engine", compare.engine, "analytical, or both (analytical and SimGrid, the default)")
       ->check(CLI::IsMember({"analytical", "both"}));
   compare_cmd->add_option("--jobs", compare.jobs, "SimGrid runs at once (default: every core)")

@@ -3,10 +3,8 @@
 #include <chrono>
 
 #include "cli/progress.h"
-#include "core/analytical/analytical_engine.h"
-#include "core/ops/graph_layouts.h"
-#include "core/plan/lowering.h"
-#include "sim/step_engine.h"
+#include "core/flow/prepared_run.h"
+#include "sim/simulate.h"
 
 namespace shardlab::cli {
 
@@ -14,17 +12,24 @@ double SteadySeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-StepResult SimulateStep(const Plan& plan, const ClusterSpec& cluster, const std::string& engine) {
-  return engine == "simgrid" ? sim::RunSimGrid(plan, cluster, sim::Fidelity::kAggregated, sim::TraceRequest{})
-                             : RunAnalytical(plan, false);
+RunSpec WithStrategyMode(RunSpec run, const std::string& mode, const std::string& cost_model) {
+  ParallelConfig& p = run.parallel;
+  if (mode == "semi_auto") {
+    p.parallel_mode = ParallelMode::kSemiAutoParallel;
+  } else if (!mode.empty()) {
+    p.parallel_mode = ParallelMode::kAutoParallel;
+    p.search_mode = ParseSearchMode(mode);
+  }
+  if (!cost_model.empty()) p.cost_model.model = cost_model;
+  return run;
 }
 
-nlohmann::json EvaluateRun(const RunSpec& run, const std::string& engine) {
-  const Graph graph = BuildRunGraph(run);
-  const Plan plan = LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
-  const StepResult result = SimulateStep(plan, run.cluster, engine);
+nlohmann::json EvaluateRun(const RunSpec& run, const std::string& engine) { return EvaluateRun(Prepare(run), engine); }
+
+nlohmann::json EvaluateRun(const PreparedRun& prepared, const std::string& engine) {
+  const StepResult result = sim::SimulateStep(prepared, engine);
   nlohmann::json j = ToJson(result);
-  j["gradient_collectives"] = plan.stages[result.slowest_stage].buckets.size();
+  j["gradient_collectives"] = prepared.plan.stages[result.slowest_stage].buckets.size();
   return j;
 }
 

@@ -1,7 +1,8 @@
 // Simulating many variants of a run for the commands that compare them
-// (tune-fusion, sweep): one variant per child process (SimGrid allows one
-// engine per process), several at once on the local cores, and under
-// `mpirun` each rank taking its share with the root gathering the results.
+// (tune-fusion, sweep, compare, validate): one variant per child process
+// (SimGrid allows one engine per process), several at once on the local
+// cores, and under `mpirun` each rank taking its share with the root
+// gathering the results.
 #pragma once
 
 #include <functional>
@@ -11,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config/run_config.h"
-#include "core/plan/plan.h"
+#include "core/flow/prepared_run.h"
 #include "core/report/step_result.h"
 #include "core/util/child_jobs.h"
 #include "exec/mpi_world.h"
@@ -20,15 +21,17 @@ namespace shardlab::cli {
 
 class Progress;
 
-// Simulates a lowered step with `engine` (simgrid, aggregated fidelity, no
-// trace; or analytical). SimGrid allows one engine per process: call it with
-// simgrid in a child process.
-StepResult SimulateStep(const Plan& plan, const ClusterSpec& cluster, const std::string& engine);
+// The run with its strategies chosen another way: `mode` semi_auto (the
+// configured strategies), a search mode (auto_parallel with it) or "" (the
+// run's own); `cost_model` mindspore, time or "" (the run's own).
+RunSpec WithStrategyMode(RunSpec run, const std::string& mode, const std::string& cost_model);
 
-// Simulates `run` with `engine` (simgrid or analytical): the step result's
-// JSON plus "gradient_collectives", the fused gradient collectives of the
-// slowest stage. Creates a SimGrid engine: call it in a child process.
+// Prepares and simulates `run` with `engine` (simgrid or analytical): the
+// step result's JSON plus "gradient_collectives", the fused gradient
+// collectives of the slowest stage. SimGrid allows one engine per process:
+// call it with simgrid in a child process.
 nlohmann::json EvaluateRun(const RunSpec& run, const std::string& engine);
+nlohmann::json EvaluateRun(const PreparedRun& prepared, const std::string& engine);
 
 struct EvaluationOptions {
   int jobs = 1;              // child processes at once on this machine

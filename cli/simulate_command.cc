@@ -5,14 +5,11 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
-#include "core/analytical/analytical_engine.h"
-#include "core/config/run_config.h"
-#include "core/ops/graph_layouts.h"
-#include "core/plan/lowering.h"
+#include "core/flow/prepared_run.h"
 #include "core/report/run_summary.h"
 #include "core/report/step_report.h"
 #include "core/util/atomic_file.h"
-#include "sim/step_engine.h"
+#include "sim/simulate.h"
 
 namespace shardlab::cli {
 
@@ -20,38 +17,40 @@ int Simulate(const SimulateArgs& args) {
   spdlog::info("loading run {}", args.run_file);
   RunSpec run = LoadRunFile(args.run_file);
   if (!args.engine.empty()) run.simulation.engine = args.engine;
-  const Graph graph = BuildRunGraph(run);
-  spdlog::info("model graph: {} operators, {} tensors", graph.operators().size(), graph.tensors().size());
-  const RunSummary summary = SummarizeRun(run, graph);
+  const PreparedRun prepared = Prepare(run);
+  spdlog::info("model graph: {} operators, {} tensors", prepared.graph.operators().size(),
+               prepared.graph.tensors().size());
+  const RunSummary summary = SummarizeRun(run, prepared.graph);
+  const Plan& plan = prepared.plan;
 
-  // Strategies: configured `shard`s, MindSpore's data-parallel default elsewhere.
-  const std::vector<OpLayout> layouts = InferGraphLayouts(graph, run.parallel.devices_per_stage());
-  const Plan plan = LowerToPlan(run, graph, layouts);
   // result.json (and the same document on stdout with --json) carries the timeline too: the GUI draws it.
   const bool with_events = !args.trace_file.empty() || !args.out_file.empty() || args.json;
+  for (int64_t r : args.trace_ranks)
+    if (r < 0 || r >= plan.devices)
+      throw std::runtime_error(fmt::format("--trace-ranks: rank {} is not one of the run's {} devices", r, plan.devices));
+  const sim::TraceRequest trace{with_events, args.trace_ranks};
   const std::string& engine = run.simulation.engine;
   std::vector<StepResult> results;
   if (engine == "simgrid" || engine == "both") {
-    const auto fidelity = run.simulation.fidelity == "step" ? sim::Fidelity::kStep : sim::Fidelity::kAggregated;
     sim::SimGridStats stats;
-    sim::TraceRequest trace{with_events, args.trace_ranks};
-    for (int64_t r : trace.ranks)
-      if (r < 0 || r >= plan.devices)
-        throw std::runtime_error(
-            fmt::format("--trace-ranks: rank {} is not one of the run's {} devices", r, plan.devices));
-    results.push_back(sim::RunSimGrid(plan, run.cluster, fidelity, trace, &stats));
+    results.push_back(sim::SimulateStep(prepared, "simgrid", trace, &stats));
     spdlog::info("simgrid: {} flows, {} collectives, {} timers in {:.2f} s", stats.flows, stats.collectives,
                  stats.timers, results.back().wall_seconds);
   }
-  if (engine == "analytical" || engine == "both") results.push_back(RunAnalytical(plan, with_events));
+  if (engine == "analytical" || engine == "both") results.push_back(sim::SimulateStep(prepared, "analytical", trace));
   const StepResult& result = results.front();
 
-  nlohmann::json out = {{"run", ToJson(run)}, {"summary", ToJson(summary)}, {"result", ToJson(result)}};
+  nlohmann::json out = {{"run", ToJson(run)},
+                        {"summary", ToJson(summary)},
+                        {"strategy_choice", ToJson(prepared.sharded.choice)},
+                        {"strategies", prepared.sharded.Strategies()},
+                        {"result", ToJson(result)}};
   if (results.size() > 1) out["analytical"] = ToJson(results[1]);
   if (args.json) {
     std::cout << out.dump(2) << "\n";
   } else {
     std::cout << FormatRunSummary(run, summary);
+    std::cout << FormatStrategyChoice(prepared.sharded.choice);
     std::cout << FormatStepReport(run, plan, result);
     if (results.size() > 1) {
       const double a = results[1].step_seconds, s = result.step_seconds;

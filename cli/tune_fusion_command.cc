@@ -20,13 +20,12 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "cli/run_evaluation.h"
-#include "core/analytical/analytical_engine.h"
-#include "core/ops/graph_layouts.h"
-#include "core/plan/lowering.h"
+#include "core/flow/prepared_run.h"
 #include "core/report/svg_chart.h"
 #include "core/search/fusion_model.h"
 #include "core/util/atomic_file.h"
 #include "core/util/json_reader.h"
+#include "sim/simulate.h"
 
 namespace shardlab::cli {
 namespace {
@@ -34,6 +33,7 @@ namespace {
 struct Candidate {
   std::string kind;  // tuned | default | auto | unfused | current
   FusionSetting setting;
+  bool current = false;  // the run's own setting (under whichever kind listed it first)
   double fast_seconds = 0;
   size_t buckets = 0;  // on the critical stage, in the fast model
   ChildJobResult verification;
@@ -200,9 +200,8 @@ int TuneFusion(const TuneFusionArgs& args) {
       throw std::runtime_error(args.run_file + ": no " + args.op +
                                " fusion to tune: the parallel optimizer (enable_parallel_optimizer) is off");
 
-  const Graph graph = BuildRunGraph(run);
-  const std::vector<OpLayout> layouts = InferGraphLayouts(graph, p.devices_per_stage());
-  const FusionProblem problem = BuildFusionProblem(run, graph, layouts);
+  const PreparedRun prepared = Prepare(run);
+  const FusionProblem problem = BuildFusionProblem(run, prepared.sharded);
   const FusionSetting current = SettingOf(p.comm_fusion, op);
 
   // The fast model: exact closed form for gradient buckets; the AllGathers
@@ -215,19 +214,23 @@ int TuneFusion(const TuneFusionArgs& args) {
     }
     RunSpec variant = run;
     SettingOf(variant.parallel.comm_fusion, op) = s;
-    const Plan plan = LowerToPlan(variant, graph, layouts);
-    const StepResult r = RunAnalytical(plan, false);
-    *buckets = plan.stages[r.slowest_stage].step_start.size();
+    const PreparedRun v = Relower(prepared, variant);
+    const StepResult r = sim::SimulateStep(v, "analytical");
+    *buckets = v.plan.stages[r.slowest_stage].step_start.size();
     return r.step_seconds;
   };
 
   std::vector<Candidate> candidates;
   auto add = [&](const std::string& kind, const FusionSetting& s) {
-    for (const Candidate& c : candidates)
-      if (c.setting == s) return;
+    for (Candidate& c : candidates)
+      if (c.setting == s) {
+        c.current = c.current || kind == "current";
+        return;
+      }
     Candidate c;
     c.kind = kind;
     c.setting = s;
+    c.current = kind == "current";
     c.fast_seconds = fast(s, &c.buckets);
     candidates.push_back(std::move(c));
   };
@@ -309,7 +312,7 @@ int TuneFusion(const TuneFusionArgs& args) {
   auto within_margin = [&](const Candidate& c) { return c.fast_seconds <= best_fast * (1 + args.verify_margin); };
   std::vector<size_t> to_verify;
   for (size_t i = 0; i < baselines; ++i)
-    if (candidates[i].kind == "default" || candidates[i].kind == "current" || within_margin(candidates[i]))
+    if (candidates[i].kind == "default" || candidates[i].current || within_margin(candidates[i]))
       to_verify.push_back(i);
   for (size_t i = 0, taken = 0; i < order.size() && taken < static_cast<size_t>(args.verify); ++i) {
     const Candidate& c = candidates[order[i]];
@@ -345,7 +348,7 @@ int TuneFusion(const TuneFusionArgs& args) {
       [&](size_t i) {
         RunSpec variant = run;
         SettingOf(variant.parallel.comm_fusion, op) = candidates[to_verify[i]].setting;
-        return EvaluateRun(variant, args.engine).dump();
+        return EvaluateRun(Relower(prepared, variant), args.engine).dump();
       },
       options, world);
   progress.Finish();
@@ -411,6 +414,7 @@ int TuneFusion(const TuneFusionArgs& args) {
     nlohmann::json j = {{"kind", c.kind},
                         {"setting", Describe(c.setting)},
                         {"config", SettingJson(c.setting)},
+                        {"current", c.current},
                         {"buckets", c.buckets},
                         {"fast_step_seconds", c.fast_seconds}};
     if (c.Verified()) j["verified"] = c.result;

@@ -13,11 +13,12 @@
 #include "cli/commands.h"
 #include "cli/run_evaluation.h"
 #include "core/config/units.h"
-#include "core/ops/graph_layouts.h"
-#include "core/plan/lowering.h"
+#include "core/flow/prepared_run.h"
 #include "core/report/run_summary.h"
 #include "core/util/child_jobs.h"
 #include "core/util/json_reader.h"
+#include "core/util/statistics.h"
+#include "sim/simulate.h"
 
 namespace shardlab::cli {
 namespace {
@@ -27,17 +28,23 @@ struct Case {
   std::string metric;
   double published = 0;
   double predicted = 0;
+  double step_seconds = 0;  // runs: the simulated step
   bool is_run = false;
 };
 
+struct Prediction {
+  double value = 0;
+  double step_seconds = 0;
+};
+
 // TFLOP/s per device counting recomputation, as Megatron-LM reports it.
-double SimulateRun(const JsonNode& node, const std::string& engine) {
-  const RunSpec run = ReadRunSpec(node);
-  const Graph graph = BuildRunGraph(run);
-  const Plan plan = LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
-  const StepResult result = SimulateStep(plan, run.cluster, engine);
-  const RunSummary summary = SummarizeRun(run, graph);
-  return summary.step_flops / result.step_seconds / static_cast<double>(run.parallel.device_num) / 1e12;
+Prediction SimulateRun(const JsonNode& node, const std::string& engine) {
+  const PreparedRun prepared = Prepare(ReadRunSpec(node));
+  const RunSpec& run = prepared.run;
+  const StepResult result = sim::SimulateStep(prepared, engine);
+  const RunSummary summary = SummarizeRun(run, prepared.graph);
+  return {summary.step_flops / result.step_seconds / static_cast<double>(run.parallel.device_num) / 1e12,
+          result.step_seconds};
 }
 
 // Bus bandwidth in GB/s of one collective, nccl-tests' convention.
@@ -83,16 +90,29 @@ Case RunCase(const std::string& file, const std::string& engine, bool predict) {
     published.Child("metric").Fail("runs report tflops_per_device_with_recompute");
   if (collective && c.metric != "busbw_gbps") published.Child("metric").Fail("collectives report busbw_gbps");
   c.is_run = run.has_value();
-  if (predict) c.predicted = run ? SimulateRun(*run, engine) : SimulateCollective(*collective);
+  if (predict) {
+    const Prediction p = run ? SimulateRun(*run, engine) : Prediction{SimulateCollective(*collective), 0};
+    c.predicted = p.value;
+    c.step_seconds = p.step_seconds;
+  }
   return c;
 }
 
 // SimGrid allows one engine per process: each case runs in a child process.
-double PredictInChild(const std::string& file, const std::string& engine) {
+Case PredictInChild(const std::string& file, const std::string& engine) {
   const auto results = RunInChildProcesses(
-      {0}, [&](size_t) { return fmt::format("{:.17g}", RunCase(file, engine, true).predicted); }, ChildJobOptions{});
+      {0},
+      [&](size_t) {
+        const Case c = RunCase(file, engine, true);
+        return nlohmann::json{{"predicted", c.predicted}, {"step_seconds", c.step_seconds}}.dump();
+      },
+      ChildJobOptions{});
   if (results[0].status != ChildJobResult::Status::kOk) throw std::runtime_error(results[0].output);
-  return std::stod(results[0].output);
+  Case c = RunCase(file, engine, false);
+  const nlohmann::json j = nlohmann::json::parse(results[0].output);
+  c.predicted = j.at("predicted");
+  c.step_seconds = j.at("step_seconds");
+  return c;
 }
 
 }  // namespace
@@ -105,24 +125,38 @@ int Validate(const ValidateArgs& args) {
     if (entry.path().extension() == ".json") files.push_back(entry.path().string());
   std::sort(files.begin(), files.end());
   if (files.empty()) throw std::runtime_error(args.folder + ": no validation cases (*.json)");
-  std::cout << fmt::format("# {} cases, engine {} (collectives in closed form)\n", files.size(), args.engine);
-  std::cout << fmt::format("# {:<34} {:<34} {:>10} {:>10} {:>8}\n", "case", "metric", "published", "predicted",
-                           "error");
+  if (!args.json) {
+    std::cout << fmt::format("# {} cases, engine {} (collectives in closed form)\n", files.size(), args.engine);
+    std::cout << fmt::format("# {:<34} {:<34} {:>10} {:>10} {:>8}\n", "case", "metric", "published", "predicted",
+                             "error");
+  }
   std::vector<double> errors;
+  nlohmann::json cases = nlohmann::json::array();
   for (const auto& file : files) {
-    Case c = RunCase(file, args.engine, false);
-    c.predicted = c.is_run && args.engine == "simgrid" ? PredictInChild(file, args.engine)
-                                                       : RunCase(file, args.engine, true).predicted;
+    const bool in_child = RunCase(file, args.engine, false).is_run && args.engine == "simgrid";
+    const Case c = in_child ? PredictInChild(file, args.engine) : RunCase(file, args.engine, true);
     const double error = 100 * (c.predicted - c.published) / c.published;
     errors.push_back(std::fabs(error));
-    std::cout << fmt::format("  {:<34} {:<34} {:>10.1f} {:>10.1f} {:>+7.1f}%\n", c.name, c.metric, c.published,
-                             c.predicted, error);
+    nlohmann::json j = {{"name", c.name},
+                        {"file", file},
+                        {"metric", c.metric},
+                        {"published", c.published},
+                        {"predicted", c.predicted},
+                        {"error_percent", error}};
+    if (c.is_run) j["step_seconds"] = c.step_seconds;
+    cases.push_back(j);
+    if (!args.json)
+      std::cout << fmt::format("  {:<34} {:<34} {:>10.1f} {:>10.1f} {:>+7.1f}%\n", c.name, c.metric, c.published,
+                               c.predicted, error);
   }
-  std::vector<double> sorted = errors;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t n = sorted.size();
-  const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-  std::cout << fmt::format("# median absolute error {:.1f}% over {} cases\n", median, n);
+  const double median = Median(errors);
+  if (args.json) {
+    std::cout << nlohmann::json{{"engine", args.engine}, {"cases", cases}, {"median_absolute_error_percent", median}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("# median absolute error {:.1f}% over {} cases\n", median, errors.size());
   return 0;
 }
 

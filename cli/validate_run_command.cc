@@ -14,15 +14,13 @@
 
 #include "cli/commands.h"
 #include "cli/run_evaluation.h"
-#include "core/analytical/analytical_engine.h"
 #include "core/calibration/calibration.h"
-#include "core/config/run_config.h"
-#include "core/ops/graph_layouts.h"
-#include "core/plan/lowering.h"
+#include "core/flow/prepared_run.h"
 #include "core/util/atomic_file.h"
 #include "core/util/child_jobs.h"
 #include "exec/plan_executor.h"
 #include "exec/rank_launcher.h"
+#include "sim/simulate.h"
 
 namespace shardlab::cli {
 namespace {
@@ -38,8 +36,8 @@ int ValidateRun(const ValidateRunArgs& args) {
   if (!args.calibration_file.empty())
     ApplyCalibration(LoadCalibrationFile(args.calibration_file),
                      std::filesystem::absolute(args.calibration_file).lexically_normal().string(), &run.cluster);
-  const Graph graph = BuildRunGraph(run);
-  const Plan plan = LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
+  const PreparedRun prepared = Prepare(run);
+  const Plan& plan = prepared.plan;
   const int64_t ranks = args.ranks > 0 ? args.ranks : plan.devices;
   if (ranks != plan.devices)
     throw std::runtime_error(fmt::format("--ranks {}: the run {} has {} devices; the executor runs one rank per device",
@@ -68,10 +66,10 @@ int ValidateRun(const ValidateRunArgs& args) {
   const StepResult measured = exec::MeasuredStep(plan, executions);
 
   // Simulated: the analytical engine here, SimGrid in a child.
-  const StepResult analytical = RunAnalytical(plan, true);
+  const StepResult analytical = sim::SimulateStep(prepared, "analytical", sim::TraceRequest{true, {}});
   ChildJobOptions child;
   const auto simgrid_job = RunInChildProcesses(
-      {0}, [&](size_t) { return std::to_string(SimulateStep(plan, run.cluster, "simgrid").step_seconds); }, child);
+      {0}, [&](size_t) { return std::to_string(sim::SimulateStep(prepared, "simgrid").step_seconds); }, child);
   if (simgrid_job[0].status != ChildJobResult::Status::kOk)
     throw std::runtime_error("SimGrid failed: " + simgrid_job[0].output);
   const double simgrid = std::stod(simgrid_job[0].output);

@@ -10,17 +10,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/util/statistics.h"
+
 #ifdef SHARDLAB_HAVE_NCCL
 #include "exec/cuda_runtime.h"
 #endif
 
 namespace shardlab::exec {
 namespace {
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 // Elements of `size` bytes, and the per-rank count the call takes.
 size_t CountFor(Collective op, double size, int n) {

@@ -12,6 +12,7 @@
 #include "core/layout/device_matrix.h"
 #include "core/plan/pass_steps.h"
 #include "core/plan/pipeline_schedule.h"
+#include "core/util/statistics.h"
 
 namespace shardlab::exec {
 
@@ -402,10 +403,7 @@ RankExecution ExecutePlan(const Plan& plan, int64_t rank, Communicator& world, R
     steps.push_back(out);
     program.Collect(&steps.back());
   }
-  std::vector<size_t> by_time(times.size());
-  for (size_t i = 0; i < by_time.size(); ++i) by_time[i] = i;
-  std::sort(by_time.begin(), by_time.end(), [&](size_t a, size_t b) { return times[a] < times[b]; });
-  const size_t median = by_time[by_time.size() / 2];
+  const size_t median = MedianSampleIndex(times);
   out = std::move(steps[median]);
   out.step_seconds = times;
   out.median_step_seconds = times[median];

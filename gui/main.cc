@@ -26,11 +26,27 @@ int OperatorNamed(const shardlab::gui::MainWindow& window, const std::string& na
 
 }  // namespace
 
+// Whether Qt can open a window here: a platform chosen, or an X or Wayland display.
+bool HasDisplay() {
+  for (const char* variable : {"QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY"})
+    if (const char* v = std::getenv(variable); v && *v) return true;
+  return false;
+}
+
 int main(int argc, char** argv) {
-  // Headless rendering needs no display.
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "--screenshot" && !std::getenv("QT_QPA_PLATFORM"))
-      setenv("QT_QPA_PLATFORM", "offscreen", 1);
+  // Headless rendering and help need no display.
+  bool headless = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    headless = headless || arg == "--screenshot" || arg == "--help" || arg == "-h" || arg == "--help-all" ||
+               arg == "-?";
+  }
+  if (headless && !std::getenv("QT_QPA_PLATFORM")) setenv("QT_QPA_PLATFORM", "offscreen", 1);
+  if (!HasDisplay()) {
+    std::cerr << "shardlab-gui: error: no display to open a window on (set DISPLAY, or render headless with "
+                 "--screenshot FILE)\n";
+    return 1;
+  }
   QApplication app(argc, argv);
   QApplication::setApplicationName("shardlab-gui");
   QCommandLineParser parser;

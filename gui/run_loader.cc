@@ -1,30 +1,15 @@
 #include "gui/run_loader.h"
 
-#include "core/analytical/analytical_engine.h"
 #include "core/cost/compute_cost.h"
-#include "core/plan/lowering.h"
-#include "core/search/search.h"
 #include "core/util/json_reader.h"
-#include "sim/step_engine.h"
+#include "sim/simulate.h"
 
 namespace shardlab::gui {
 namespace {
 
-// The layouts of a view: the strategies a document fixes (applied as
-// configured ones, no search), else those of `mode` ("": the run's own).
-std::vector<OpLayout> LayoutsOf(const RunSpec& run, Graph& graph, const std::string& mode,
-                                const nlohmann::json* strategies) {
-  if (!strategies) return SearchStrategies(run, graph, mode, "").layouts;
-  if (strategies->size() != graph.operators().size())
-    throw std::runtime_error("the document's strategies do not match its run's operators");
-  for (size_t i = 0; i < graph.operators().size(); ++i) {
-    Operator& op = graph.mutable_op(static_cast<int>(i));
-    if (op.type != "Reshape" && op.type != "Flatten") op.strategy = (*strategies)[i].get<Strategy>();  // they follow their input
-  }
-  return SearchStrategies(run, graph, "semi_auto", "").layouts;
-}
-
-std::vector<StrategyRow> StrategyRows(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts) {
+std::vector<StrategyRow> StrategyRows(const RunSpec& run, const ShardedGraph& sharded) {
+  const Graph& graph = sharded.graph;
+  const std::vector<OpLayout>& layouts = sharded.layouts;
   std::vector<StrategyRow> rows;
   for (size_t i = 0; i < layouts.size(); ++i) {
     const Operator& op = graph.op(static_cast<int>(i));
@@ -43,42 +28,34 @@ std::vector<StrategyRow> StrategyRows(const RunSpec& run, const Graph& graph, co
 
 // The view of a run with these layouts; its step simulated analytically
 // unless given (a given result without events gets the analytical timeline).
-RunView Derive(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts,
-               const StepResult* given) {
+RunView Derive(const PreparedRun& prepared, const StepResult* given) {
+  const sim::TraceRequest trace{true, {}};
   RunView view;
-  view.run = run;
-  const Plan plan = LowerToPlan(run, graph, layouts);
+  view.run = prepared.run;
   if (!given) {
-    view.result = RunAnalytical(plan, true);
+    view.result = sim::SimulateStep(prepared, "analytical", trace);
   } else {
     view.result = *given;
-    if (view.result.events.empty()) view.result.events = RunAnalytical(plan, true).events;
+    if (view.result.events.empty()) view.result.events = sim::SimulateStep(prepared, "analytical", trace).events;
   }
-  view.strategies = StrategyRows(run, graph, layouts);
-  view.layouts = BuildRunLayouts(run, graph, layouts);
+  view.strategies = StrategyRows(prepared.run, prepared.sharded);
+  view.layouts = BuildRunLayouts(prepared.run, prepared.sharded.graph, prepared.sharded.layouts);
   view.timeline = BuildTimeline(view.result);
-  AttachPassTasks(plan, &view.timeline);
+  AttachPassTasks(prepared.plan, &view.timeline);
   return view;
 }
 
 }  // namespace
 
-RunView SimulateForView(const RunSpec& run) {
-  Graph graph = BuildRunGraph(run);
-  const std::vector<OpLayout> layouts = LayoutsOf(run, graph, "", nullptr);
-  return Derive(run, graph, layouts, nullptr);
-}
+RunView SimulateForView(const RunSpec& run) { return Derive(Prepare(run), nullptr); }
 
 nlohmann::json SimulateDocument(const RunSpec& run, const std::string& engine) {
-  Graph graph = BuildRunGraph(run);
-  const std::vector<OpLayout> layouts = LayoutsOf(run, graph, "", nullptr);
-  const Plan plan = LowerToPlan(run, graph, layouts);
-  const StepResult result = engine == "simgrid"
-                                ? sim::RunSimGrid(plan, run.cluster, sim::Fidelity::kAggregated, sim::TraceRequest{true, {}})
-                                : RunAnalytical(plan, true);
-  nlohmann::json strategies = nlohmann::json::array();
-  for (const OpLayout& l : layouts) strategies.push_back(l.strategy);
-  return {{"run", ToJson(run)}, {"result", ToJson(result)}, {"strategies", strategies}};
+  const PreparedRun prepared = Prepare(run);
+  const StepResult result = sim::SimulateStep(prepared, engine, sim::TraceRequest{true, {}});
+  return {{"run", ToJson(run)},
+          {"strategy_choice", ToJson(prepared.sharded.choice)},
+          {"strategies", prepared.sharded.Strategies()},
+          {"result", ToJson(result)}};
 }
 
 RunSpec EditRun(const RunSpec& run, const nlohmann::json& parallel_changes) {
@@ -104,11 +81,17 @@ RunView ViewFromResultDocument(const nlohmann::json& doc, const std::string& sou
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(source + ": /result: not a shardlab step result (" + e.what() + ")");
   }
-  Graph graph = BuildRunGraph(run);
-  // `shardlab simulate` runs the configured strategies: a result.json without its own list has those.
-  const std::vector<OpLayout> layouts =
-      LayoutsOf(run, graph, "semi_auto", doc.contains("strategies") ? &doc.at("strategies") : nullptr);
-  RunView view = Derive(run, graph, layouts, &result);
+  // A document records the strategies it simulated; one without them is the run's own choice.
+  std::vector<Strategy> strategies;
+  if (doc.contains("strategies")) {
+    try {
+      strategies = doc.at("strategies").get<std::vector<Strategy>>();
+    } catch (const nlohmann::json::exception& e) {
+      throw std::runtime_error(source + ": /strategies: expected one strategy (a list of lists of integers) per "
+                               "operator (" + e.what() + ")");
+    }
+  }
+  RunView view = Derive(doc.contains("strategies") ? PrepareWithStrategies(run, strategies) : Prepare(run), &result);
   view.source = source;
   return view;
 }

@@ -42,8 +42,8 @@ RunSpec EditRun(const RunSpec& run, const nlohmann::json& parallel_changes);
 // A simulation's view as a document ({"run", "result", "strategies"}: one
 // strategy per operator) and back: how a simulation in a child process hands
 // its view to the window without the window searching again. A result.json
-// of `shardlab simulate` is such a document without "strategies" (it ran the
-// configured ones).
+// of `shardlab simulate` is such a document (older ones without "strategies"
+// get the run's own choice).
 nlohmann::json SimulateDocument(const RunSpec& run, const std::string& engine);
 RunView ViewFromResultDocument(const nlohmann::json& doc, const std::string& source);
 

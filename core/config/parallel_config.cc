@@ -8,6 +8,7 @@
 
 #include "core/config/units.h"
 #include "core/util/json_reader.h"
+#include "core/util/warning.h"
 
 namespace shardlab {
 namespace {
@@ -106,6 +107,14 @@ std::string ResolvePath(const std::string& path, const std::string& base_dir) {
 const char* ToString(ParallelMode mode) { return kParallelModes[static_cast<int>(mode)].c_str(); }
 const char* ToString(SearchMode mode) { return kSearchModes[static_cast<int>(mode)].c_str(); }
 
+SearchMode ParseSearchMode(const std::string& name) {
+  const auto it = std::find(kSearchModes.begin(), kSearchModes.end(), name);
+  if (it == kSearchModes.end())
+    throw std::invalid_argument("unknown search mode \"" + name +
+                                "\" (dynamic_programming, recursive_programming or sharding_propagation)");
+  return static_cast<SearchMode>(it - kSearchModes.begin());
+}
+
 const char* ToString(FusionSetting::Mode mode) {
   switch (mode) {
     case FusionSetting::Mode::kDefault:
@@ -134,9 +143,15 @@ ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size, cons
   c.global_rank = reader.Int("global_rank", 0, 0, kMaxDevices - 1);
   c.gradients_mean = reader.Bool("gradients_mean", false);
   c.gradient_fp32_sync = reader.Bool("gradient_fp32_sync", true);
-  c.search_mode = static_cast<SearchMode>(std::find(kSearchModes.begin(), kSearchModes.end(),
-                                                    reader.Enum("search_mode", "dynamic_programming", kSearchModes)) -
-                                          kSearchModes.begin());
+  // auto_parallel_search_mode is MindSpore's deprecated name of search_mode.
+  if (const auto alias = reader.Optional("auto_parallel_search_mode")) {
+    if (reader.Has("search_mode")) alias->Fail("set search_mode or its deprecated alias, not both");
+    c.search_mode = ParseSearchMode(alias->AsEnum(kSearchModes));
+    Warn(node.file() + ": " + alias->pointer() +
+         ": auto_parallel_search_mode is deprecated and will be removed in a future version; use search_mode");
+  } else {
+    c.search_mode = ParseSearchMode(reader.Enum("search_mode", "dynamic_programming", kSearchModes));
+  }
   const auto fusion_indices = reader.Optional("all_reduce_fusion_config");
   if (auto v = reader.Optional("comm_fusion")) c.comm_fusion = ReadCommFusion(*v);
   if (fusion_indices) {

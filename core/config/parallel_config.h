@@ -19,6 +19,8 @@ enum class SearchMode { kDynamicProgramming, kRecursiveProgramming, kShardingPro
 
 const char* ToString(ParallelMode mode);
 const char* ToString(SearchMode mode);
+// "recursive_programming" -> kRecursiveProgramming; throws std::invalid_argument for other names.
+SearchMode ParseSearchMode(const std::string& name);
 
 // How gradients of one communication type are fused into buckets.
 struct FusionSetting {

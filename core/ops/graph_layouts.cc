@@ -24,7 +24,7 @@ std::optional<Strategy> ProducerSplit(const Graph& graph, const std::vector<OpLa
 
 }  // namespace
 
-std::vector<OpLayout> InferGraphLayouts(const Graph& graph, int64_t stage_devices) {
+std::vector<OpLayout> InferGraphLayouts(const Graph& graph, int64_t stage_devices, ReshapeStrategy reshape) {
   std::vector<OpLayout> layouts;
   layouts.reserve(graph.operators().size());
   for (const Operator& op : graph.operators()) {
@@ -32,7 +32,7 @@ std::vector<OpLayout> InferGraphLayouts(const Graph& graph, int64_t stage_device
     const auto outputs = TensorTypes(graph, op.outputs);
     const std::vector<int> weights = ParameterInputs(graph, op);
     const bool is_reshape = op.type == "Reshape" || op.type == "Flatten";
-    if (is_reshape && op.strategy)
+    if (is_reshape && op.strategy && reshape == ReshapeStrategy::kFollowsInput)
       throw LayoutError(
           fmt::format("operator \"{}\": a {} strategy cannot be configured; it follows its input", op.name, op.type));
     Strategy strategy;

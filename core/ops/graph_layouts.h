@@ -11,9 +11,18 @@
 
 namespace shardlab {
 
+// Whether a Reshape (or Flatten) may carry a strategy: in semi_auto_parallel
+// it follows its input and a configured one is an error; strategies a search
+// chose (a checkpoint, a document) give it one of its own.
+enum class ReshapeStrategy {
+  kFollowsInput,  // the producer's split; a configured strategy is an error
+  kAsGiven,       // the operator's strategy when it has one, else the producer's split
+};
+
 // One OpLayout per operator, in graph order. Errors (a strategy that breaks a
 // rule, inconsistent shared parameters) are LayoutErrors naming the operator.
-std::vector<OpLayout> InferGraphLayouts(const Graph& graph, int64_t stage_devices);
+std::vector<OpLayout> InferGraphLayouts(const Graph& graph, int64_t stage_devices,
+                                        ReshapeStrategy reshape = ReshapeStrategy::kFollowsInput);
 
 // Throws LayoutError when a parameter is laid out differently by two of its users.
 void CheckSharedParameters(const Graph& graph, const std::vector<OpLayout>& layouts);

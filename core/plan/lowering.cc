@@ -690,8 +690,8 @@ std::vector<std::pair<size_t, size_t>> SplitIntoBuckets(const std::vector<double
   return ranges;
 }
 
-Plan LowerToPlan(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts) {
-  return Lowering(run, graph, layouts).Run();
+Plan LowerToPlan(const RunSpec& run, const ShardedGraph& sharded) {
+  return Lowering(run, sharded.graph, sharded.layouts).Run();
 }
 
 }  // namespace shardlab

@@ -10,13 +10,12 @@
 #include <vector>
 
 #include "core/config/run_config.h"
-#include "core/ops/op_layout.h"
+#include "core/ops/sharded_graph.h"
 #include "core/plan/plan.h"
 
 namespace shardlab {
 
-// `layouts` holds one OpLayout per operator (InferGraphLayouts, or a search).
-Plan LowerToPlan(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts);
+Plan LowerToPlan(const RunSpec& run, const ShardedGraph& sharded);
 
 // The gradients of one communication group in MindSpore's fusion order, split
 // into buckets by one collective's fusion setting (`openstate` false: no

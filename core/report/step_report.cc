@@ -16,6 +16,23 @@ double Hidden(double total, double exposed) { return total - exposed > 1e-9 ? to
 
 }  // namespace
 
+std::string FormatStrategyChoice(const StrategyChoice& c) {
+  std::string out = "  strategies ";
+  if (c.Searched()) {
+    out += fmt::format("searched by {} ({} cost model) in {:.2f} s", c.mode, c.cost_model, c.search_seconds);
+  } else if (c.mode == "semi_auto") {
+    out += "configured shard strategies, data parallel elsewhere";
+  } else if (c.mode == "given") {
+    out += "as the document gives them";
+  } else {
+    out += fmt::format("{}: every operator data parallel", c.mode);
+  }
+  if (c.configured > 0) out += fmt::format(", {} operators configured", c.configured);
+  if (!c.loaded_checkpoint.empty()) out += ", loaded from " + c.loaded_checkpoint;
+  if (!c.saved_checkpoint.empty()) out += ", saved to " + c.saved_checkpoint;
+  return out + "\n";
+}
+
 std::string FormatStepReport(const RunSpec& run, const Plan& plan, const StepResult& r) {
   std::string out;
   out += fmt::format("  engine     {} ({:.0f} ms of simulation)\n", r.engine, 1e3 * r.wall_seconds);

@@ -64,7 +64,8 @@ double FusionList::Bytes() const {
   return total;
 }
 
-FusionProblem BuildFusionProblem(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts) {
+FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded) {
+  const Graph& graph = sharded.graph;
   // One bucket per gradient (a 0 MB threshold) gives each gradient's ready
   // time; the weight AllGathers keep the run's setting.
   RunSpec unfused = run;
@@ -72,7 +73,7 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const Graph& graph, const s
     f->mode = FusionSetting::Mode::kSize;
     f->size_mb = 0;
   }
-  const Plan plan = LowerToPlan(unfused, graph, layouts);
+  const Plan plan = LowerToPlan(unfused, sharded);
   const StepResult timeline = RunAnalytical(plan, false);
   FusionProblem problem;
   problem.data_parallel = run.parallel.parallel_mode == ParallelMode::kDataParallel;

@@ -15,7 +15,7 @@
 #include "core/config/run_config.h"
 #include "core/cost/collective_cost.h"
 #include "core/graph/graph.h"
-#include "core/ops/op_layout.h"
+#include "core/ops/sharded_graph.h"
 
 namespace shardlab {
 
@@ -69,7 +69,7 @@ struct FusionEstimate {
 
 // Gradients, ready times and bucket costs of every stage, from the run's
 // plan with fusion off and its analytical timeline.
-FusionProblem BuildFusionProblem(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts);
+FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded);
 
 // The fast model's step time with `setting` for `op`'s lists (the other
 // collective keeps the run's setting).

@@ -1,6 +1,8 @@
 #include "core/util/child_jobs.h"
 
 #include <cerrno>
+#include <cstdio>
+#include <iostream>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -76,6 +78,10 @@ std::vector<ChildJobResult> RunInChildProcesses(const std::vector<size_t>& indic
     while (next < indices.size() && static_cast<int>(running.size()) < parallel && !stopped() && launching()) {
       int fds[2];
       if (pipe(fds) != 0) throw std::runtime_error("cannot create a pipe for a child process");
+      // A child inherits unflushed output and would print it again at its exit.
+      std::cout.flush();
+      std::cerr.flush();
+      std::fflush(nullptr);
       const pid_t pid = fork();
       if (pid < 0) throw std::runtime_error("cannot fork a child process");
       if (pid == 0) {

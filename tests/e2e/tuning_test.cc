@@ -185,25 +185,37 @@ TEST_CASE("sharding_propagation from GPT-3's weight MatMuls reproduces the hand-
   CHECK(differ <= 1);  // the loss OneHot, whose strategy follows its output
 }
 
-TEST_CASE("compare runs every mode and the searched strategies are at least as fast as data parallel") {
-  const CliResult r = Run("compare configs/runs/bert-large-a100-8.json --engine analytical --json");
+TEST_CASE("compare runs the run's own strategies and every mode, each as search and simulate report it") {
+  const std::string run = "configs/runs/bert-large-a100-8.json";
+  const CliResult r = Run("compare " + run + " --engine analytical --json");
   REQUIRE(r.rc == 0);
   const nlohmann::json out = Json(r.out);
-  double semi = 0, best = 1e300;
-  size_t failed = 0;
+  size_t failed = 0, compared = 0;
   for (const auto& v : out.at("variants")) {
+    const std::string mode = v.at("mode");
+    INFO(v.dump());
     if (v.contains("error")) {
       ++failed;  // sharding_propagation: nothing configured in this run
-      CHECK(v.at("mode") == "sharding_propagation");
+      CHECK(mode == "sharding_propagation");
       continue;
     }
     const double step = v.at("analytical_step_seconds").get<double>();
-    if (v.at("mode") == "semi_auto") semi = step;
-    best = std::min(best, step);
+    const nlohmann::json& choice = v.at("strategy_choice");
+    if (mode == "run") {
+      CHECK(choice.at("mode") == "data_parallel");
+      const nlohmann::json simulated = Json(Run("simulate " + run + " --engine analytical --json").out);
+      CHECK(step == simulated.at("result").at("step_seconds").get<double>());
+    } else {
+      CHECK(choice.at("mode") == mode);
+      const CliResult s = Run("search " + run + " --mode " + mode + " --cost-model " +
+                              choice.at("cost_model").get<std::string>() + " --json");
+      REQUIRE(s.rc == 0);
+      CHECK(step == Json(s.out).at("step_seconds").get<double>());
+    }
+    ++compared;
   }
   CHECK(failed == 2);
-  CHECK(semi > 0);
-  CHECK(best <= semi);
+  CHECK(compared == 4);  // the run's own, dynamic_programming twice, recursive_programming
 }
 
 TEST_CASE("the cost model is configured under parallel.cost_model and checked") {

@@ -9,8 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config/run_config.h"
-#include "core/ops/graph_layouts.h"
-#include "core/plan/lowering.h"
+#include "core/flow/prepared_run.h"
 #include "exec/plan_executor.h"
 #include "exec/rank_launcher.h"
 #include "tests/test_util.h"
@@ -82,9 +81,7 @@ TEST_CASE("gloo collectives compute the right values on 4 ranks") {
 }
 
 Plan PlanOf(const std::string& run_file) {
-  const RunSpec run = LoadRunFile(SourcePath(run_file));
-  const Graph graph = BuildRunGraph(run);
-  return LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
+  return Prepare(LoadRunFile(SourcePath(run_file))).plan;
 }
 
 std::vector<RankExecution> Execute(const Plan& plan) {

@@ -15,7 +15,7 @@
 #include <QtTest/QtTest>
 
 #include "core/layout/device_matrix.h"
-#include "core/search/search.h"
+#include "core/flow/prepared_run.h"
 #include "gui/device_matrix_view.h"
 #include "gui/export.h"
 #include "gui/main_window.h"
@@ -69,11 +69,22 @@ class ViewsTest : public QObject {
     }
   }
 
-  void OpensEveryShippedRun() {
+  // The GUI's loader gives the strategies and step `shardlab simulate` gives (one answer per run).
+  void OpensEveryShippedRunWithSimulatesStrategiesAndStep() {
     const QDir runs(Path("configs/runs"));
     int opened = 0;
     for (const QString& name : runs.entryList({"*.json"}, QDir::Files)) {
       const RunView view = LoadForView(runs.filePath(name).toStdString());
+      QProcess cli;
+      cli.start(SHARDLAB_BINARY, {"simulate", runs.filePath(name), "--engine", "analytical", "--json"});
+      QVERIFY(cli.waitForFinished(120000));
+      QCOMPARE(cli.exitCode(), 0);
+      const nlohmann::json simulated = nlohmann::json::parse(cli.readAllStandardOutput().toStdString());
+      QCOMPARE(view.result.step_seconds, simulated["result"]["step_seconds"].get<double>());
+      QCOMPARE(view.strategies.size(), simulated["strategies"].size());
+      for (size_t i = 0; i < view.strategies.size(); ++i)
+        QCOMPARE(view.strategies[i].strategy,
+                 QString::fromStdString(StrategyToString(simulated["strategies"][i].get<Strategy>())));
       QVERIFY2(view.result.step_seconds > 0, qPrintable(name));
       QVERIFY2(!view.timeline.stages.empty() && !view.layouts.ops.empty(), qPrintable(name));
       DeviceMatrixView devices;
@@ -232,8 +243,7 @@ class ViewsTest : public QObject {
     QVERIFY(done.wait(120000));
     const RunSpec& run = window.view()->run;
     QCOMPARE(run.parallel.parallel_mode, ParallelMode::kAutoParallel);
-    Graph graph = BuildRunGraph(run);
-    const std::vector<OpLayout> searched = SearchStrategies(run, graph, "", "").layouts;
+    const std::vector<OpLayout> searched = Prepare(run).sharded.layouts;
     QCOMPARE(window.view()->strategies.size(), searched.size());
     for (size_t i = 0; i < searched.size(); ++i) {
       QCOMPARE(window.view()->strategies[i].strategy, QString::fromStdString(StrategyToString(searched[i].strategy)));

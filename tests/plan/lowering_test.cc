@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/analytical/analytical_engine.h"
+#include "core/flow/prepared_run.h"
 #include "core/graph/graph_builder.h"
 #include "core/ops/graph_layouts.h"
 #include "core/util/json_reader.h"
@@ -52,10 +53,7 @@ TEST_CASE("size mode follows MindSpore's two thresholds") {
   CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kAuto, 64), true, false, false) == Ranges{{0, 5}});
 }
 
-Plan PlanFor(const RunSpec& run) {
-  const Graph graph = BuildRunGraph(run);
-  return LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
-}
+Plan PlanFor(const RunSpec& run) { return Prepare(run).plan; }
 
 RunSpec Shipped(const std::string& name) { return LoadRunFile(testing::SourcePath("configs/runs/" + name + ".json")); }
 
@@ -166,10 +164,10 @@ TEST_CASE("dataset inputs arrive as dataset_strategy and full_batch say") {
   const int w = b.Parameter("w", {64, 64}, DType::kFloat32);
   b.MatMul("mm", x, w, false, false, Strategy{{1, 1}, {1, 8}});  // wants x whole on every device
   const Graph g = b.Finish();
-  const auto layouts = InferGraphLayouts(g, 8);
+  const ShardedGraph sharded{g, InferGraphLayouts(g, 8), {}};
   auto gathers = [&](const RunSpec& r) {
     int n = 0;
-    const Plan plan = LowerToPlan(r, g, layouts);
+    const Plan plan = LowerToPlan(r, sharded);
     for (const Task& t : plan.stages[0].forward)
       n += t.kind == Task::Kind::kCollective && t.collective == Collective::kAllGather;
     return n;
@@ -186,7 +184,7 @@ TEST_CASE("dataset inputs arrive as dataset_strategy and full_batch say") {
   small.Activation("ReLU", "relu", small.Input("y", {4, 8}, DType::kFloat32));
   const Graph sg = small.Finish();
   run.parallel.dataset_strategy.kind = DatasetStrategy::Kind::kDataParallel;
-  CHECK_THROWS_WITH(LowerToPlan(run, sg, InferGraphLayouts(sg, 8)),
+  CHECK_THROWS_WITH(LowerToPlan(run, ShardedGraph{sg, InferGraphLayouts(sg, 8), {}}),
                     Catch::Contains("a batch of 4 cannot be split over the 8 devices"));
 }
 

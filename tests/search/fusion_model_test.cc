@@ -5,8 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/analytical/analytical_engine.h"
-#include "core/ops/graph_layouts.h"
-#include "core/plan/lowering.h"
+#include "core/flow/prepared_run.h"
 #include "tests/test_util.h"
 
 namespace shardlab {
@@ -16,16 +15,9 @@ using Ranges = std::vector<std::pair<size_t, size_t>>;
 
 RunSpec Shipped(const std::string& name) { return LoadRunFile(testing::SourcePath("configs/runs/" + name + ".json")); }
 
-double AnalyticalStep(const RunSpec& run) {
-  const Graph graph = BuildRunGraph(run);
-  return RunAnalytical(LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage())))
-      .step_seconds;
-}
+double AnalyticalStep(const RunSpec& run) { return RunAnalytical(Prepare(run).plan).step_seconds; }
 
-FusionProblem ProblemOf(const RunSpec& run) {
-  const Graph graph = BuildRunGraph(run);
-  return BuildFusionProblem(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
-}
+FusionProblem ProblemOf(const RunSpec& run) { return BuildFusionProblem(run, Prepare(run).sharded); }
 
 TEST_CASE("the fast fusion model reproduces the analytical engine's step for the run's own setting") {
   for (const std::string name : {"bert-large-a100-8", "resnet50-ascend-8", "pangu-alpha-13b-ascend-512"}) {

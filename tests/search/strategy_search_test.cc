@@ -4,7 +4,7 @@
 
 #include "core/graph/graph_builder.h"
 #include "core/search/dp_search.h"
-#include "core/search/search.h"
+#include "core/search/strategy_checkpoint.h"
 #include "core/search/sharding_propagation.h"
 #include "core/search/strategy_graph.h"
 #include "core/search/strategy_proto.h"
@@ -75,7 +75,7 @@ TEST_CASE("strategy checkpoints round-trip every operator's strategy") {
   const StrategyGraph sg(graph, Options(4));
   const auto layouts = sg.Layouts(DynamicProgrammingSearch(sg));
   const std::string path = (std::filesystem::temp_directory_path() / "shardlab-block.ckpt.json").string();
-  SaveStrategyCheckpoint(path, graph, layouts);
+  SaveStrategyCheckpoint(path, ShardedGraph{graph, layouts, {}});
   const auto loaded = LoadStrategyCheckpoint(path);
   REQUIRE(loaded.size() == graph.operators().size());
   for (size_t i = 0; i < layouts.size(); ++i)
@@ -112,7 +112,7 @@ TEST_CASE("protobuf strategy checkpoints round-trip through files") {
   const StrategyGraph sg(graph, Options(4));
   const auto layouts = sg.Layouts(DynamicProgrammingSearch(sg));
   const std::string path = (std::filesystem::temp_directory_path() / "shardlab-block.ckpt").string();
-  SaveStrategyCheckpoint(path, graph, layouts);
+  SaveStrategyCheckpoint(path, ShardedGraph{graph, layouts, {}});
   const auto loaded = LoadStrategyCheckpoint(path);
   for (size_t i = 0; i < layouts.size(); ++i)
     CHECK(loaded.at(graph.op(static_cast<int>(i)).name) == layouts[i].strategy);

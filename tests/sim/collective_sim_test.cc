@@ -117,8 +117,7 @@ TEST_CASE("two rings over the same cross-group path share its bandwidth") {
 }  // namespace shardlab::sim
 
 #include "core/analytical/analytical_engine.h"
-#include "core/ops/graph_layouts.h"
-#include "core/plan/lowering.h"
+#include "core/flow/prepared_run.h"
 #include "sim/step_engine.h"
 
 namespace shardlab::sim {
@@ -127,8 +126,7 @@ namespace {
 TEST_CASE("the SimGrid step of an uncontended pipeline run matches the analytical engine") {
   RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/pangu-alpha-13b-ascend-512.json"));
   run.model.params.Set("layers", int64_t{4});
-  const Graph graph = BuildRunGraph(run);
-  const Plan plan = LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
+  const Plan plan = Prepare(run).plan;
   SimGridStats stats;
   const StepResult simulated =
       RunSimGrid(plan, run.cluster, Fidelity::kAggregated, TraceRequest{true, {0, 256}}, &stats);
@@ -147,8 +145,7 @@ TEST_CASE("the SimGrid step of an interleaved run matches the analytical engine"
   RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/pangu-alpha-13b-ascend-512.json"));
   run.model.params.Set("layers", int64_t{4});
   run.parallel.micro_batch_interleaved = 2;
-  const Graph graph = BuildRunGraph(run);
-  const Plan plan = LowerToPlan(run, graph, InferGraphLayouts(graph, run.parallel.devices_per_stage()));
+  const Plan plan = Prepare(run).plan;
   const StepResult simulated = RunSimGrid(plan, run.cluster, Fidelity::kAggregated, TraceRequest{}, nullptr);
   const StepResult analytical = RunAnalytical(plan);
   CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.01));

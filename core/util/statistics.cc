@@ -1,0 +1,24 @@
+#include "core/util/statistics.h"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+namespace shardlab {
+
+double Median(std::vector<double> values) {
+  const size_t n = values.size();
+  if (n == 0) return 0;
+  std::sort(values.begin(), values.end());
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+size_t MedianSampleIndex(const std::vector<double>& values) {
+  if (values.empty()) throw std::invalid_argument("the median of no measurements");
+  std::vector<size_t> order(values.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return values[a] < values[b]; });
+  return order[values.size() / 2];
+}
+
+}  // namespace shardlab

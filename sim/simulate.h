@@ -1,0 +1,19 @@
+// The one way every command, the GUI and the benchmarks simulate a prepared
+// run's step: SimGrid (the run's fidelity) or the analytical engine.
+#pragma once
+
+#include <string>
+
+#include "core/flow/prepared_run.h"
+#include "core/report/step_result.h"
+#include "sim/step_engine.h"
+
+namespace shardlab::sim {
+
+// `engine` is simgrid or analytical ("" = the run's simulation.engine, where
+// "both" means simgrid). SimGrid allows one engine per process: a process
+// that simulates several steps with SimGrid runs each in a child.
+StepResult SimulateStep(const PreparedRun& prepared, const std::string& engine, const TraceRequest& trace = {},
+                        SimGridStats* stats = nullptr);
+
+}  // namespace shardlab::sim
