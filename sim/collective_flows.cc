@@ -1,5 +1,6 @@
 #include "sim/collective_flows.h"
 
+#include <algorithm>
 #include <map>
 
 namespace shardlab::sim {
@@ -158,7 +159,13 @@ std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double 
   std::vector<Phase> out;
   std::map<int64_t, std::vector<int64_t>> by_server;
   for (int64_t r : members) by_server[r / devices_per_server].push_back(r);
-  const int64_t k = static_cast<int64_t>(members.size() / by_server.size());
+  // Channels per server and rails need the same number of members on every
+  // server; a group spread unevenly (a data-parallel size that does not
+  // divide the servers' devices) runs one flat ring over its members.
+  const bool even = std::all_of(by_server.begin(), by_server.end(), [&](const auto& entry) {
+    return entry.second.size() == by_server.begin()->second.size();
+  });
+  const int64_t k = even ? static_cast<int64_t>(members.size() / by_server.size()) : 1;
   const bool hierarchical =
       a == CollectiveAlgorithm::kHierarchical && by_server.size() > 1 && k > 1 &&
       (c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kAllGather);

@@ -121,8 +121,15 @@ std::string FormatQuantity(double value, Quantity kind) {
 std::vector<double> ParseSizeRange(const std::string& text, const std::string& option) {
   auto parse = [&](const std::string& part) {
     double v = 0;
-    if (!ParseQuantity(part, Quantity::kBytes, &v) || v < 1)
-      throw std::runtime_error(option + ": \"" + part + "\" is not a size such as 8B, 64KiB or 1GiB");
+    // A plain number is in bytes, as JSON numbers are; written text needs its unit.
+    const bool plain = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+    if (plain) {
+      std::from_chars(part.data(), part.data() + part.size(), v);
+    } else if (!ParseQuantity(part, Quantity::kBytes, &v)) {
+      v = 0;
+    }
+    if (v < 1)
+      throw std::runtime_error(option + ": \"" + part + "\" is not a size such as 8B, 64KiB, 1GiB or 4096 (bytes)");
     return v;
   };
   size_t split = text.find(".."), skip = 2;

@@ -22,8 +22,9 @@ double ReadQuantity(const JsonNode& node, Quantity kind);
 // "64 MiB", "12.5 GB/s", "1.5 us", "256 TFLOP/s": a short human rendering.
 std::string FormatQuantity(double value, Quantity kind);
 
-// A size ("1GiB") or a range of sizes ("8B..4GiB" or "8B:4GiB": the powers
-// of two from the first to the last). Errors name `option`.
+// A size ("1GiB", or plain bytes "1344904432") or a range of sizes
+// ("8B..4GiB" or "8B:4GiB": the powers of two from the first to the last).
+// Errors name `option`.
 std::vector<double> ParseSizeRange(const std::string& text, const std::string& option);
 
 }  // namespace shardlab

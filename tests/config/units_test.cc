@@ -49,4 +49,12 @@ TEST_CASE("FormatQuantity picks a readable unit") {
 }
 
 }  // namespace
+TEST_CASE("command-line sizes take units or plain bytes") {
+  CHECK(ParseSizeRange("1344904432", "--bytes") == std::vector<double>{1344904432.0});
+  CHECK(ParseSizeRange("1GiB", "--bytes") == std::vector<double>{1073741824.0});
+  CHECK(ParseSizeRange("1024..4KiB", "--bytes") == std::vector<double>{1024.0, 2048.0, 4096.0});
+  CHECK_THROWS_WITH(ParseSizeRange("12x", "--bytes"), Catch::Contains("--bytes: \"12x\" is not a size"));
+  CHECK_THROWS_WITH(ParseSizeRange("0", "--bytes"), Catch::Contains("is not a size"));
+}
+
 }  // namespace shardlab

@@ -267,6 +267,39 @@ TEST_CASE("validate prints predicted against published with the median error") {
   CHECK(Run("validate configs/no-such-folder").rc == 1);
 }
 
+TEST_CASE("validate with SimGrid children prints its header once into a file") {
+  // Output to a file is fully buffered: a child forked with the header still
+  // in the buffer would print it again.
+  const fs::path folder = ScratchDir() / "validate-simgrid";
+  fs::create_directories(folder);
+  for (const char* name : {"megatron-gpt-1.7b", "nccl-allreduce-dgx-a100-8"}) {
+    nlohmann::json doc = nlohmann::json::parse(Slurp(fs::path(SHARDLAB_SOURCE_DIR) / "configs/validation" / (std::string(name) + ".json")));
+    auto absolute = [](nlohmann::json& node, const char* key) {
+      if (node.contains(key) && node[key].is_string())
+        node[key] = (fs::path(SHARDLAB_SOURCE_DIR) / "configs/validation" / node[key].get<std::string>()).lexically_normal().string();
+    };
+    if (doc.contains("run")) {
+      absolute(doc["run"], "cluster");
+      absolute(doc["run"], "model");
+    } else {
+      absolute(doc["collective"], "cluster");
+    }
+    std::ofstream(folder / (std::string(name) + ".json")) << doc.dump(2);
+  }
+  const CliResult r = Run("validate '" + folder.string() + "' --engine simgrid");
+  REQUIRE(r.rc == 0);
+  size_t headers = 0;
+  for (size_t at = r.out.find("# 2 cases"); at != std::string::npos; at = r.out.find("# 2 cases", at + 1)) ++headers;
+  CHECK(headers == 1);
+  CHECK(Lines(r.out) == 5);  // header, column names, two cases, the median
+}
+
+TEST_CASE("collective takes --bytes as plain bytes too") {
+  const CliResult r = Run("collective --op allreduce --bytes 1344904432 --ranks 8 --cluster configs/clusters/dgx-a100-hdr.json");
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("1.253 GiB") || Catch::Contains("1344904432"));
+}
+
 }  // namespace
 
 namespace {

@@ -263,6 +263,26 @@ class ViewsTest : public QObject {
     QCOMPARE(window.view()->run.name, run.name);
   }
 
+  // Without any display: --help prints the usage, a window is refused with one line (no abort).
+  void HelpAndNoDisplayWorkWithoutADisplay() {
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    for (const char* variable : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) env.remove(variable);
+    QProcess help;
+    help.setProcessEnvironment(env);
+    help.start(SHARDLAB_GUI_BINARY, {"--help"});
+    QVERIFY(help.waitForFinished(30000));
+    QCOMPARE(help.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(help.exitCode(), 0);
+    QVERIFY(help.readAllStandardOutput().contains("--screenshot"));
+    QProcess window;
+    window.setProcessEnvironment(env);
+    window.start(SHARDLAB_GUI_BINARY, {Path("configs/runs/resnet50-ascend-8.json")});
+    QVERIFY(window.waitForFinished(30000));
+    QCOMPARE(window.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(window.exitCode(), 1);
+    QVERIFY(window.readAllStandardError().contains("no display"));
+  }
+
   void ExportsEveryViewAndTheHeadlessScreenshots() {
     QTemporaryDir dir;
     MainWindow window;

@@ -34,7 +34,7 @@ TEST_CASE("fusion index mode uses inclusive end indices (N=10, [3,7])") {
   CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kIndex, 64, {3, 7}), true, false, true) == Ranges{{0, 10}});
 }
 
-TEST_CASE("by default everything is one bucket; openstate false fuses nothing") {
+TEST_CASE("by default everything is one bucket and openstate false fuses nothing") {
   const std::vector<double> bytes(5, 1e6);
   CHECK(SplitIntoBuckets(bytes, FusionSetting{}, true, true, false) == Ranges{{0, 5}});
   CHECK(SplitIntoBuckets(bytes, FusionSetting{}, false, true, false).size() == 5);

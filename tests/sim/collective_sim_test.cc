@@ -1,5 +1,6 @@
 // SimGrid runs of expanded collectives against their closed forms. One
 // SimGrid engine per process: every test case runs in its own ctest process.
+#include <algorithm>
 #include <map>
 
 #include <catch2/catch.hpp>
@@ -113,6 +114,24 @@ TEST_CASE("two rings over the same cross-group path share its bandwidth") {
   CHECK(both[1] == Approx(shared).epsilon(0.01));
 }
 
+TEST_CASE("a group spread unevenly over servers expands into flows between its own members only") {
+  // Five members: three on server 0, two on server 1 (8 devices per server).
+  const std::vector<int64_t> members = {4, 5, 6, 8, 9};
+  for (const CollectiveAlgorithm a : {CollectiveAlgorithm::kRing, CollectiveAlgorithm::kHierarchical,
+                                      CollectiveAlgorithm::kHalvingDoubling, CollectiveAlgorithm::kDoubleBinaryTree})
+    for (const Collective c : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter})
+      for (const Fidelity f : {Fidelity::kAggregated, Fidelity::kStep}) {
+        INFO(static_cast<int>(a) << " " << static_cast<int>(c) << " " << static_cast<int>(f));
+        const std::vector<Phase> phases = ExpandCollective(c, a, 1 << 20, members, 8, f);
+        REQUIRE(!phases.empty());
+        for (const Phase& p : phases)
+          for (const auto& flow : p.flows) {
+            CHECK(std::count(members.begin(), members.end(), flow.src) == 1);
+            CHECK(std::count(members.begin(), members.end(), flow.dst) == 1);
+          }
+      }
+}
+
 }  // namespace
 }  // namespace shardlab::sim
 
@@ -151,6 +170,26 @@ TEST_CASE("the SimGrid step of an interleaved run matches the analytical engine"
   CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.01));
   CHECK(simulated.stages[0].exposed_communication_seconds ==
         Approx(analytical.stages[0].exposed_communication_seconds).epsilon(0.05));
+}
+
+TEST_CASE("SimGrid simulates a step whose data-parallel size does not divide a server (dp 3 on 12 A100)") {
+  // Stage 1 holds ranks 6..11: its data-parallel groups straddle two servers unevenly.
+  const nlohmann::json doc = {
+      {"name", "gpt-a100-12-dp3"},
+      {"cluster", testing::SourcePath("configs/clusters/dgx-a100-hdr.json")},
+      {"model", testing::SourcePath("configs/models/gpt3-175b.json")},
+      {"model_params", {{"layers", 4}, {"data_parallel", 3}, {"model_parallel", 2}}},
+      {"parallel",
+       {{"parallel_mode", "semi_auto_parallel"},
+        {"device_num", 12},
+        {"pipeline_stages", 2},
+        {"micro_batch_num", 2},
+        {"global_batch_size", 12}}}};
+  const PreparedRun prepared = Prepare(ReadRunSpec(JsonNode(doc, "dp3.json")));
+  const StepResult simulated = RunSimGrid(prepared.plan, prepared.run.cluster, Fidelity::kAggregated, TraceRequest{});
+  const StepResult analytical = RunAnalytical(prepared.plan);
+  CHECK(simulated.step_seconds > 0);
+  CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.2));
 }
 
 }  // namespace
