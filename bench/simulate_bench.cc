@@ -41,7 +41,7 @@ BENCHMARK(BM_Prepare)->Unit(benchmark::kMillisecond);
 
 void BM_AnalyticalEngine(benchmark::State& state) {
   const Plan plan = Prepare(Gpt3Run()).plan;
-  for (auto _ : state) benchmark::DoNotOptimize(RunAnalytical(plan, false));
+  for (auto _ : state) benchmark::DoNotOptimize(RunAnalytical(plan));
 }
 BENCHMARK(BM_AnalyticalEngine)->Unit(benchmark::kMillisecond);
 

@@ -59,7 +59,7 @@ int Simulate(const SimulateArgs& args) {
     }
   }
   if (!args.out_file.empty()) WriteFileAtomically(args.out_file, out.dump(2) + "\n");
-  if (!args.trace_file.empty()) WriteFileAtomically(args.trace_file, ChromeTrace(result).dump() + "\n");
+  if (!args.trace_file.empty()) WriteFileAtomically(args.trace_file, ChromeTrace(result.events, static_cast<int64_t>(plan.stages.size())).dump() + "\n");
   if (result.out_of_memory) throw std::runtime_error("out of memory: " + result.memory_message);
   return 0;
 }

@@ -145,9 +145,9 @@ int ValidateRun(const ValidateRunArgs& args) {
   }
   if (!args.out_file.empty()) WriteFileAtomically(args.out_file, report.dump(2) + "\n");
   if (!args.measured_trace_file.empty())
-    WriteFileAtomically(args.measured_trace_file, ChromeTrace(measured).dump() + "\n");
+    WriteFileAtomically(args.measured_trace_file, ChromeTrace(measured.events, static_cast<int64_t>(plan.stages.size())).dump() + "\n");
   if (!args.simulated_trace_file.empty())
-    WriteFileAtomically(args.simulated_trace_file, ChromeTrace(analytical).dump() + "\n");
+    WriteFileAtomically(args.simulated_trace_file, ChromeTrace(analytical.events, static_cast<int64_t>(plan.stages.size())).dump() + "\n");
   return 0;
 }
 

@@ -18,6 +18,16 @@ namespace shardlab::exec {
 
 namespace {
 
+TraceEvent Event(int64_t stage, Lane lane, EventKind kind, std::string name, int64_t micro_batch = -1) {
+  TraceEvent e;
+  e.stage = stage;
+  e.lane = lane;
+  e.kind = kind;
+  e.name = std::move(name);
+  e.micro_batch = micro_batch;
+  return e;
+}
+
 constexpr Stream kCompute = Stream::kCompute;
 constexpr Stream kComm = Stream::kCommunication;
 constexpr Stream kSend = Stream::kSend;
@@ -28,9 +38,8 @@ struct Timing {
   double predicted = 0;
   Runtime::Event begin = 0, end = 0;
   bool timeline = false;
-  TimelineEvent event;
+  TraceEvent event;
   bool compute = false;   // counts as compute time
-  bool exposed = false;   // a collective the compute stream waits for
 };
 
 class RankProgram {
@@ -61,8 +70,8 @@ class RankProgram {
     origin_ = runtime_.Record(kCompute);
     const StageProgram& stage = Stage();
     for (const Task& t : stage.step_start) {
-      TimelineEvent e{stage_, "communication", t.name, "weight_gather", -1, 0, 0, 0, {}};
-      Collective(kCompute, t, t.seconds, "weight_gather", true, &e);
+      TraceEvent e = Event(stage_, Lane::kCommunication, EventKind::kWeightGather, t.name);
+      Collective(kCompute, t, t.seconds, "weight_gather", &e);
     }
     std::vector<ScheduleItem> order = StageSchedule(plan_.training ? plan_.schedule : "gpipe", stage_, S_,
                                                     plan_.micro_batches, 1);
@@ -81,12 +90,10 @@ class RankProgram {
         Backward(item.micro_batch, i == last_backward);
     }
     StartBuckets(static_cast<int>(stage.backward.size()));  // any not yet started
-    passes_end_ = runtime_.Record(kCompute);
     runtime_.Wait(kCompute, runtime_.Record(kComm));
     runtime_.Wait(kCompute, runtime_.Record(kSend));
-    tail_end_ = runtime_.Record(kCompute);
     for (const Task& t : stage.optimizer) {
-      TimelineEvent e{stage_, "compute", "optimizer", "optimizer", -1, 0, 0, 0, {}};
+      TraceEvent e = Event(stage_, Lane::kCompute, EventKind::kOptimizer, "optimizer");
       Timed(kCompute, "optimizer", t.seconds, true, &e, [&] { runtime_.MemoryPass(kCompute, t.bytes); });
     }
     end_ = runtime_.Record(kCompute);
@@ -94,17 +101,12 @@ class RankProgram {
     return Seconds(end_);
   }
 
-  // The last step's timeline, stage figures and task types.
+  // The last step's timeline and task types; a pass's event carries the
+  // compute and the collectives that ran inside it.
   void Collect(RankExecution* out) {
-    const StageProgram& stage = Stage();
-    StageResult& r = out->stage_result;
-    r = StageResult{};
-    r.stage = stage_;
-    r.memory = stage.memory;
     out->events.clear();
     std::map<std::string, TaskTypeTime> types;
-    double forward = 0, backward = 0, passes = 0, first_pass = -1;
-    int64_t forwards = 0, backwards = 0;
+    double compute = 0, communication = 0;  // inside the pass being timed
     for (const Timing& t : timings_) {
       const double begin = Seconds(t.begin), duration = Seconds(t.end) - begin;
       if (!t.type.empty()) {
@@ -113,28 +115,22 @@ class RankProgram {
         ++tt.count;
         tt.measured += duration;
         tt.predicted += t.predicted;
-        if (t.compute) r.compute_seconds += duration;
-        else r.communication_seconds += duration;
-        if (t.exposed) r.exposed_communication_seconds += duration;
       }
-      if (!t.timeline) continue;
-      TimelineEvent e = t.event;
+      if (!t.timeline) {  // a task inside a pass: timed before the pass around it
+        (t.compute ? compute : communication) += duration;
+        continue;
+      }
+      TraceEvent e = t.event;
       e.start = begin;
       e.duration = duration;
-      if (e.category == "forward" || e.category == "backward") {
-        (e.category == "forward" ? forward : backward) += duration;
-        ++(e.category == "forward" ? forwards : backwards);
-        passes += duration;
-        if (first_pass < 0) first_pass = begin;
+      e.ranks = {rank_};
+      if (e.IsPass()) {
+        e.compute = compute;
+        e.communication = communication;
+        compute = communication = 0;
       }
       out->events.push_back(std::move(e));
     }
-    r.forward_seconds = forwards > 0 ? forward / static_cast<double>(forwards) : 0;
-    r.backward_seconds = backwards > 0 ? backward / static_cast<double>(backwards) : 0;
-    r.passes_end_seconds = Seconds(passes_end_);
-    r.end_seconds = Seconds(end_);
-    r.exposed_communication_seconds += Seconds(tail_end_) - Seconds(passes_end_);
-    r.bubble_seconds = std::max(0.0, r.passes_end_seconds - std::max(first_pass, 0.0) - passes);
     out->task_types.clear();
     for (auto& [name, tt] : types) out->task_types.push_back(tt);
   }
@@ -223,13 +219,11 @@ class RankProgram {
   }
 
   template <typename Work>
-  void Timed(Stream s, const std::string& type, double predicted, bool compute, TimelineEvent* event, Work work,
-             bool exposed = false) {
+  void Timed(Stream s, const std::string& type, double predicted, bool compute, TraceEvent* event, Work work) {
     Timing t;
     t.type = type;
     t.predicted = predicted;
     t.compute = compute;
-    t.exposed = exposed;
     t.begin = runtime_.Record(s);
     work();
     t.end = runtime_.Record(s);
@@ -265,8 +259,7 @@ class RankProgram {
   }
 
   // A collective of the plan on stream `s`, with the group's communicator for that stream.
-  void Collective(Stream s, const Task& t, double predicted, const std::string& type, bool exposed,
-                  TimelineEvent* event) {
+  void Collective(Stream s, const Task& t, double predicted, const std::string& type, TraceEvent* event) {
     Communicator* comm = t.group >= 0 ? groups_[static_cast<int>(s)][t.group].get() : nullptr;
     Timed(s, type, predicted, false, event, [&] {
       if (!comm || comm->size() == 1) return;
@@ -289,7 +282,7 @@ class RankProgram {
             break;
         }
       });
-    }, exposed);
+    });
   }
 
   void Pass(const std::vector<Task>& tasks, const std::vector<bool>& breaks, bool last_backward) {
@@ -298,7 +291,7 @@ class RankProgram {
       if (overlapped) runtime_.Wait(kComm, runtime_.Record(kCompute));
       for (int c : step.collectives) {
         const Task& t = tasks[c];
-        Collective(overlapped ? kComm : kCompute, t, t.seconds, ToString(t.collective), !overlapped, nullptr);
+        Collective(overlapped ? kComm : kCompute, t, t.seconds, ToString(t.collective), nullptr);
       }
       for (int i = step.first_task; i < step.end_task; ++i) {
         if (tasks[i].kind != Task::Kind::kCompute) continue;
@@ -322,16 +315,15 @@ class RankProgram {
       t.collective = b.collective;
       t.group = b.group;
       t.comm_bytes = b.bytes;
-      TimelineEvent e{stage_, "communication", "gradients " + std::to_string(buckets_started_), "gradient", -1, 0, 0, 0,
-                      {}};
-      Collective(kComm, t, b.seconds, std::string("gradient ") + ToString(b.collective), false, &e);
+      TraceEvent e = Event(stage_, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(buckets_started_));
+      Collective(kComm, t, b.seconds, std::string("gradient ") + ToString(b.collective), &e);
       ++buckets_started_;
     }
   }
 
   void Receive(Communicator* comm, double bytes, int64_t micro_batch, const char* what) {
-    TimelineEvent e{stage_, "pipeline", fmt::format("recv {} {}", what, micro_batch), "receive", micro_batch, 0, 0,
-                    0, {}};
+    TraceEvent e = Event(stage_, Lane::kPipeline, EventKind::kReceive, fmt::format("recv {} {}", what, micro_batch),
+                         micro_batch);
     float* out = runtime_.Output(kCompute);
     const size_t elements = ElementsFor(bytes);
     Timed(kCompute, "", 0, false, &e, [&] {
@@ -345,8 +337,8 @@ class RankProgram {
   void SendTo(Communicator* comm, double bytes, int64_t micro_batch, const char* what) {
     const int peer = 1 - comm->rank();
     runtime_.Wait(kSend, runtime_.Record(kCompute));
-    TimelineEvent e{stage_, "pipeline", fmt::format("send {} {}", what, micro_batch), "send", micro_batch, 0, 0, 0,
-                    {}};
+    TraceEvent e =
+        Event(stage_, Lane::kPipeline, EventKind::kSend, fmt::format("send {} {}", what, micro_batch), micro_batch);
     float* in = runtime_.Input(kSend);
     const size_t elements = ElementsFor(bytes);
     // Timeline only: a send's time includes waiting for the receiver to be ready.
@@ -360,7 +352,7 @@ class RankProgram {
   void Forward(int64_t micro_batch) {
     const StageProgram& stage = Stage();
     if (stage_ > 0) Receive(from_prev_.get(), plan_.stages[stage_ - 1].send_forward_bytes, micro_batch, "F");
-    TimelineEvent e{stage_, "compute", "F" + std::to_string(micro_batch), "forward", micro_batch, 0, 0, 0, {}};
+    TraceEvent e = Event(stage_, Lane::kCompute, EventKind::kForward, "F" + std::to_string(micro_batch), micro_batch);
     Timed(kCompute, "", 0, false, &e, [&] { Pass(stage.forward, {}, false); });
     if (stage_ + 1 < S_) SendTo(to_next_.get(), stage.send_forward_bytes, micro_batch, "F");
   }
@@ -368,7 +360,7 @@ class RankProgram {
   void Backward(int64_t micro_batch, bool last) {
     const StageProgram& stage = Stage();
     if (stage_ + 1 < S_) Receive(grad_from_next_.get(), plan_.stages[stage_ + 1].send_backward_bytes, micro_batch, "B");
-    TimelineEvent e{stage_, "compute", "B" + std::to_string(micro_batch), "backward", micro_batch, 0, 0, 0, {}};
+    TraceEvent e = Event(stage_, Lane::kCompute, EventKind::kBackward, "B" + std::to_string(micro_batch), micro_batch);
     if (last) StartBuckets(-1);
     Timed(kCompute, "", 0, false, &e, [&] { Pass(stage.backward, BucketBreaks(stage), last); });
     if (stage_ > 0) SendTo(grad_to_prev_.get(), stage.send_backward_bytes, micro_batch, "B");
@@ -382,7 +374,7 @@ class RankProgram {
   std::vector<std::unique_ptr<Communicator>> groups_[2];  // [compute, communication][group spec]
   std::unique_ptr<Communicator> to_next_, from_prev_, grad_to_prev_, grad_from_next_;
   std::vector<Timing> timings_;
-  Runtime::Event origin_ = 0, passes_end_ = 0, tail_end_ = 0, end_ = 0;
+  Runtime::Event origin_ = 0, end_ = 0;
   size_t buckets_started_ = 0;
 };
 
@@ -411,18 +403,11 @@ RankExecution ExecutePlan(const Plan& plan, int64_t rank, Communicator& world, R
 }
 
 StepResult MeasuredStep(const Plan& plan, const std::vector<RankExecution>& ranks) {
-  StepResult result;
-  result.engine = "measured";
-  result.stages.resize(plan.stages.size());
-  for (size_t s = 0; s < plan.stages.size(); ++s) result.stages[s].stage = static_cast<int64_t>(s);
-  for (const RankExecution& r : ranks) {
-    result.step_seconds = std::max(result.step_seconds, r.median_step_seconds);
-    if (r.rank != plan.stages[r.stage].first_rank) continue;
-    result.stages[r.stage] = r.stage_result;
-    for (const TimelineEvent& e : r.events) result.events.push_back(e);
-  }
-  Finalize(plan, result);
-  return result;
+  Trace trace;
+  trace.engine = "measured";
+  for (const RankExecution& r : ranks)
+    if (r.rank == plan.stages[r.stage].first_rank) trace.events.insert(trace.events.end(), r.events.begin(), r.events.end());
+  return Summarize(plan, trace);
 }
 
 nlohmann::json ToJson(const RankExecution& r) {
@@ -430,12 +415,11 @@ nlohmann::json ToJson(const RankExecution& r) {
   for (const TaskTypeTime& t : r.task_types)
     types.push_back({{"type", t.type}, {"count", t.count}, {"measured", t.measured}, {"predicted", t.predicted}});
   nlohmann::json events = nlohmann::json::array();
-  for (const TimelineEvent& e : r.events) events.push_back(shardlab::ToJson(e));
+  for (const TraceEvent& e : r.events) events.push_back(shardlab::ToJson(e));
   return {{"rank", r.rank},
           {"stage", r.stage},
           {"step_seconds", r.step_seconds},
           {"median_step_seconds", r.median_step_seconds},
-          {"stage_result", shardlab::ToJson(r.stage_result)},
           {"events", events},
           {"task_types", types}};
 }
@@ -446,8 +430,7 @@ RankExecution RankExecutionFromJson(const nlohmann::json& j) {
   r.stage = j.at("stage");
   r.step_seconds = j.at("step_seconds").get<std::vector<double>>();
   r.median_step_seconds = j.at("median_step_seconds");
-  r.stage_result = StageResultFromJson(j.at("stage_result"));
-  for (const auto& e : j.at("events")) r.events.push_back(TimelineEventFromJson(e));
+  for (const auto& e : j.at("events")) r.events.push_back(TraceEventFromJson(e));
   for (const auto& t : j.at("task_types"))
     r.task_types.push_back({t.at("type"), t.at("count"), t.at("measured"), t.at("predicted")});
   return r;

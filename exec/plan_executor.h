@@ -40,8 +40,7 @@ struct RankExecution {
   int64_t stage = 0;
   std::vector<double> step_seconds;  // every measured step, from the start barrier to this rank's end
   double median_step_seconds = 0;
-  StageResult stage_result;  // of the median step: passes, compute, communication, bubble
-  std::vector<TimelineEvent> events;  // of the median step
+  std::vector<TraceEvent> events;  // of the median step
   std::vector<TaskTypeTime> task_types;
 };
 
@@ -50,8 +49,8 @@ struct RankExecution {
 RankExecution ExecutePlan(const Plan& plan, int64_t rank, Communicator& world, Runtime& runtime,
                           const ExecutionOptions& options);
 
-// The step as the ranks measured it: the step time is the slowest rank's, a
-// stage's figures and events are its first rank's.
+// The step as the ranks measured it, summarised like the engines' steps: a
+// stage's figures and events are its first rank's (its median step).
 StepResult MeasuredStep(const Plan& plan, const std::vector<RankExecution>& ranks);
 
 nlohmann::json ToJson(const RankExecution& r);

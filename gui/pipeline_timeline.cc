@@ -13,16 +13,18 @@ PipelineTimeline BuildTimeline(const StepResult& result) {
   t.bubble_fraction = result.bubble_fraction;
   std::map<int64_t, StageRow> rows;
   for (const StageResult& s : result.stages) {
-    rows[s.stage].stage = s.stage;
-    rows[s.stage].bubble_fraction = result.step_seconds > 0 ? s.bubble_seconds / result.step_seconds : 0;
+    StageRow& row = rows[s.stage];
+    row.stage = s.stage;
+    row.bubble_fraction = result.step_seconds > 0 ? s.bubble_seconds / result.step_seconds : 0;
+    for (const Interval& b : s.bubbles) row.bubbles.push_back({b.start, b.end, "bubble", EventKind::kForward, -1});
   }
   // Events per stage and traced device; the stage row shows its first device.
   std::map<int64_t, std::map<std::vector<int64_t>, DeviceRow>> devices;
-  for (const TimelineEvent& e : result.events) {
-    if (e.lane == "pipeline") continue;
+  for (const TraceEvent& e : result.events) {
+    if (e.lane == Lane::kPipeline) continue;
     DeviceRow& d = devices[e.stage][e.ranks];
-    TimelineSpan span{e.start, e.start + e.duration, e.name, e.category, e.micro_batch};
-    (e.lane == "compute" ? d.compute : d.communication).push_back(span);
+    TimelineSpan span{e.start, e.end(), e.name, e.kind, e.micro_batch};
+    (e.lane == Lane::kCompute ? d.compute : d.communication).push_back(span);
   }
   for (auto& [stage, by_ranks] : devices) {
     StageRow& row = rows[stage];
@@ -36,7 +38,6 @@ PipelineTimeline BuildTimeline(const StepResult& result) {
       row.devices.push_back(std::move(d));
     }
   }
-  auto is_pass = [](const TimelineSpan& s) { return s.category == "forward" || s.category == "backward"; };
   auto by_start = [](const TimelineSpan& a, const TimelineSpan& b) { return a.start < b.start; };
   for (auto& [stage, row] : rows) {
     std::sort(row.compute.begin(), row.compute.end(), by_start);
@@ -44,16 +45,6 @@ PipelineTimeline BuildTimeline(const StepResult& result) {
     for (DeviceRow& d : row.devices) {
       std::sort(d.compute.begin(), d.compute.end(), by_start);
       std::sort(d.communication.begin(), d.communication.end(), by_start);
-    }
-    // Bubbles: from the end of the step-start weight gathers (the parallel
-    // optimizer's), the wait for the first pass, then the gaps between passes.
-    double last_end = 0;
-    for (const TimelineSpan& s : row.communication)
-      if (s.category == "weight_gather") last_end = std::max(last_end, s.end);
-    for (const TimelineSpan& s : row.compute) {
-      if (!is_pass(s)) continue;
-      if (s.start > last_end + 1e-12) row.bubbles.push_back({last_end, s.start, "bubble", "bubble", -1});
-      last_end = std::max(last_end, s.end);
     }
     t.stages.push_back(std::move(row));
   }

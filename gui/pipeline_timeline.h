@@ -1,8 +1,8 @@
 // The data of the pipeline timeline, free of Qt: one row per stage with its
-// compute passes and communication, and the bubbles (idle compute time from
-// the end of the stage's step-start weight gathers to its last pass: the
-// wait while the pipeline fills and the gaps between passes), with the
-// bubble share per stage and overall as result.json reports them.
+// compute passes and communication, and the bubbles Summarize found (idle
+// compute time from the end of the stage's step-start weight gathers to its
+// last pass), with the bubble share per stage and overall as result.json
+// reports them.
 #pragma once
 
 #include <string>
@@ -16,8 +16,10 @@ namespace shardlab::gui {
 struct TimelineSpan {
   double start = 0, end = 0;
   std::string name;
-  std::string category;  // forward, backward, gradient, optimizer, bubble, ...
+  EventKind kind = EventKind::kForward;  // bubbles: unused
   int64_t micro_batch = -1;
+
+  bool IsPass() const { return kind == EventKind::kForward || kind == EventKind::kBackward; }
 };
 
 // A task inside a pass, as a share of the pass: clicking a pass there selects its operator.

@@ -12,12 +12,11 @@ namespace {
 
 constexpr double kLeft = 170, kRight = 20, kTop = 40, kRowHeight = 60, kComputeHeight = 30, kCommHeight = 14;
 
-QColor ColorOf(const std::string& category) {
-  if (category == "forward") return QColor(66, 133, 244);
-  if (category == "backward") return QColor(52, 168, 83);
-  if (category == "recompute") return QColor(251, 188, 5);
-  if (category == "optimizer") return QColor(128, 128, 128);
-  if (category == "gradient") return QColor(255, 128, 0);
+QColor ColorOf(EventKind kind) {
+  if (kind == EventKind::kForward) return QColor(66, 133, 244);
+  if (kind == EventKind::kBackward) return QColor(52, 168, 83);
+  if (kind == EventKind::kOptimizer) return QColor(128, 128, 128);
+  if (kind == EventKind::kGradient) return QColor(255, 128, 0);
   return QColor(160, 100, 200);
 }
 
@@ -112,20 +111,20 @@ void PipelineView::paintEvent(QPaintEvent*) {
         p.fillRect(SpanRect(r, b, false), QBrush(QColor(220, 60, 60), Qt::BDiagPattern));
     for (const TimelineSpan& c : Spans(row, false)) {
       const QRectF rect = SpanRect(r, c, false);
-      p.fillRect(rect, ColorOf(c.category));
+      p.fillRect(rect, ColorOf(c.kind));
       if (rect.width() > 24) {
         p.setPen(Qt::white);
         p.drawText(rect, Qt::AlignCenter, QString::fromStdString(c.name));
       }
     }
     for (const TimelineSpan& c : Spans(row, true)) {
-      p.fillRect(SpanRect(r, c, true), ColorOf(c.category));
-      if (c.category == "gradient") {
+      p.fillRect(SpanRect(r, c, true), ColorOf(c.kind));
+      if (c.kind == EventKind::kGradient) {
         // A bucket starts where its gradients are ready: marked on the backward pass above.
         const double x = XOf(c.start), y = SpanRect(r, c, false).bottom();
         const QPointF tip[3] = {{x, y - 7}, {x - 4, y}, {x + 4, y}};
         p.setPen(Qt::NoPen);
-        p.setBrush(ColorOf("gradient"));
+        p.setBrush(ColorOf(EventKind::kGradient));
         p.drawPolygon(tip, 3);
         p.setBrush(Qt::NoBrush);
       }
@@ -167,7 +166,7 @@ void PipelineView::mousePressEvent(QMouseEvent* event) {
 const TimelineSpan* PipelineView::PassAt(QPoint pos, size_t* row) const {
   for (size_t r = 0; r < rows_.size(); ++r)
     for (const TimelineSpan& span : Spans(rows_[r], false))
-      if ((span.category == "forward" || span.category == "backward") && SpanRect(r, span, false).contains(pos)) {
+      if (span.IsPass() && SpanRect(r, span, false).contains(pos)) {
         *row = r;
         return &span;
       }
@@ -181,7 +180,7 @@ int PipelineView::OperatorAt(QPoint pos) const {
   const StageRow& s = timeline_.stages[rows_[r].stage];
   const QRectF rect = SpanRect(r, *pass, false);
   const double share = (pos.x() - rect.left()) / std::max(rect.width(), 1e-9);
-  for (const PassTask& t : pass->category == "forward" ? s.forward_tasks : s.backward_tasks)
+  for (const PassTask& t : pass->kind == EventKind::kForward ? s.forward_tasks : s.backward_tasks)
     if (share >= t.begin && share < t.end) return t.op;
   return -1;
 }
@@ -203,14 +202,14 @@ QString PipelineView::ToolTipAt(QPoint pos) const {
         if (SpanRect(r, span, comm).contains(pos)) {
           QString text = QString("stage %1: %2 (%3)\n%4 s .. %5 s (%6 s)")
                              .arg(s.stage)
-                             .arg(QString::fromStdString(span.name), QString::fromStdString(span.category))
+                             .arg(QString::fromStdString(span.name), QString(ToString(span.kind)))
                              .arg(span.start, 0, 'g', 6)
                              .arg(span.end, 0, 'g', 6)
                              .arg(span.end - span.start, 0, 'g', 4);
-          if (!comm && (span.category == "forward" || span.category == "backward")) {
+          if (!comm && span.IsPass()) {
             const QRectF rect = SpanRect(r, span, false);
             const double share = (pos.x() - rect.left()) / std::max(rect.width(), 1e-9);
-            for (const PassTask& t : span.category == "forward" ? s.forward_tasks : s.backward_tasks)
+            for (const PassTask& t : span.kind == EventKind::kForward ? s.forward_tasks : s.backward_tasks)
               if (share >= t.begin && share < t.end)
                 text += QString("\ntask %1 (click to select its operator)").arg(QString::fromStdString(t.name));
           }

@@ -1,5 +1,7 @@
 // The one way every command, the GUI and the benchmarks simulate a prepared
-// run's step: SimGrid (the run's fidelity) or the analytical engine.
+// run's step: SimGrid (the run's fidelity) or the analytical engine, their
+// trace summarised by Summarize. The analytical engine traces every stage
+// whatever `trace` asks; SimGrid each stage's first device and those asked for.
 #pragma once
 
 #include <string>

@@ -128,50 +128,34 @@ class Engine {
         for (int64_t m : members) d.ranks.push_back(s * D_ + m);
         d.counters.assign(plan.stages[s].groups.size(), 0);
         for (int64_t r : d.ranks) lane_of_rank_[r] = static_cast<int64_t>(devices_.size());
+        // The stage's first device is always traced: Summarize reads the stage's figures from it.
+        d.traced = d.local == 0;
         if (trace.enabled) {
           if (!trace.ranks.empty()) {
             for (int64_t r : trace.ranks) d.traced = d.traced || std::count(d.ranks.begin(), d.ranks.end(), r) > 0;
           } else {
-            d.traced = plan.devices <= 64 || d.local == 0;
+            d.traced = d.traced || plan.devices <= 64;
           }
         }
         devices_.push_back(std::move(d));
       }
     }
-    stage_results_.resize(S_);
-    for (int64_t s = 0; s < S_; ++s) stage_results_[s].stage = s;
   }
 
-  StepResult Run(SimGridStats* stats) {
+  Trace Run(SimGridStats* stats) {
     for (auto& d : devices_) StartStep(d);
     platform_.engine().run();
-    StepResult result;
-    result.engine = "simgrid";
-    for (int64_t s = 0; s < S_; ++s) {
-      StageResult& r = stage_results_[s];
-      const Device& d = devices_[lane_of_rank_[s * D_]];
+    for (const Device& d : devices_)
       if (!d.finished) throw std::logic_error("the simulated step did not finish on every device");
-      r.memory = plan_.stages[s].memory;
-      for (const Task& t : plan_.stages[s].forward) r.forward_seconds += t.seconds;
-      for (const Task& t : plan_.stages[s].backward) r.backward_seconds += t.seconds;
-      r.passes_end_seconds = d.last_pass_end;
-      r.end_seconds = d.end;
-      r.compute_seconds = d.compute;
-      r.communication_seconds = d.communication;
-      r.exposed_communication_seconds = d.exposed;
-      // Idle compute-stream time from the end of the step-start gathers to the last pass, as the analytical engine
-      // counts it.
-      r.bubble_seconds = std::max(0.0, (d.last_pass_end - d.passes_begin) - d.busy);
-      result.stages.push_back(r);
-    }
-    result.events = std::move(events_);
-    Finalize(plan_, result);
+    Trace trace;
+    trace.engine = "simgrid";
+    trace.events = std::move(events_);
     if (stats) {
       stats->flows = runner_.flows_started();
       stats->collectives = collectives_;
       stats->timers = timers_;
     }
-    return result;
+    return trace;
   }
 
  private:
@@ -192,11 +176,21 @@ class Engine {
     bool last_backward_started = false;
     bool compute_done = false;
     bool finished = false;
-    double end = 0;
-    // Accounting.
-    double compute = 0, communication = 0, exposed = 0, busy = 0;
-    double passes_begin = 0, last_pass_end = 0;
+    // The running pass's compute and collectives, for its timeline event.
+    double pass_compute = 0, pass_communication = 0;
   };
+
+  TraceEvent Event(const Device& d, Lane lane, EventKind kind, std::string name, double start, double duration) {
+    TraceEvent e;
+    e.stage = d.stage;
+    e.lane = lane;
+    e.kind = kind;
+    e.name = std::move(name);
+    e.start = start;
+    e.duration = duration;
+    e.ranks = d.ranks;
+    return e;
+  }
 
   struct Barrier {
     int64_t arrived = 0;
@@ -209,15 +203,14 @@ class Engine {
     if (d.start_task < StageOf(d).step_start.size()) {
       const Task& t = StageOf(d).step_start[d.start_task];
       const double begin = Now();
-      Collective(d, t, [this, &d, begin] {
-        d.communication += Now() - begin;
-        d.exposed += Now() - begin;
+      Collective(d, t, [this, &d, &t, begin] {
+        if (d.traced)
+          events_.push_back(Event(d, Lane::kCommunication, EventKind::kWeightGather, t.name, begin, Now() - begin));
         ++d.start_task;
         StartStep(d);
       });
       return;
     }
-    d.passes_begin = Now();
     Next(d);
   }
 
@@ -251,6 +244,7 @@ class Engine {
     }
     d.step = 0;
     d.pass_start = Now();
+    d.pass_compute = d.pass_communication = 0;
     if (!item.forward && d.item + 1 == p.order.size()) d.last_backward_started = true;
     RunStep(d);
   }
@@ -267,19 +261,17 @@ class Engine {
     }
     const PassStep& step = steps[d.step];
     const std::vector<Task>& tasks = item.forward ? StageOf(d).forward : StageOf(d).backward;
-    const double begin = Now();
     const bool has_compute = step.compute_seconds > 0 || step.collectives.empty();
     auto pending = std::make_shared<int>(has_compute + !step.collectives.empty());
-    auto done = [this, &d, item, &step, begin, pending] {
+    auto done = [this, &d, item, &step, pending] {
       if (--*pending > 0) return;
-      d.exposed += std::max(0.0, Now() - begin - step.compute_seconds);
       AfterStep(d, item, step);
       ++d.step;
       RunStep(d);
     };
     if (has_compute) {
       ++timers_;
-      d.compute += step.compute_seconds;
+      d.pass_compute += step.compute_seconds;
       runner_.After(step.compute_seconds, done);
     }
     if (!step.collectives.empty()) RunCollectives(d, tasks, step.collectives, 0, Now(), done);
@@ -288,7 +280,7 @@ class Engine {
   void RunCollectives(Device& d, const std::vector<Task>& tasks, const std::vector<int>& collectives, size_t i,
                       double begin, const std::function<void()>& done) {
     if (i == collectives.size()) {
-      d.communication += Now() - begin;
+      d.pass_communication += Now() - begin;
       done();
       return;
     }
@@ -305,15 +297,17 @@ class Engine {
   }
 
   void EndPass(Device& d, const ScheduleItem& item) {
-    const double duration = Now() - d.pass_start;
-    d.busy += duration;
-    d.last_pass_end = Now();
-    if (d.traced)
-      events_.push_back({d.stage, "compute",
-                         (item.forward ? "F" : "B") + std::to_string(item.micro_batch) +
-                             (V_ > 1 ? "." + std::to_string(item.chunk) : ""),
-                         item.forward ? "forward" : "backward", item.micro_batch, item.chunk, d.pass_start, duration,
-                         d.ranks});
+    if (d.traced) {
+      TraceEvent e = Event(d, Lane::kCompute, item.forward ? EventKind::kForward : EventKind::kBackward,
+                           (item.forward ? "F" : "B") + std::to_string(item.micro_batch) +
+                               (V_ > 1 ? "." + std::to_string(item.chunk) : ""),
+                           d.pass_start, Now() - d.pass_start);
+      e.micro_batch = item.micro_batch;
+      e.chunk = item.chunk;
+      e.compute = d.pass_compute;
+      e.communication = d.pass_communication;
+      events_.push_back(std::move(e));
+    }
     // Hand the activation (or its gradient) to the neighbouring virtual stage.
     const int64_t vs = item.chunk * S_ + d.stage;
     const int64_t target_vs = item.forward ? vs + 1 : vs - 1;
@@ -327,7 +321,19 @@ class Engine {
           const InputKey key{devices_[lane_of_rank_[peer]].rank, item.forward, target_vs, item.micro_batch};
           Phase phase;
           phase.flows.push_back({rank, peer, bytes});
-          runner_.Run({phase}, [this, key] { Deliver(key); });
+          const bool traced = d.traced && rank == d.rank;
+          const double begin = Now();
+          runner_.Run({phase}, [this, key, traced, &d, item, begin] {
+            if (traced) {
+              TraceEvent e = Event(d, Lane::kPipeline, EventKind::kSend,
+                                   std::string("send ") + (item.forward ? "F" : "B") + std::to_string(item.micro_batch),
+                                   begin, Now() - begin);
+              e.micro_batch = item.micro_batch;
+              e.chunk = item.chunk;
+              events_.push_back(std::move(e));
+            }
+            Deliver(key);
+          });
         }
       }
     }
@@ -397,10 +403,9 @@ class Engine {
     const double begin = Now();
     const size_t index = d.bucket;
     Collective(d, task, [this, &d, begin, index] {
-      d.communication += Now() - begin;
       if (d.traced)
-        events_.push_back({d.stage, "communication", "gradients " + std::to_string(index), "gradient", -1, 0, begin,
-                           Now() - begin, d.ranks});
+        events_.push_back(
+            Event(d, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(index), begin, Now() - begin));
       d.bucket_running = false;
       ++d.bucket;
       MaybeStartBucket(d);
@@ -412,15 +417,13 @@ class Engine {
     const StageProgram& stage = StageOf(d);
     if (!d.compute_done || d.bucket_running || d.finished) return;
     if (plan_.training && d.bucket < stage.buckets.size()) return;
-    d.exposed += Now() - d.last_pass_end;  // the gradient tail after the last backward
     double optimizer = 0;
     for (const Task& t : stage.optimizer) optimizer += t.seconds;
     d.finished = true;  // no more work will be scheduled
     if (d.traced && optimizer > 0)
-      events_.push_back({d.stage, "compute", "optimizer", "optimizer", -1, 0, Now(), optimizer, d.ranks});
+      events_.push_back(Event(d, Lane::kCompute, EventKind::kOptimizer, "optimizer", Now(), optimizer));
     ++timers_;
-    d.compute += optimizer;
-    runner_.After(optimizer, [&d] { d.end = Now(); });
+    runner_.After(optimizer, [] {});
   }
 
   const Plan& plan_;
@@ -431,22 +434,21 @@ class Engine {
   int64_t S_ = 1, M_ = 1, V_ = 1, D_ = 1;
   std::vector<StagePrograms> programs_;
   std::vector<Device> devices_;
-  std::vector<StageResult> stage_results_;
   std::map<std::tuple<int64_t, int, int64_t, int64_t>, Barrier> barriers_;
   std::map<InputKey, int64_t> arrived_;  // transfers received per pass input
   std::vector<int64_t> lane_of_rank_;
   std::map<InputKey, Device*> waiting_;
-  std::vector<TimelineEvent> events_;
+  std::vector<TraceEvent> events_;
   int64_t collectives_ = 0, timers_ = 0;
 };
 
 }  // namespace
 
-StepResult RunSimGrid(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, const TraceRequest& trace,
-                      SimGridStats* stats) {
+Trace RunSimGrid(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, const TraceRequest& trace,
+                 SimGridStats* stats) {
   const auto wall_start = std::chrono::steady_clock::now();
   Engine engine(plan, cluster, fidelity, trace);
-  StepResult result = engine.Run(stats);
+  Trace result = engine.Run(stats);
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;
 }

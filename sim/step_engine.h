@@ -11,13 +11,14 @@
 
 #include "core/config/cluster_config.h"
 #include "core/plan/plan.h"
-#include "core/report/step_result.h"
+#include "core/report/trace.h"
 #include "sim/collective_flows.h"
 
 namespace shardlab::sim {
 
-// Which devices the timeline records: by default every device of runs of up
-// to 64 devices, else the first device of each stage; or the devices holding `ranks`.
+// Which devices the timeline records besides each stage's first (always
+// recorded: the step's figures come from it): by default every device of
+// runs of up to 64 devices; or the devices holding `ranks`.
 struct TraceRequest {
   bool enabled = false;
   std::vector<int64_t> ranks;
@@ -30,7 +31,7 @@ struct SimGridStats {
 };
 
 // One SimGrid engine per process: call once per process.
-StepResult RunSimGrid(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, const TraceRequest& trace,
-                      SimGridStats* stats = nullptr);
+Trace RunSimGrid(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, const TraceRequest& trace,
+                 SimGridStats* stats = nullptr);
 
 }  // namespace shardlab::sim

@@ -11,53 +11,61 @@
 namespace shardlab {
 namespace {
 
+// One micro-batch's passes (all chunks): their durations, the compute
+// stream's work and the collectives inside them.
 struct PassTimes {
-  double forward = 0;  // one micro-batch, all chunks
-  double backward = 0;
-  double compute = 0;                     // compute part of forward + backward
-  double communication = 0;               // collectives inside the passes
-  double exposed = 0;                     // the part of them the compute stream waits for
+  double forward = 0, forward_compute = 0, forward_communication = 0;
+  double backward = 0, backward_compute = 0, backward_communication = 0;
   std::vector<double> backward_task_end;  // offset in one backward pass after which each task is done
 };
 
 PassTimes Sum(const StageProgram& stage) {
   PassTimes t;
-  auto add = [&t](const std::vector<Task>& tasks, double* duration, std::vector<double>* task_end,
-                  const std::vector<bool>& breaks) {
+  auto add = [](const std::vector<Task>& tasks, const std::vector<bool>& breaks, double* duration, double* compute,
+                double* communication, std::vector<double>* task_end) {
     if (task_end) task_end->assign(tasks.size(), 0);
     for (const PassStep& step : PassSteps(tasks, 0, tasks.size(), breaks)) {
-      const double seconds = step.ClosedFormSeconds(tasks);
-      *duration += seconds;
-      t.compute += step.compute_seconds;
-      t.communication += step.CommunicationSeconds(tasks);
-      t.exposed += seconds - step.compute_seconds;
+      *duration += step.ClosedFormSeconds(tasks);
+      *compute += step.compute_seconds;
+      *communication += step.CommunicationSeconds(tasks);
       if (task_end)
         for (int i = step.first_task; i < step.end_task; ++i) (*task_end)[i] = *duration;
     }
   };
-  add(stage.forward, &t.forward, nullptr, {});
-  add(stage.backward, &t.backward, &t.backward_task_end, BucketBreaks(stage));
+  add(stage.forward, {}, &t.forward, &t.forward_compute, &t.forward_communication, nullptr);
+  add(stage.backward, BucketBreaks(stage), &t.backward, &t.backward_compute, &t.backward_communication,
+      &t.backward_task_end);
   return t;
 }
 
 }  // namespace
 
-StepResult RunAnalytical(const Plan& plan, bool with_events) {
+Trace RunAnalytical(const Plan& plan) {
   const auto wall_start = std::chrono::steady_clock::now();
-  StepResult result;
-  result.engine = "analytical";
+  Trace trace;
+  trace.engine = "analytical";
+  std::vector<TraceEvent>& events = trace.events;
   const int64_t S = static_cast<int64_t>(plan.stages.size());
   const int64_t M = plan.micro_batches;
   const int64_t V = plan.schedule == "interleaved" ? plan.chunks : 1;
   std::vector<PassTimes> times;
   for (const auto& stage : plan.stages) times.push_back(Sum(stage));
+  auto event = [](int64_t stage, Lane lane, EventKind kind, std::string name, double start, double duration) {
+    TraceEvent e;
+    e.stage = stage;
+    e.lane = lane;
+    e.kind = kind;
+    e.name = std::move(name);
+    e.start = start;
+    e.duration = duration;
+    return e;
+  };
 
   // Step start: parallel-optimizer weight gathers.
   std::vector<double> start(S, 0);
   for (int64_t s = 0; s < S; ++s)
     for (const Task& t : plan.stages[s].step_start) {
-      if (with_events)
-        result.events.push_back({s, "communication", t.name, "weight_gather", -1, 0, start[s], t.seconds, {}});
+      events.push_back(event(s, Lane::kCommunication, EventKind::kWeightGather, t.name, start[s], t.seconds));
       start[s] += t.seconds;
     }
 
@@ -71,7 +79,7 @@ StepResult RunAnalytical(const Plan& plan, bool with_events) {
     for (auto& o : order)
       o.erase(std::remove_if(o.begin(), o.end(), [](const ScheduleItem& i) { return !i.forward; }), o.end());
   std::vector<size_t> next(S, 0);
-  std::vector<double> free_at = start, first_start(S, -1), last_end(S, 0);
+  std::vector<double> free_at = start, last_end(S, 0);
   const int64_t virtual_stages = S * V;
   size_t remaining = 0;
   for (const auto& o : order) remaining += o.size();
@@ -99,22 +107,31 @@ StepResult RunAnalytical(const Plan& plan, bool with_events) {
             ok = wait_for(false, vs + 1, item.micro_batch, plan.stages[s].send_seconds);
         }
         if (!ok) break;
-        const double duration = (item.forward ? times[s].forward : times[s].backward) / static_cast<double>(V);
+        const double share = 1.0 / static_cast<double>(V);
+        const double duration = (item.forward ? times[s].forward : times[s].backward) * share;
         done[{item.forward, vs, item.micro_batch}] = ready + duration;
-        if (first_start[s] < 0) first_start[s] = ready;
         free_at[s] = ready + duration;
         last_end[s] = free_at[s];
-        if (with_events)
-          result.events.push_back({s,
-                                   "compute",
-                                   (item.forward ? "F" : "B") + std::to_string(item.micro_batch) +
-                                       (V > 1 ? "." + std::to_string(item.chunk) : ""),
-                                   item.forward ? "forward" : "backward",
-                                   item.micro_batch,
-                                   item.chunk,
-                                   ready,
-                                   duration,
-                                   {}});
+        TraceEvent pass = event(s, Lane::kCompute, item.forward ? EventKind::kForward : EventKind::kBackward,
+                                (item.forward ? "F" : "B") + std::to_string(item.micro_batch) +
+                                    (V > 1 ? "." + std::to_string(item.chunk) : ""),
+                                ready, duration);
+        pass.micro_batch = item.micro_batch;
+        pass.chunk = item.chunk;
+        pass.compute = (item.forward ? times[s].forward_compute : times[s].backward_compute) * share;
+        pass.communication = (item.forward ? times[s].forward_communication : times[s].backward_communication) * share;
+        events.push_back(pass);
+        // The activation (or its gradient) leaves for the neighbouring virtual stage.
+        const int64_t target = item.forward ? vs + 1 : vs - 1;
+        if ((plan.training || item.forward) && target >= 0 && target < virtual_stages) {
+          const double seconds = item.forward ? plan.stages[s].send_seconds : plan.stages[prev_stage].send_seconds;
+          TraceEvent send = event(s, Lane::kPipeline, EventKind::kSend,
+                                  std::string("send ") + (item.forward ? "F" : "B") + std::to_string(item.micro_batch),
+                                  ready + duration, seconds);
+          send.micro_batch = item.micro_batch;
+          send.chunk = item.chunk;
+          events.push_back(send);
+        }
         ++next[s];
         --remaining;
         progressed = true;
@@ -125,20 +142,6 @@ StepResult RunAnalytical(const Plan& plan, bool with_events) {
 
   for (int64_t s = 0; s < S; ++s) {
     const StageProgram& stage = plan.stages[s];
-    StageResult r;
-    r.stage = s;
-    r.forward_seconds = times[s].forward;
-    r.backward_seconds = times[s].backward;
-    r.memory = stage.memory;
-    const double passes = static_cast<double>(M);
-    r.compute_seconds = passes * times[s].compute;
-    r.communication_seconds = passes * times[s].communication;
-    r.exposed_communication_seconds = passes * times[s].exposed + start[s];
-    for (const Task& t : stage.step_start) r.communication_seconds += t.seconds;
-    // Point-to-point transfers overlap the other stages' work; what they cost
-    // this stage shows up as waiting, counted in the bubble.
-    r.communication_seconds += passes * (stage.send_seconds + (s > 0 ? plan.stages[s - 1].send_seconds : 0));
-
     // Gradient buckets on the communication stream, from the last backward on.
     double comm_free = last_end[s];
     const double backward = times[s].backward;
@@ -150,29 +153,19 @@ StepResult RunAnalytical(const Plan& plan, bool with_events) {
         const double ready = last_end[s] - (backward - task_end[bucket.ready_after]) / static_cast<double>(V);
         const double begin = std::max(ready, comm_free);
         comm_free = begin + bucket.seconds;
-        r.communication_seconds += bucket.seconds;
-        if (with_events)
-          result.events.push_back(
-              {s, "communication", "gradients " + std::to_string(b), "gradient", -1, 0, begin, bucket.seconds, {}});
+        events.push_back(event(s, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(b), begin,
+                               bucket.seconds));
       }
       comm_free = std::max(comm_free, last_end[s]);
-      r.exposed_communication_seconds += comm_free - last_end[s];
     }
     double end = comm_free;
     for (const Task& task : stage.optimizer) {
-      r.compute_seconds += task.seconds;
-      if (with_events) result.events.push_back({s, "compute", "optimizer", "optimizer", -1, 0, end, task.seconds, {}});
+      events.push_back(event(s, Lane::kCompute, EventKind::kOptimizer, "optimizer", end, task.seconds));
       end += task.seconds;
     }
-    r.passes_end_seconds = last_end[s];
-    r.end_seconds = end;
-    const double span = last_end[s] - start[s];
-    r.bubble_seconds = std::max(0.0, span - passes * (times[s].forward + times[s].backward));
-    result.stages.push_back(r);
   }
-  Finalize(plan, result);
-  result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  return result;
+  trace.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return trace;
 }
 
 }  // namespace shardlab

@@ -7,11 +7,12 @@
 #pragma once
 
 #include "core/plan/plan.h"
-#include "core/report/step_result.h"
+#include "core/report/trace.h"
 
 namespace shardlab {
 
-// `with_events` keeps the per-stage timeline for traces and the GUI.
-StepResult RunAnalytical(const Plan& plan, bool with_events = true);
+// Every stage's timeline (one representative device per stage); Summarize
+// turns it into the step's figures.
+Trace RunAnalytical(const Plan& plan);
 
 }  // namespace shardlab

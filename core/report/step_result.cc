@@ -10,8 +10,72 @@
 
 namespace shardlab {
 
-void Finalize(const Plan& plan, StepResult& r) {
-  r.step_seconds = 0;
+namespace {
+
+// One stage's figures from its representative device's events.
+StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
+  const StageProgram& program = plan.stages[s];
+  StageResult r;
+  r.stage = s;
+  r.memory = program.memory;
+  const std::vector<const TraceEvent*> events = RepresentativeEvents(trace, s, program.first_rank);
+  double passes_begin = 0, last_pass_end = 0, lane_end = 0, end = 0, forward = 0, backward = 0;
+  for (const TraceEvent* e : events) {
+    // A stage does not wait for its last transfer to arrive: the receiver does.
+    if (e->lane != Lane::kPipeline) end = std::max(end, e->end());
+    switch (e->kind) {
+      case EventKind::kWeightGather:  // before the first pass, on the critical path
+        passes_begin = std::max(passes_begin, e->end());
+        r.communication_seconds += e->duration;
+        r.exposed_communication_seconds += e->duration;
+        break;
+      case EventKind::kForward:
+      case EventKind::kBackward:
+        (e->kind == EventKind::kForward ? forward : backward) += e->duration;
+        r.compute_seconds += e->compute;
+        r.communication_seconds += e->communication;
+        r.exposed_communication_seconds += e->duration - e->compute;
+        last_pass_end = std::max(last_pass_end, e->end());
+        break;
+      case EventKind::kOptimizer:
+        r.compute_seconds += e->duration;
+        break;
+      case EventKind::kGradient:
+      case EventKind::kSend:
+        r.communication_seconds += e->duration;
+        if (e->lane == Lane::kCommunication) lane_end = std::max(lane_end, e->end());
+        break;
+      case EventKind::kReceive:  // waiting on the compute stream: a gap between passes
+        break;
+    }
+  }
+  // Gaps between the passes, from the end of the weight gathers.
+  double covered = passes_begin;
+  for (const TraceEvent* e : events) {
+    if (!e->IsPass()) continue;
+    if (e->start > covered) r.bubbles.push_back({covered, e->start});
+    covered = std::max(covered, e->end());
+  }
+  for (const Interval& b : r.bubbles) r.bubble_seconds += b.end - b.start;
+  // The gradient tail: the communication stream running past the last pass.
+  r.exposed_communication_seconds += std::max(0.0, lane_end - last_pass_end);
+  const double micro_batches = static_cast<double>(plan.micro_batches);
+  r.forward_seconds = forward / micro_batches;
+  r.backward_seconds = backward / micro_batches;
+  r.passes_end_seconds = last_pass_end;
+  r.end_seconds = end;
+  return r;
+}
+
+}  // namespace
+
+StepResult Summarize(const Plan& plan, const Trace& trace) {
+  StepResult r;
+  r.engine = trace.engine;
+  r.wall_seconds = trace.wall_seconds;
+  r.events = trace.events;
+  for (int64_t s = 0; s < static_cast<int64_t>(plan.stages.size()); ++s) r.stages.push_back(SummarizeStage(plan, trace, s));
+
   for (const auto& s : r.stages) {
     if (s.end_seconds > r.step_seconds) {
       r.step_seconds = s.end_seconds;
@@ -37,7 +101,6 @@ void Finalize(const Plan& plan, StepResult& r) {
   const auto* biggest = std::max_element(std::begin(parts), std::end(parts));
   r.slowest_reason = fmt::format("{} takes {:.1f}% of its step", biggest->second,
                                  r.step_seconds > 0 ? 100 * biggest->first / r.step_seconds : 0.0);
-  r.out_of_memory = false;
   for (auto& s : r.stages) {
     s.out_of_memory = s.memory.peak > plan.device_memory;
     if (s.out_of_memory && !r.out_of_memory) {
@@ -48,9 +111,12 @@ void Finalize(const Plan& plan, StepResult& r) {
                                      FormatQuantity(s.memory.dominant_bytes, Quantity::kBytes));
     }
   }
+  return r;
 }
 
 nlohmann::json ToJson(const StageResult& s) {
+  nlohmann::json bubbles = nlohmann::json::array();
+  for (const Interval& b : s.bubbles) bubbles.push_back({b.start, b.end});
   return {{"stage", s.stage},
           {"forward_seconds_per_micro_batch", s.forward_seconds},
           {"backward_seconds_per_micro_batch", s.backward_seconds},
@@ -58,6 +124,7 @@ nlohmann::json ToJson(const StageResult& s) {
           {"communication_seconds", s.communication_seconds},
           {"exposed_communication_seconds", s.exposed_communication_seconds},
           {"bubble_seconds", s.bubble_seconds},
+          {"bubbles", bubbles},
           {"passes_end_seconds", s.passes_end_seconds},
           {"end_seconds", s.end_seconds},
           {"memory", ToJson(s.memory)},
@@ -73,6 +140,7 @@ StageResult StageResultFromJson(const nlohmann::json& s) {
   st.communication_seconds = s.at("communication_seconds");
   st.exposed_communication_seconds = s.at("exposed_communication_seconds");
   st.bubble_seconds = s.at("bubble_seconds");
+  for (const auto& b : s.at("bubbles")) st.bubbles.push_back({b.at(0).get<double>(), b.at(1).get<double>()});
   st.passes_end_seconds = s.at("passes_end_seconds");
   st.end_seconds = s.at("end_seconds");
   const auto& m = s.at("memory");
@@ -88,18 +156,6 @@ StageResult StageResultFromJson(const nlohmann::json& s) {
   st.memory.dominant_bytes = m.at("dominant_bytes");
   st.out_of_memory = s.at("out_of_memory");
   return st;
-}
-
-nlohmann::json ToJson(const TimelineEvent& e) {
-  return {{"stage", e.stage},       {"lane", e.lane},   {"name", e.name},         {"category", e.category},
-          {"micro_batch", e.micro_batch}, {"chunk", e.chunk}, {"start", e.start}, {"duration", e.duration},
-          {"ranks", e.ranks}};
-}
-
-TimelineEvent TimelineEventFromJson(const nlohmann::json& e) {
-  return {e.at("stage"), e.at("lane"),  e.at("name"),     e.at("category"),
-          e.at("micro_batch"), e.at("chunk"), e.at("start"), e.at("duration"),
-          e.at("ranks").get<std::vector<int64_t>>()};
 }
 
 nlohmann::json ToJson(const StepResult& r) {
@@ -123,7 +179,7 @@ nlohmann::json ToJson(const StepResult& r) {
           {"stages", stages}};
   if (!r.events.empty()) {
     nlohmann::json events = nlohmann::json::array();
-    for (const TimelineEvent& e : r.events) events.push_back(ToJson(e));
+    for (const TraceEvent& e : r.events) events.push_back(ToJson(e));
     j["events"] = events;
   }
   return j;
@@ -148,62 +204,8 @@ StepResult StepResultFromJson(const nlohmann::json& j) {
   r.memory_message = j.at("memory_message");
   for (const auto& s : j.at("stages")) r.stages.push_back(StageResultFromJson(s));
   if (j.contains("events"))
-    for (const auto& e : j.at("events")) r.events.push_back(TimelineEventFromJson(e));
+    for (const auto& e : j.at("events")) r.events.push_back(TraceEventFromJson(e));
   return r;
-}
-
-nlohmann::json ChromeTrace(const StepResult& r) {
-  // One process per stage; per traced device (or lane of devices in lockstep)
-  // a compute, a communication and a pipeline track.
-  nlohmann::json events = nlohmann::json::array();
-  const char* lanes[] = {"compute", "communication", "pipeline"};
-  std::map<std::pair<int64_t, std::vector<int64_t>>, int> track_base;
-  for (const auto& s : r.stages) {
-    events.push_back({{"ph", "M"},
-                      {"name", "process_name"},
-                      {"pid", s.stage},
-                      {"args", {{"name", fmt::format("stage {}", s.stage)}}}});
-    events.push_back(
-        {{"ph", "M"}, {"name", "process_sort_index"}, {"pid", s.stage}, {"args", {{"sort_index", s.stage}}}});
-  }
-  for (const auto& e : r.events) {
-    const auto key = std::make_pair(e.stage, e.ranks);
-    auto [it, inserted] = track_base.emplace(key, 0);
-    if (inserted) {
-      int devices = 0;
-      for (const auto& [k, base] : track_base) devices += k.first == e.stage ? 1 : 0;
-      it->second = 3 * (devices - 1);
-      const std::string who = e.ranks.empty()       ? std::string()
-                              : e.ranks.size() == 1 ? fmt::format("rank {} ", e.ranks.front())
-                                                    : fmt::format("ranks {}-{} ", e.ranks.front(), e.ranks.back());
-      for (int lane = 0; lane < 3; ++lane) {
-        events.push_back({{"ph", "M"},
-                          {"name", "thread_name"},
-                          {"pid", e.stage},
-                          {"tid", it->second + lane},
-                          {"args", {{"name", who + lanes[lane]}}}});
-        events.push_back({{"ph", "M"},
-                          {"name", "thread_sort_index"},
-                          {"pid", e.stage},
-                          {"tid", it->second + lane},
-                          {"args", {{"sort_index", it->second + lane}}}});
-      }
-    }
-    const int lane = static_cast<int>(std::find(std::begin(lanes), std::end(lanes), e.lane) - std::begin(lanes));
-    nlohmann::json args = {{"category", e.category}};
-    if (e.micro_batch >= 0) args["micro_batch"] = e.micro_batch;
-    if (e.chunk > 0) args["chunk"] = e.chunk;
-    if (!e.ranks.empty()) args["ranks"] = e.ranks;
-    events.push_back({{"ph", "X"},
-                      {"name", e.name},
-                      {"cat", e.category},
-                      {"pid", e.stage},
-                      {"tid", it->second + lane},
-                      {"ts", e.start * 1e6},
-                      {"dur", e.duration * 1e6},
-                      {"args", args}});
-  }
-  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
 }
 
 }  // namespace shardlab

@@ -1,7 +1,8 @@
-// What an engine reports for one simulated step: the step time and what it is
-// made of (compute, communication, exposed communication, pipeline bubbles),
-// throughput and MFU, memory per stage against capacity, the slowest stage and
-// why, and the timeline events of one representative device per stage.
+// The figures of one step, computed from a Trace by `Summarize`, the one
+// place that derives them for every engine and the real executor: the step
+// time and what it is made of (compute, communication, exposed
+// communication, pipeline bubbles), throughput and MFU, memory per stage
+// against capacity, the slowest stage and why, and the trace's events.
 #pragma once
 
 #include <string>
@@ -10,19 +11,13 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/plan/plan.h"
+#include "core/report/trace.h"
 
 namespace shardlab {
 
-struct TimelineEvent {
-  int64_t stage = 0;
-  std::string lane;  // "compute", "communication", "pipeline"
-  std::string name;
-  std::string category;  // forward, backward, recompute, gradient, optimizer, send, bubble
-  int64_t micro_batch = -1;
-  int64_t chunk = 0;
-  double start = 0;
-  double duration = 0;
-  std::vector<int64_t> ranks;  // the devices it stands for; empty: the stage's representative
+struct Interval {
+  double start = 0, end = 0;
+  bool operator==(const Interval&) const = default;
 };
 
 struct StageResult {
@@ -33,6 +28,9 @@ struct StageResult {
   double communication_seconds = 0;
   double exposed_communication_seconds = 0;
   double bubble_seconds = 0;
+  // Idle compute-stream time from the end of the step-start weight gathers to
+  // the last pass: the wait while the pipeline fills and the gaps between passes.
+  std::vector<Interval> bubbles;
   double passes_end_seconds = 0;  // the last forward/backward pass ends here
   double end_seconds = 0;         // after the gradient tail and the optimizer
   MemoryBreakdown memory;
@@ -56,25 +54,21 @@ struct StepResult {
   bool out_of_memory = false;
   std::string memory_message;
   std::vector<StageResult> stages;
-  std::vector<TimelineEvent> events;
+  std::vector<TraceEvent> events;
   double wall_seconds = 0;  // the engine's own run time
 };
 
-// Fills in step-derived figures (throughput, MFU, slowest stage, memory verdict).
-void Finalize(const Plan& plan, StepResult& result);
+// The step's figures from what an engine or the executor traced. Each
+// stage's figures come from its representative device (its first rank);
+// the step ends when the slowest stage does.
+StepResult Summarize(const Plan& plan, const Trace& trace);
 
-// One stage's figures and one timeline event, and back (result.json and the
-// real executor's rank reports use them).
 nlohmann::json ToJson(const StageResult& stage);
 StageResult StageResultFromJson(const nlohmann::json& j);
-nlohmann::json ToJson(const TimelineEvent& event);
-TimelineEvent TimelineEventFromJson(const nlohmann::json& j);
 
 // The result's figures, its stages and, when it has them, its timeline events.
 nlohmann::json ToJson(const StepResult& result);
 // Reads what ToJson writes (result.json's "result"); throws nlohmann's errors on a bad document.
 StepResult StepResultFromJson(const nlohmann::json& j);
-// Chrome/Perfetto trace: one process per stage, compute and communication on separate tracks.
-nlohmann::json ChromeTrace(const StepResult& result);
 
 }  // namespace shardlab

@@ -8,6 +8,7 @@
 #include "core/analytical/analytical_engine.h"
 #include "core/plan/lowering.h"
 #include "core/plan/pass_steps.h"
+#include "core/report/step_result.h"
 
 namespace shardlab {
 namespace {
@@ -74,7 +75,7 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
     f->size_mb = 0;
   }
   const Plan plan = LowerToPlan(unfused, sharded);
-  const StepResult timeline = RunAnalytical(plan, false);
+  const StepResult timeline = Summarize(plan, RunAnalytical(plan));
   FusionProblem problem;
   problem.data_parallel = run.parallel.parallel_mode == ParallelMode::kDataParallel;
   problem.parallel_optimizer = run.parallel.enable_parallel_optimizer;

@@ -1,9 +1,14 @@
 #include "core/analytical/analytical_engine.h"
+#include "core/report/step_result.h"
 
 #include <catch2/catch.hpp>
 
 namespace shardlab {
 namespace {
+
+// The analytical engine's step, summarised.
+StepResult Analytical(const Plan& plan) { return Summarize(plan, RunAnalytical(plan)); }
+
 
 // S stages whose micro-batch takes `f` forward and `b` backward seconds, no communication.
 Plan Uniform(int64_t stages, int64_t micro_batches, const std::string& schedule, int64_t chunks, double f, double b) {
@@ -32,7 +37,7 @@ Plan Uniform(int64_t stages, int64_t micro_batches, const std::string& schedule,
 TEST_CASE("GPipe and 1F1B take (M + S - 1)(F + B) with a (S-1)/(M+S-1) bubble") {
   for (const char* schedule : {"gpipe", "1f1b"}) {
     INFO(schedule);
-    const StepResult r = RunAnalytical(Uniform(4, 8, schedule, 1, 1.0, 2.0));
+    const StepResult r = Analytical(Uniform(4, 8, schedule, 1, 1.0, 2.0));
     CHECK(r.step_seconds == Approx((8 + 4 - 1) * 3.0));
     CHECK(r.bubble_fraction == Approx(3.0 / 11.0));
     CHECK(r.stages[0].bubble_seconds == Approx(3 * 3.0));
@@ -40,7 +45,7 @@ TEST_CASE("GPipe and 1F1B take (M + S - 1)(F + B) with a (S-1)/(M+S-1) bubble") 
 }
 
 TEST_CASE("interleaving over v chunks divides the bubble by v") {
-  const StepResult r = RunAnalytical(Uniform(4, 8, "interleaved", 2, 1.0, 2.0));
+  const StepResult r = Analytical(Uniform(4, 8, "interleaved", 2, 1.0, 2.0));
   CHECK(r.step_seconds == Approx(8 * 3.0 + 3 * 3.0 / 2));
 }
 
@@ -57,14 +62,14 @@ TEST_CASE("gradient buckets overlap the rest of the backward pass") {
   early.ready_after = 0;
   early.seconds = 0.5;
   stage.buckets = {early};
-  StepResult r = RunAnalytical(plan);
+  StepResult r = Analytical(plan);
   CHECK(r.step_seconds == Approx(5.0));
   CHECK(r.exposed_communication_seconds == Approx(0.0));
   GradientBucket last;
   last.ready_after = 3;
   last.seconds = 0.5;
   stage.buckets = {early, last};
-  r = RunAnalytical(plan);
+  r = Analytical(plan);
   CHECK(r.step_seconds == Approx(5.5));
   CHECK(r.exposed_communication_seconds == Approx(0.5));
   CHECK(r.communication_seconds == Approx(1.0));
@@ -74,7 +79,7 @@ TEST_CASE("throughput and MFU follow from the step time") {
   Plan plan = Uniform(1, 2, "1f1b", 1, 1.0, 1.0);
   plan.model_flops = 4e12;
   plan.tokens_per_step = 200;
-  const StepResult r = RunAnalytical(plan);
+  const StepResult r = Analytical(plan);
   CHECK(r.step_seconds == Approx(4.0));
   CHECK(r.samples_per_second == Approx(0.5));
   CHECK(r.tokens_per_second == Approx(50));

@@ -98,9 +98,9 @@ std::vector<RankExecution> Execute(const Plan& plan) {
   return out;
 }
 
-bool HasEvent(const StepResult& r, const std::string& category, int64_t stage) {
-  for (const TimelineEvent& e : r.events)
-    if (e.category == category && e.stage == stage && e.duration >= 0) return true;
+bool HasEvent(const StepResult& r, EventKind kind, int64_t stage) {
+  for (const TraceEvent& e : r.events)
+    if (e.kind == kind && e.stage == stage && e.duration >= 0) return true;
   return false;
 }
 
@@ -112,9 +112,9 @@ TEST_CASE("the executor runs a data-parallel plan with its gradient buckets") {
   CHECK(measured.step_seconds > 0);
   CHECK(measured.stages[0].forward_seconds > 0);
   CHECK(measured.stages[0].backward_seconds > measured.stages[0].forward_seconds);
-  CHECK(HasEvent(measured, "forward", 0));
-  CHECK(HasEvent(measured, "gradient", 0));
-  CHECK(HasEvent(measured, "optimizer", 0));
+  CHECK(HasEvent(measured, EventKind::kForward, 0));
+  CHECK(HasEvent(measured, EventKind::kGradient, 0));
+  CHECK(HasEvent(measured, EventKind::kOptimizer, 0));
   bool gemm = false, gradients = false;
   for (const TaskTypeTime& t : ranks[0].task_types) {
     gemm |= t.type == "gemm" && t.measured > 0 && t.predicted > 0;
@@ -131,19 +131,19 @@ TEST_CASE("the executor runs a pipeline of model-parallel stages") {
   const StepResult measured = MeasuredStep(plan, ranks);
   for (int64_t s = 0; s < 2; ++s) {
     INFO("stage " << s);
-    CHECK(HasEvent(measured, "forward", s));
-    CHECK(HasEvent(measured, "backward", s));
+    CHECK(HasEvent(measured, EventKind::kForward, s));
+    CHECK(HasEvent(measured, EventKind::kBackward, s));
     CHECK(measured.stages[s].end_seconds >= measured.stages[s].passes_end_seconds);
   }
-  CHECK(HasEvent(measured, "receive", 1));
-  CHECK(HasEvent(measured, "send", 0));
+  CHECK(HasEvent(measured, EventKind::kReceive, 1));
+  CHECK(HasEvent(measured, EventKind::kSend, 0));
   int forwards = 0;
-  for (const TimelineEvent& e : measured.events) forwards += e.category == "forward" && e.stage == 1;
+  for (const TraceEvent& e : measured.events) forwards += e.kind == EventKind::kForward && e.stage == 1;
   CHECK(forwards == plan.micro_batches);
   // Stage 1 waits for stage 0's first forward: its first pass starts after it.
   double first0 = 1e9, first1 = 1e9;
-  for (const TimelineEvent& e : measured.events)
-    if (e.category == "forward") (e.stage == 0 ? first0 : first1) = std::min(e.stage == 0 ? first0 : first1, e.start);
+  for (const TraceEvent& e : measured.events)
+    if (e.kind == EventKind::kForward) (e.stage == 0 ? first0 : first1) = std::min(e.stage == 0 ? first0 : first1, e.start);
   CHECK(first1 > first0);
 }
 #endif

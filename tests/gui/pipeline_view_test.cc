@@ -42,7 +42,7 @@ class PipelineViewTest : public QObject {
     // Forward and backward of every micro-batch on each stage.
     for (const StageRow& row : view.timeline().stages) {
       int passes = 0;
-      for (const TimelineSpan& s : row.compute) passes += s.category == "forward" || s.category == "backward";
+      for (const TimelineSpan& s : row.compute) passes += s.IsPass();
       QCOMPARE(passes, 2 * 8);
     }
     // The drawn bubbles add up to the stage's bubble time of the result.

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/analytical/analytical_engine.h"
+#include "core/report/step_result.h"
 #include "core/flow/prepared_run.h"
 #include "core/graph/graph_builder.h"
 #include "core/ops/graph_layouts.h"
@@ -12,6 +13,10 @@
 
 namespace shardlab {
 namespace {
+
+// The analytical engine's step, summarised.
+StepResult Analytical(const Plan& plan) { return Summarize(plan, RunAnalytical(plan)); }
+
 
 using Ranges = std::vector<std::pair<size_t, size_t>>;
 
@@ -128,7 +133,7 @@ TEST_CASE("MicroBatchInterleaved hides tensor-parallel communication behind the 
   // Gradient buckets still become ready after the last slice's backward of their parameters.
   REQUIRE(b.buckets.size() == a.buckets.size());
   for (size_t i = 0; i < a.buckets.size(); ++i) CHECK(b.buckets[i].ready_after >= 2 * a.buckets[i].ready_after);
-  const StepResult ra = RunAnalytical(plain), rb = RunAnalytical(interleaved);
+  const StepResult ra = Analytical(plain), rb = Analytical(interleaved);
   CHECK(rb.stages[0].exposed_communication_seconds < ra.stages[0].exposed_communication_seconds);
   CHECK(rb.step_seconds < ra.step_seconds);
 }
@@ -192,7 +197,7 @@ TEST_CASE("a run that does not fit is out of memory with the peak and what domin
   RunSpec run = Shipped("bert-large-a100-8");
   run.cluster.device.memory_bytes = 8e9;
   const Plan plan = PlanFor(run);
-  const StepResult result = RunAnalytical(plan);
+  const StepResult result = Analytical(plan);
   CHECK(result.out_of_memory);
   CHECK_THAT(result.memory_message, Catch::Contains("activations dominate"));
   CHECK_THAT(result.memory_message, Catch::Contains("but devices have 7.451 GiB"));

@@ -5,17 +5,22 @@
 #include <catch2/catch.hpp>
 
 #include "core/analytical/analytical_engine.h"
+#include "core/report/step_result.h"
 #include "core/flow/prepared_run.h"
 #include "tests/test_util.h"
 
 namespace shardlab {
 namespace {
 
+// The analytical engine's step, summarised.
+StepResult Analytical(const Plan& plan) { return Summarize(plan, RunAnalytical(plan)); }
+
+
 using Ranges = std::vector<std::pair<size_t, size_t>>;
 
 RunSpec Shipped(const std::string& name) { return LoadRunFile(testing::SourcePath("configs/runs/" + name + ".json")); }
 
-double AnalyticalStep(const RunSpec& run) { return RunAnalytical(Prepare(run).plan).step_seconds; }
+double AnalyticalStep(const RunSpec& run) { return Analytical(Prepare(run).plan).step_seconds; }
 
 FusionProblem ProblemOf(const RunSpec& run) { return BuildFusionProblem(run, Prepare(run).sharded); }
 

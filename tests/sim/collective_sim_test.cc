@@ -137,6 +137,7 @@ TEST_CASE("a group spread unevenly over servers expands into flows between its o
 
 #include "core/analytical/analytical_engine.h"
 #include "core/flow/prepared_run.h"
+#include "core/report/step_result.h"
 #include "sim/step_engine.h"
 
 namespace shardlab::sim {
@@ -148,15 +149,15 @@ TEST_CASE("the SimGrid step of an uncontended pipeline run matches the analytica
   const Plan plan = Prepare(run).plan;
   SimGridStats stats;
   const StepResult simulated =
-      RunSimGrid(plan, run.cluster, Fidelity::kAggregated, TraceRequest{true, {0, 256}}, &stats);
-  const StepResult analytical = RunAnalytical(plan);
+      Summarize(plan, RunSimGrid(plan, run.cluster, Fidelity::kAggregated, TraceRequest{true, {0, 256}}, &stats));
+  const StepResult analytical = Summarize(plan, RunAnalytical(plan));
   CHECK(simulated.engine == "simgrid");
   CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.01));
   CHECK(simulated.bubble_fraction == Approx(analytical.bubble_fraction).epsilon(0.05));
   CHECK(stats.flows > 0);
   // Forward and backward of every micro-batch on both stages are on the timeline.
   int passes = 0;
-  for (const auto& e : simulated.events) passes += e.category == "forward" || e.category == "backward";
+  for (const auto& e : simulated.events) passes += e.IsPass();
   CHECK(passes == 2 * 2 * 8);
 }
 
@@ -165,8 +166,8 @@ TEST_CASE("the SimGrid step of an interleaved run matches the analytical engine"
   run.model.params.Set("layers", int64_t{4});
   run.parallel.micro_batch_interleaved = 2;
   const Plan plan = Prepare(run).plan;
-  const StepResult simulated = RunSimGrid(plan, run.cluster, Fidelity::kAggregated, TraceRequest{}, nullptr);
-  const StepResult analytical = RunAnalytical(plan);
+  const StepResult simulated = Summarize(plan, RunSimGrid(plan, run.cluster, Fidelity::kAggregated, TraceRequest{}));
+  const StepResult analytical = Summarize(plan, RunAnalytical(plan));
   CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.01));
   CHECK(simulated.stages[0].exposed_communication_seconds ==
         Approx(analytical.stages[0].exposed_communication_seconds).epsilon(0.05));
@@ -186,8 +187,9 @@ TEST_CASE("SimGrid simulates a step whose data-parallel size does not divide a s
         {"micro_batch_num", 2},
         {"global_batch_size", 12}}}};
   const PreparedRun prepared = Prepare(ReadRunSpec(JsonNode(doc, "dp3.json")));
-  const StepResult simulated = RunSimGrid(prepared.plan, prepared.run.cluster, Fidelity::kAggregated, TraceRequest{});
-  const StepResult analytical = RunAnalytical(prepared.plan);
+  const StepResult simulated =
+      Summarize(prepared.plan, RunSimGrid(prepared.plan, prepared.run.cluster, Fidelity::kAggregated, TraceRequest{}));
+  const StepResult analytical = Summarize(prepared.plan, RunAnalytical(prepared.plan));
   CHECK(simulated.step_seconds > 0);
   CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.2));
 }

@@ -1,0 +1,75 @@
+// What an engine (analytical, SimGrid) or the real executor saw of one step:
+// timeline events per stage on three lanes. Every engine returns a Trace;
+// `Summarize` (core/report/step_result.h) turns it into the step's figures,
+// once for all of them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace shardlab {
+
+// Where an event runs on a device.
+enum class Lane {
+  kCompute,        // the compute stream: passes and the optimizer
+  kCommunication,  // the communication stream: weight gathers and gradient buckets
+  kPipeline,       // point-to-point transfers between neighbouring stages
+};
+
+// What an event is.
+enum class EventKind {
+  kForward,       // a forward pass of one micro-batch (one chunk when interleaved)
+  kBackward,      // a backward pass (with its recomputed forward)
+  kOptimizer,     // the optimizer update that closes the step
+  kWeightGather,  // a parallel-optimizer weight AllGather before the first pass
+  kGradient,      // a fused gradient bucket's collective
+  kSend,          // activations or gradients sent to the neighbouring stage
+  kReceive,       // waiting for them to arrive (measured by the real executor)
+};
+
+const char* ToString(Lane lane);
+const char* ToString(EventKind kind);
+// Inverse of ToString; throws std::invalid_argument naming the value.
+Lane ParseLane(const std::string& name);
+EventKind ParseEventKind(const std::string& name);
+
+struct TraceEvent {
+  int64_t stage = 0;
+  Lane lane = Lane::kCompute;
+  EventKind kind = EventKind::kForward;
+  std::string name;
+  int64_t micro_batch = -1;
+  int64_t chunk = 0;
+  double start = 0;
+  double duration = 0;
+  // Passes only: the compute stream's own work inside the pass and the
+  // collectives inside it; the rest of the pass is communication it waited for.
+  double compute = 0;
+  double communication = 0;
+  std::vector<int64_t> ranks;  // the devices it stands for; empty: the stage's representative
+
+  bool IsPass() const { return kind == EventKind::kForward || kind == EventKind::kBackward; }
+  double end() const { return start + duration; }
+};
+
+struct Trace {
+  std::string engine;  // analytical | simgrid | measured
+  std::vector<TraceEvent> events;
+  double wall_seconds = 0;  // the engine's own run time
+};
+
+// The events of the device that stands for `stage` (its first rank:
+// `first_rank`), in start order.
+std::vector<const TraceEvent*> RepresentativeEvents(const Trace& trace, int64_t stage, int64_t first_rank);
+
+nlohmann::json ToJson(const TraceEvent& event);
+// Throws nlohmann's errors on a malformed event, std::invalid_argument on an unknown lane or kind.
+TraceEvent TraceEventFromJson(const nlohmann::json& j);
+
+// Chrome/Perfetto trace: one process per stage; per traced device (or lane of
+// devices in lockstep) a compute, a communication and a pipeline track.
+nlohmann::json ChromeTrace(const std::vector<TraceEvent>& events, int64_t stages);
+
+}  // namespace shardlab
