@@ -115,16 +115,22 @@ int Devices(const DevicesArgs& args) {
     throw std::runtime_error(
         fmt::format("--rank {} is not below the {} devices of {}", args.rank, matrix.size(), args.matrix));
   nlohmann::json groups = nlohmann::json::array();
-  for (size_t d = 0; d < dims.size(); ++d)
+  // MindSpore's DeviceMatrix::CreateGroupList: the rank's group along every dimension, in dimension order.
+  nlohmann::json rank_groups = nlohmann::json::array();
+  for (size_t d = 0; d < dims.size(); ++d) {
+    const std::vector<int64_t> ranks = matrix.GroupAlongDim(args.rank, static_cast<int>(d));
     groups.push_back({{"dim", d},
                       {"tensor_map_value", MapValueFromDim(static_cast<int>(d), dims.size())},
                       {"size", dims[d]},
-                      {"ranks", matrix.GroupAlongDim(args.rank, static_cast<int>(d))}});
+                      {"ranks", ranks}});
+    rank_groups.push_back(ranks);
+  }
   nlohmann::json j = {{"device_matrix", dims},
                       {"devices", matrix.size()},
                       {"rank", args.rank},
                       {"coordinates", matrix.Coordinates(args.rank)},
-                      {"groups", groups}};
+                      {"groups", groups},
+                      {"rank_groups", rank_groups}};
   if (!args.tensor_map.empty()) {
     const JsonArg arg("--tensor-map", args.tensor_map);
     const TensorMap map = arg.node().AsIntList(-1, static_cast<int64_t>(dims.size()) - 1);

@@ -19,11 +19,7 @@ namespace shardlab::exec {
 namespace {
 
 TraceEvent Event(int64_t stage, Lane lane, EventKind kind, std::string name, int64_t micro_batch = -1) {
-  TraceEvent e;
-  e.stage = stage;
-  e.lane = lane;
-  e.kind = kind;
-  e.name = std::move(name);
+  TraceEvent e = MakeEvent(stage, lane, kind, std::move(name));
   e.micro_batch = micro_batch;
   return e;
 }

@@ -180,16 +180,9 @@ class Engine {
     double pass_compute = 0, pass_communication = 0;
   };
 
-  TraceEvent Event(const Device& d, Lane lane, EventKind kind, std::string name, double start, double duration) {
-    TraceEvent e;
-    e.stage = d.stage;
-    e.lane = lane;
-    e.kind = kind;
-    e.name = std::move(name);
-    e.start = start;
-    e.duration = duration;
-    e.ranks = d.ranks;
-    return e;
+  static TraceEvent Event(const Device& d, Lane lane, EventKind kind, std::string name, double start,
+                          double duration) {
+    return MakeEvent(d.stage, lane, kind, std::move(name), start, duration, d.ranks);
   }
 
   struct Barrier {

@@ -50,22 +50,12 @@ Trace RunAnalytical(const Plan& plan) {
   const int64_t V = plan.schedule == "interleaved" ? plan.chunks : 1;
   std::vector<PassTimes> times;
   for (const auto& stage : plan.stages) times.push_back(Sum(stage));
-  auto event = [](int64_t stage, Lane lane, EventKind kind, std::string name, double start, double duration) {
-    TraceEvent e;
-    e.stage = stage;
-    e.lane = lane;
-    e.kind = kind;
-    e.name = std::move(name);
-    e.start = start;
-    e.duration = duration;
-    return e;
-  };
 
   // Step start: parallel-optimizer weight gathers.
   std::vector<double> start(S, 0);
   for (int64_t s = 0; s < S; ++s)
     for (const Task& t : plan.stages[s].step_start) {
-      events.push_back(event(s, Lane::kCommunication, EventKind::kWeightGather, t.name, start[s], t.seconds));
+      events.push_back(MakeEvent(s, Lane::kCommunication, EventKind::kWeightGather, t.name, start[s], t.seconds));
       start[s] += t.seconds;
     }
 
@@ -112,7 +102,7 @@ Trace RunAnalytical(const Plan& plan) {
         done[{item.forward, vs, item.micro_batch}] = ready + duration;
         free_at[s] = ready + duration;
         last_end[s] = free_at[s];
-        TraceEvent pass = event(s, Lane::kCompute, item.forward ? EventKind::kForward : EventKind::kBackward,
+        TraceEvent pass = MakeEvent(s, Lane::kCompute, item.forward ? EventKind::kForward : EventKind::kBackward,
                                 (item.forward ? "F" : "B") + std::to_string(item.micro_batch) +
                                     (V > 1 ? "." + std::to_string(item.chunk) : ""),
                                 ready, duration);
@@ -125,7 +115,7 @@ Trace RunAnalytical(const Plan& plan) {
         const int64_t target = item.forward ? vs + 1 : vs - 1;
         if ((plan.training || item.forward) && target >= 0 && target < virtual_stages) {
           const double seconds = item.forward ? plan.stages[s].send_seconds : plan.stages[prev_stage].send_seconds;
-          TraceEvent send = event(s, Lane::kPipeline, EventKind::kSend,
+          TraceEvent send = MakeEvent(s, Lane::kPipeline, EventKind::kSend,
                                   std::string("send ") + (item.forward ? "F" : "B") + std::to_string(item.micro_batch),
                                   ready + duration, seconds);
           send.micro_batch = item.micro_batch;
@@ -153,14 +143,14 @@ Trace RunAnalytical(const Plan& plan) {
         const double ready = last_end[s] - (backward - task_end[bucket.ready_after]) / static_cast<double>(V);
         const double begin = std::max(ready, comm_free);
         comm_free = begin + bucket.seconds;
-        events.push_back(event(s, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(b), begin,
+        events.push_back(MakeEvent(s, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(b), begin,
                                bucket.seconds));
       }
       comm_free = std::max(comm_free, last_end[s]);
     }
     double end = comm_free;
     for (const Task& task : stage.optimizer) {
-      events.push_back(event(s, Lane::kCompute, EventKind::kOptimizer, "optimizer", end, task.seconds));
+      events.push_back(MakeEvent(s, Lane::kCompute, EventKind::kOptimizer, "optimizer", end, task.seconds));
       end += task.seconds;
     }
   }

@@ -38,7 +38,7 @@ DeviceSpec ReadDevice(const JsonNode& node) {
   d.memory_bandwidth = Quantity(r, "memory_bandwidth", Quantity::kBytesPerSecond);
   d.compute_efficiency = r.Number("compute_efficiency", 1.0, 1e-3, 1.0);
   d.memory_efficiency = r.Number("memory_efficiency", 1.0, 1e-3, 1.0);
-  if (auto overhead = r.Optional("kernel_overhead")) d.kernel_overhead = ReadQuantity(*overhead, Quantity::kSeconds);
+  if (auto overhead = r.Optional("kernel_overhead")) d.kernel_overhead = ReadQuantity(*overhead, Quantity::kSeconds, true);
   d.gemm_half_size = r.Number("gemm_half_size", 0, 0, 1e9);
   r.Finish();
   return d;

@@ -1,5 +1,8 @@
 #include "core/config/model_config.h"
 
+#include <map>
+#include <optional>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -64,6 +67,27 @@ Graph BuildModelGraph(const ModelSpec& model, const BuildOptions& options, const
 }
 
 DType ComputeDType(const ModelSpec& model) {
+  if (model.graph) {
+    // An explicit graph says it in its tensors: the floating type that most
+    // matrix-product output elements have (the work peak FLOP/s is about),
+    // else most parameter elements.
+    std::map<DType, int64_t> products, parameters;
+    const Graph& g = *model.graph;
+    for (const Operator& op : g.operators())
+      if (op.type == "MatMul" || op.type == "BatchMatMul" || op.type == "Conv2D")
+        for (int t : op.outputs) products[g.tensor(t).dtype] += g.tensor(t).elements();
+    for (int t : g.Parameters()) parameters[g.tensor(t).dtype] += g.tensor(t).elements();
+    for (const auto* counts : {&products, &parameters}) {
+      std::optional<DType> best;
+      for (const auto& [dtype, elements] : *counts) {
+        const bool floating = dtype == DType::kFloat16 || dtype == DType::kBFloat16 || dtype == DType::kFloat32 ||
+                              dtype == DType::kFloat64;
+        if (floating && (!best || elements > counts->at(*best))) best = dtype;
+      }
+      if (best) return *best;
+    }
+    return DType::kFloat32;
+  }
   if (!model.params.values().count("dtype")) return DType::kFloat32;
   return *ParseDType(model.params.String("dtype"));
 }

@@ -69,7 +69,7 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
         .Fail(fmt::format("cluster \"{}\" has {} devices, device_num asks for {}", run.cluster.name,
                           run.cluster.device_count(), p.device_num));
   const auto& values = run.model.params.values();
-  if (values.count("dtype")) {
+  if (values.count("dtype") || run.model.graph) {
     const DType dtype = ComputeDType(run.model);
     if (!run.cluster.device.peak_flops.count(dtype))
       root.Child("cluster").Fail(

@@ -79,7 +79,7 @@ bool ParseQuantity(const std::string& text, Quantity kind, double* value) {
   return false;
 }
 
-double ReadQuantity(const JsonNode& node, Quantity kind) {
+double ReadQuantity(const JsonNode& node, Quantity kind, bool zero_allowed) {
   double value = 0;
   if (node.json().is_number()) {
     value = node.json().get<double>();
@@ -87,8 +87,8 @@ double ReadQuantity(const JsonNode& node, Quantity kind) {
     node.Fail(fmt::format("expected a number in {} or a string with one of the units {}, got {}", BaseUnit(kind),
                           UnitList(kind), node.Describe()));
   }
-  if (!std::isfinite(value) || value <= 0)
-    node.Fail(fmt::format("expected a positive quantity, got {}", node.Describe()));
+  if (!std::isfinite(value) || value < 0 || (value == 0 && !zero_allowed))
+    node.Fail(fmt::format("expected a {} quantity, got {}", zero_allowed ? "non-negative" : "positive", node.Describe()));
   return value;
 }
 

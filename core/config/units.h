@@ -16,8 +16,9 @@ enum class Quantity { kBytes, kBytesPerSecond, kSeconds, kFlopsPerSecond };
 // text is not a quantity of that kind.
 bool ParseQuantity(const std::string& text, Quantity kind, double* value);
 
-// Reads a positive quantity from a config value; errors name the expected units.
-double ReadQuantity(const JsonNode& node, Quantity kind);
+// Reads a positive quantity (or, with `zero_allowed`, a non-negative one)
+// from a config value; errors name the expected units.
+double ReadQuantity(const JsonNode& node, Quantity kind, bool zero_allowed = false);
 
 // "64 MiB", "12.5 GB/s", "1.5 us", "256 TFLOP/s": a short human rendering.
 std::string FormatQuantity(double value, Quantity kind);

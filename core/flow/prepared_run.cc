@@ -6,21 +6,28 @@
 namespace shardlab {
 
 PreparedRun Prepare(const RunSpec& run) {
-  PreparedRun p{run, BuildRunGraph(run), {}, {}};
+  PreparedRun p;
+  p.run = run;
+  p.graph = BuildRunGraph(run);
   p.sharded = ChooseStrategies(p.run, p.graph);
   p.plan = LowerToPlan(p.run, p.sharded);
   return p;
 }
 
 PreparedRun PrepareWithStrategies(const RunSpec& run, const std::vector<Strategy>& strategies) {
-  PreparedRun p{run, BuildRunGraph(run), {}, {}};
+  PreparedRun p;
+  p.run = run;
+  p.graph = BuildRunGraph(run);
   p.sharded = ApplyGivenStrategies(p.run, p.graph, strategies);
   p.plan = LowerToPlan(p.run, p.sharded);
   return p;
 }
 
 PreparedRun Relower(const PreparedRun& prepared, const RunSpec& variant) {
-  PreparedRun p{variant, prepared.graph, prepared.sharded, {}};
+  PreparedRun p;
+  p.run = variant;
+  p.graph = prepared.graph;
+  p.sharded = prepared.sharded;
   p.plan = LowerToPlan(p.run, p.sharded);
   return p;
 }

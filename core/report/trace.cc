@@ -29,6 +29,19 @@ const char* ToString(EventKind kind) { return kKinds.at(static_cast<size_t>(kind
 Lane ParseLane(const std::string& name) { return Parse<Lane>(kLanes, name, "timeline lane"); }
 EventKind ParseEventKind(const std::string& name) { return Parse<EventKind>(kKinds, name, "timeline event category"); }
 
+TraceEvent MakeEvent(int64_t stage, Lane lane, EventKind kind, std::string name, double start, double duration,
+                     std::vector<int64_t> ranks) {
+  TraceEvent e;
+  e.stage = stage;
+  e.lane = lane;
+  e.kind = kind;
+  e.name = std::move(name);
+  e.start = start;
+  e.duration = duration;
+  e.ranks = std::move(ranks);
+  return e;
+}
+
 std::vector<const TraceEvent*> RepresentativeEvents(const Trace& trace, int64_t stage, int64_t first_rank) {
   std::vector<const TraceEvent*> out;
   for (const TraceEvent& e : trace.events)

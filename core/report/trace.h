@@ -54,6 +54,11 @@ struct TraceEvent {
   double end() const { return start + duration; }
 };
 
+// An event with what every engine sets; micro-batch, chunk and the pass
+// figures are filled in where they apply.
+TraceEvent MakeEvent(int64_t stage, Lane lane, EventKind kind, std::string name, double start = 0,
+                     double duration = 0, std::vector<int64_t> ranks = {});
+
 struct Trace {
   std::string engine;  // analytical | simgrid | measured
   std::vector<TraceEvent> events;

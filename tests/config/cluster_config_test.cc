@@ -63,6 +63,16 @@ TEST_CASE("clusters round-trip through JSON") {
   }
 }
 
+TEST_CASE("kernel_overhead 0, its documented default, may be written explicitly; negative is an error") {
+  nlohmann::json doc = SmallCluster();
+  doc["device"]["kernel_overhead"] = 0;
+  CHECK(ReadClusterSpec(JsonNode(doc, "cluster.json")).device.kernel_overhead == 0);
+  doc["device"]["kernel_overhead"] = "0 us";
+  CHECK(ReadClusterSpec(JsonNode(doc, "cluster.json")).device.kernel_overhead == 0);
+  doc["device"]["kernel_overhead"] = -1e-6;
+  CHECK_THAT(ErrorAt(doc, "/device/kernel_overhead"), Catch::Contains("expected a non-negative quantity"));
+}
+
 TEST_CASE("nics default to one per device and defaults apply") {
   const ClusterSpec c = ReadClusterSpec(JsonNode(SmallCluster(), "cluster.json"));
   CHECK(c.inter_server.nics_per_server == 8);

@@ -1,5 +1,7 @@
 #include "core/config/model_config.h"
 
+#include "core/graph/graph_json.h"
+
 #include "tests/test_util.h"
 
 namespace shardlab {
@@ -13,6 +15,18 @@ std::string ErrorAt(const std::string& text, const std::string& pointer) {
   const ConfigError e = ExpectConfigError([&] { ReadModelSpec(doc.root()); });
   CHECK(e.pointer() == pointer);
   return e.what();
+}
+
+TEST_CASE("an explicit graph computes in the dtype of its tensors, as the builder model it was saved from") {
+  Doc doc(R"({"name": "tiny", "builder": "gpt", "params": {"layers": 2, "hidden": 64, "heads": 4, "seq_length": 16,
+              "vocab_size": 128, "dtype": "bfloat16"}})");
+  const ModelSpec built = ReadModelSpec(doc.root());
+  CHECK(ComputeDType(built) == DType::kBFloat16);
+  const nlohmann::json explicit_graph = {{"name", "tiny"}, {"graph", GraphToJson(BuildModelGraph(built, BuildOptions{},
+                                                                                              doc.root()))}};
+  const ModelSpec loaded = ReadModelSpec(JsonNode(explicit_graph, "graph.json"));
+  REQUIRE(loaded.graph.has_value());
+  CHECK(ComputeDType(loaded) == DType::kBFloat16);
 }
 
 TEST_CASE("builder models fill in defaults and check parameters") {

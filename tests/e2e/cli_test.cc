@@ -43,7 +43,7 @@ TEST_CASE("usage errors exit 2") {
   CHECK(Run("--log-level loud models").rc == 2);
 }
 
-TEST_CASE("every shipped run simulates and prints its summary") {
+TEST_CASE("every shipped run simulates and prints its summary", "[slow]") {
   for (const auto& entry : fs::directory_iterator(fs::path(SHARDLAB_SOURCE_DIR) / "configs/runs")) {
     const std::string name = entry.path().stem().string();
     INFO(name);
@@ -169,6 +169,9 @@ TEST_CASE("devices lists coordinates and groups") {
   CHECK(j["groups"][0]["ranks"] == nlohmann::json::parse("[5,11]"));
   CHECK(j["groups"][2]["ranks"] == nlohmann::json::parse("[3,4,5]"));
   CHECK(j["same_slice"] == nlohmann::json::parse("[2,5,8,11]"));
+  CHECK(j["rank_groups"] == nlohmann::json::parse("[[5,11],[2,5],[3,4,5]]"));
+  // MindSpore's DeviceMatrix::CreateGroupList for device matrix [2,2,2], rank 5.
+  CHECK(RunJson("devices --matrix '[2,2,2]' --rank 5")["rank_groups"] == nlohmann::json::parse("[[1,5],[5,7],[4,5]]"));
 }
 
 TEST_CASE("layout commands reject bad input with one line and exit 1") {

@@ -83,7 +83,7 @@ Answer Simulated(const fs::path& run) {
   return {j.at("result").at("step_seconds").get<double>(), j.at("strategies")};
 }
 
-TEST_CASE("every command reports the same strategies and step for a run") {
+TEST_CASE("every command reports the same strategies and step for a run", "[slow]") {
   const std::vector<fs::path> cases = Cases();
   std::vector<Answer> answers;
   json validation = json::array();
