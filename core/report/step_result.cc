@@ -140,7 +140,8 @@ StageResult StageResultFromJson(const nlohmann::json& s) {
   st.communication_seconds = s.at("communication_seconds");
   st.exposed_communication_seconds = s.at("exposed_communication_seconds");
   st.bubble_seconds = s.at("bubble_seconds");
-  for (const auto& b : s.at("bubbles")) st.bubbles.push_back({b.at(0).get<double>(), b.at(1).get<double>()});
+  if (s.contains("bubbles"))  // result.json files written before bubbles were listed have none
+    for (const auto& b : s.at("bubbles")) st.bubbles.push_back({b.at(0).get<double>(), b.at(1).get<double>()});
   st.passes_end_seconds = s.at("passes_end_seconds");
   st.end_seconds = s.at("end_seconds");
   const auto& m = s.at("memory");

@@ -73,9 +73,9 @@ TraceEvent TraceEventFromJson(const nlohmann::json& j) {
   e.start = j.at("start");
   e.duration = j.at("duration");
   e.ranks = j.at("ranks").get<std::vector<int64_t>>();
-  if (e.IsPass()) {
-    e.compute = j.at("compute");
-    e.communication = j.at("communication");
+  if (e.IsPass()) {  // absent from result.json files written before passes carried them
+    e.compute = j.value("compute", 0.0);
+    e.communication = j.value("communication", 0.0);
   }
   return e;
 }
