@@ -31,6 +31,19 @@ std::vector<int64_t> Splits(const TensorLayout& layout) {
   return split;
 }
 
+// Whether a cut's split counts of a tensor can still grow into a decided
+// neighbour's (splits only grow as halvings go on): every dimension's count
+// divides the neighbour's. Operators decided at the same halving use as many
+// devices, so for them this is equality; a configured neighbour is split in
+// full from the first halving on, and a cut heading toward its split must not
+// pay for differing from it yet.
+bool CanGrowInto(const std::vector<int64_t>& cut, const std::vector<int64_t>& neighbour) {
+  if (cut.size() != neighbour.size()) return false;
+  for (size_t d = 0; d < cut.size(); ++d)
+    if (neighbour[d] % cut[d] != 0) return false;
+  return true;
+}
+
 double Bytes(const TensorLayout& layout, DType dtype) {
   return static_cast<double>(ElementCount(layout.SliceShape()) * DTypeBytes(dtype));
 }
@@ -143,7 +156,7 @@ std::vector<OpLayout> RecursiveProgrammingSearch(const Graph& graph, const Searc
           const Operator& producer = graph.op(t.producer);
           const size_t out =
               std::find(producer.outputs.begin(), producer.outputs.end(), op.inputs[k]) - producer.outputs.begin();
-          if (Splits(layouts[t.producer].outputs[out]) != Splits(layout.inputs[k]))
+          if (!CanGrowInto(Splits(layout.inputs[k]), Splits(layouts[t.producer].outputs[out])))
             cost += Bytes(layout.inputs[k], t.dtype);
         }
         for (size_t o = 0; o < op.outputs.size(); ++o)
@@ -151,7 +164,7 @@ std::vector<OpLayout> RecursiveProgrammingSearch(const Graph& graph, const Searc
             if (!decided[consumer]) continue;
             const Operator& c = graph.op(consumer);
             const size_t in = std::find(c.inputs.begin(), c.inputs.end(), op.outputs[o]) - c.inputs.begin();
-            if (Splits(layouts[consumer].inputs[in]) != Splits(layout.outputs[o]))
+            if (!CanGrowInto(Splits(layout.outputs[o]), Splits(layouts[consumer].inputs[in])))
               cost += Bytes(layout.outputs[o], graph.tensor(op.outputs[o]).dtype);
           }
         // Ties go to the earlier dimensions (batch first), as MindSpore's rec prefers N, then C, H, W.

@@ -4,6 +4,7 @@
 
 #include "core/graph/graph_builder.h"
 #include "core/search/dp_search.h"
+#include "core/search/recursive_search.h"
 #include "core/search/strategy_checkpoint.h"
 #include "core/search/sharding_propagation.h"
 #include "core/search/strategy_graph.h"
@@ -56,6 +57,44 @@ TEST_CASE("a two-branch graph with a shared input is solved exactly through a tr
   const Graph graph = b.Finish();
   const StrategyGraph sg(graph, Options(4));
   CHECK(sg.TotalCost(DynamicProgrammingSearch(sg)) == Approx(sg.TotalCost(ExhaustiveSearch(sg))).epsilon(1e-12));
+}
+
+// The residual block with a batch of `batch` rows and `width` wide weights.
+Graph WideBlock(int64_t batch, int64_t width, const GraphBuilder::OptStrategy& fc1 = std::nullopt) {
+  GraphBuilder b("wide");
+  const int x = b.Input("x", {batch, width}, DType::kFloat32);
+  const int w1 = b.Parameter("w1", {width, width}, DType::kFloat32);
+  const int w2 = b.Parameter("w2", {width, width}, DType::kFloat32);
+  const int h = b.MatMul("fc1", x, w1, false, false, fc1);
+  const int a = b.Activation("ReLU", "relu", h);
+  const int y = b.MatMul("fc2", a, w2, false, false);
+  b.Binary("Add", "residual", y, x);
+  return b.Finish();
+}
+
+TEST_CASE("recursive_programming cuts a large batch over every device and keeps small weights whole") {
+  // 4096 rows against 64 x 64 weights: any weight split costs activation traffic, the
+  // batch split only the (gamma-weighted) mirror AllReduce of tiny weights.
+  const Graph graph = WideBlock(4096, 64);
+  const std::vector<OpLayout> layouts = RecursiveProgrammingSearch(graph, Options(8));
+  REQUIRE(layouts.size() == graph.operators().size());
+  CHECK(layouts[0].strategy == Strategy{{8, 1}, {1, 1}});  // fc1
+  CHECK(layouts[1].strategy == Strategy{{8, 1}});          // relu
+  CHECK(layouts[2].strategy == Strategy{{8, 1}, {1, 1}});  // fc2
+  for (const OpLayout& l : layouts) {
+    CHECK(l.repeat == 1);  // one halving per level: all 8 devices in use
+    CHECK(l.forward_comm.empty());
+  }
+}
+
+TEST_CASE("recursive_programming keeps a configured strategy and cuts its neighbours to match") {
+  // fc1 column-parallel by configuration: its output arrives split along columns, so the
+  // ReLU after it is cut the same way instead of paying a redistribution.
+  const Graph graph = WideBlock(64, 1024, Strategy{{1, 1}, {1, 8}});
+  const std::vector<OpLayout> layouts = RecursiveProgrammingSearch(graph, Options(8));
+  CHECK(layouts[0].strategy == Strategy{{1, 1}, {1, 8}});
+  CHECK(layouts[1].strategy == Strategy{{1, 8}});
+  for (const OpLayout& l : layouts) CHECK(l.repeat == 1);
 }
 
 TEST_CASE("a shared parameter forces its users onto one layout in every mode") {
