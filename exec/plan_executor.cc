@@ -403,7 +403,7 @@ StepResult MeasuredStep(const Plan& plan, const std::vector<RankExecution>& rank
   trace.engine = "measured";
   for (const RankExecution& r : ranks)
     if (r.rank == plan.stages[r.stage].first_rank) trace.events.insert(trace.events.end(), r.events.begin(), r.events.end());
-  return Summarize(plan, trace);
+  return Summarize(plan, std::move(trace));
 }
 
 nlohmann::json ToJson(const RankExecution& r) {

@@ -21,7 +21,9 @@ struct StrategyChoice {
   // dynamic_programming | recursive_programming | sharding_propagation | given
   std::string mode;
   std::string cost_model;  // mindspore | time; "" when nothing was searched
-  double objective = 0;    // the search cost model's total for the chosen strategies
+  // The run's search cost model's total for the chosen strategies, searched
+  // or not (0 for strategies a document gives), so that modes compare.
+  double objective = 0;
   double memory = 0;       // bytes per device the search cost model counts
   double search_seconds = 0;
   size_t configured = 0;            // operators whose strategy the user or a checkpoint fixed

@@ -69,12 +69,12 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
 
 }  // namespace
 
-StepResult Summarize(const Plan& plan, const Trace& trace) {
+StepResult Summarize(const Plan& plan, Trace trace) {
   StepResult r;
   r.engine = trace.engine;
   r.wall_seconds = trace.wall_seconds;
-  r.events = trace.events;
   for (int64_t s = 0; s < static_cast<int64_t>(plan.stages.size()); ++s) r.stages.push_back(SummarizeStage(plan, trace, s));
+  r.events = std::move(trace.events);
 
   for (const auto& s : r.stages) {
     if (s.end_seconds > r.step_seconds) {

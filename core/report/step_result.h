@@ -61,7 +61,7 @@ struct StepResult {
 // The step's figures from what an engine or the executor traced. Each
 // stage's figures come from its representative device (its first rank);
 // the step ends when the slowest stage does.
-StepResult Summarize(const Plan& plan, const Trace& trace);
+StepResult Summarize(const Plan& plan, Trace trace);
 
 nlohmann::json ToJson(const StageResult& stage);
 StageResult StageResultFromJson(const nlohmann::json& j);

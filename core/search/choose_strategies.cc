@@ -118,6 +118,7 @@ ShardedGraph ChooseStrategies(const RunSpec& run, const Graph& graph) {
     IgnoreStrategies(run, out.graph);
     choice.mode = ToString(p.parallel_mode);
     out.layouts = InferGraphLayouts(out.graph, options.stage_devices);
+    Evaluate(out.graph, options, out.layouts, &choice);
   } else {
     const bool semi_auto = p.parallel_mode == ParallelMode::kSemiAutoParallel;
     if (!p.strategy_ckpt_load_file.empty()) {
@@ -129,6 +130,7 @@ ShardedGraph ChooseStrategies(const RunSpec& run, const Graph& graph) {
     if (semi_auto) {
       choice.mode = "semi_auto";
       out.layouts = InferGraphLayouts(out.graph, options.stage_devices);
+      Evaluate(out.graph, options, out.layouts, &choice);
     } else {
       choice.mode = ToString(p.search_mode);
       choice.cost_model = options.cost.model;

@@ -192,6 +192,7 @@ TEST_CASE("data_parallel and hybrid_parallel ignore shard strategies with one wa
     // Every operator runs the data-parallel default, unlike the seed's semi-auto strategies.
     const json j = json::parse(r.out);
     CHECK(j.at("strategy_choice").at("mode") == mode);
+    CHECK(j.at("strategy_choice").at("objective").get<double>() > 0);  // evaluated, though not searched
     const fs::path semi = Variant("seed-ffn-ascend-8", "seed-ffn-semi-warn", {{"parallel_mode", "semi_auto_parallel"}});
     const CliResult s = Run("simulate " + Quote(semi) + " --engine analytical --json");
     REQUIRE(s.rc == 0);
