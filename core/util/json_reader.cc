@@ -36,11 +36,12 @@ std::string Join(const std::vector<std::string>& items) {
 nlohmann::json ParseJsonText(const std::string& text, const std::string& file) {
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 3, ...".
+  } catch (const nlohmann::json::exception& e) {
+    // nlohmann's messages read "[json.exception.parse_error.101] parse error at line 3, ..." or, for a
+    // number past double's range, "[json.exception.out_of_range.406] number overflow parsing '1e999'".
     std::string what = e.what();
-    const auto at = what.find("parse error");
-    throw ConfigError(file, "", "invalid JSON: " + (at == std::string::npos ? what : what.substr(at)));
+    const auto tag_end = what.find("] ");
+    throw ConfigError(file, "", "invalid JSON: " + (tag_end == std::string::npos ? what : what.substr(tag_end + 2)));
   }
 }
 

@@ -12,6 +12,12 @@ TEST_CASE("syntax errors name the file, line and column") {
   CHECK_THAT(std::string(e.what()), Catch::StartsWith("f.json: /: invalid JSON: parse error at line 3"));
 }
 
+TEST_CASE("a number past double's range is a config error, not an escaped exception") {
+  // Found by the config fuzzer: nlohmann throws out_of_range (not parse_error) for it.
+  const ConfigError e = testing::ExpectConfigError([] { ParseJsonText("{\"a\": -6e6666}", "f.json"); });
+  CHECK_THAT(std::string(e.what()), Catch::StartsWith("f.json: /: invalid JSON: number overflow"));
+}
+
 TEST_CASE("a missing file is a config error") {
   const ConfigError e = testing::ExpectConfigError([] { ReadJsonFile("/nonexistent/run.json"); });
   CHECK_THAT(std::string(e.what()), Catch::Contains("/nonexistent/run.json: /: cannot open the file"));
