@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "core/calibration/calibration.h"
+#include "core/calibration/fit_calibration.h"
 #include "core/config/units.h"
 #include "core/util/atomic_file.h"
 #include "core/util/json_reader.h"
@@ -35,7 +35,7 @@ int Calibrate(const CalibrateArgs& args) {
                                "max res >=1MiB");
       for (const CollectiveFit& f : c.collectives)
         std::cout << fmt::format("{:>14} {:>6} {:>12.2f} {:>10.1f} {:>10.3f} {:>9.2f} {:>8.1f}% {:>8.1f}% {:>13.1f}%\n",
-                                 f.op, f.ranks, f.latency * 1e6, f.seconds_per_byte * 1e6 * (1 << 20),
+                                 ToString(f.op), f.ranks, f.latency * 1e6, f.seconds_per_byte * 1e6 * (1 << 20),
                                  f.link.bandwidth / 1e9, f.link.latency * 1e6, 100 * f.quality.rms_relative_residual,
                                  100 * f.quality.max_relative_residual, 100 * f.large.max_relative_residual);
     }

@@ -28,13 +28,14 @@ int CollectiveCommand(const CollectiveArgs& args) {
   std::vector<int64_t> members;
   for (int64_t i = 0; i < args.ranks; ++i) members.push_back(args.first_rank + i * args.stride);
   const GroupPlacement placement = PlaceGroup(members, cluster);
-  const sim::Fidelity fidelity = args.fidelity == "step" ? sim::Fidelity::kStep : sim::Fidelity::kAggregated;
+  const Fidelity fidelity = ParseFidelity(args.fidelity);
 
   // Per-rank bytes in CollectiveSeconds' convention; nccl-tests' size is the whole buffer.
   auto per_rank = [&](double size) {
     return op == Collective::kAllGather ? size / static_cast<double>(args.ranks) : size;
   };
-  const std::map<std::string, std::string> force = {{ToString(op), args.algorithm}};
+  std::map<Collective, CollectiveAlgorithm> force;
+  if (args.algorithm != "auto") force[op] = ParseAlgorithm(args.algorithm);
   sim::ClusterPlatform platform(cluster, last + 1);
   sim::FlowRunner runner(platform);
   std::vector<double> start(sizes.size()), end(sizes.size());

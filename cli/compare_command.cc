@@ -55,7 +55,7 @@ int Compare(const CompareArgs& args) {
     v.cost_model = cost_model;
     try {
       v.prepared = Prepare(WithStrategyMode(run, mode == "run" ? "" : mode, cost_model));
-      const StepResult r = sim::SimulateStep(v.prepared, "analytical");
+      const StepResult r = sim::SimulateStep(v.prepared, Engine::kAnalytical);
       v.analytical = r.step_seconds;
       v.oom = r.out_of_memory;
     } catch (const std::exception& e) {
@@ -72,7 +72,7 @@ int Compare(const CompareArgs& args) {
         variants.size(),
         [&](size_t i) -> std::string {  // in a child: the plans searched above are in its copy of memory
           if (!variants[i].error.empty()) throw std::runtime_error(variants[i].error);
-          return fmt::format("{:.17g}", sim::SimulateStep(variants[i].prepared, "simgrid").step_seconds);
+          return fmt::format("{:.17g}", sim::SimulateStep(variants[i].prepared, Engine::kSimGrid).step_seconds);
         },
         options, world);
     if (!world.root()) return 0;

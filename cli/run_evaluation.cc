@@ -24,9 +24,9 @@ RunSpec WithStrategyMode(RunSpec run, const std::string& mode, const std::string
   return run;
 }
 
-nlohmann::json EvaluateRun(const RunSpec& run, const std::string& engine) { return EvaluateRun(Prepare(run), engine); }
+nlohmann::json EvaluateRun(const RunSpec& run, Engine engine) { return EvaluateRun(Prepare(run), engine); }
 
-nlohmann::json EvaluateRun(const PreparedRun& prepared, const std::string& engine) {
+nlohmann::json EvaluateRun(const PreparedRun& prepared, Engine engine) {
   const StepResult result = sim::SimulateStep(prepared, engine);
   nlohmann::json j = ToJson(result);
   j["gradient_collectives"] = prepared.plan.stages[result.slowest_stage].buckets.size();

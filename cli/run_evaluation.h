@@ -30,8 +30,8 @@ RunSpec WithStrategyMode(RunSpec run, const std::string& mode, const std::string
 // step result's JSON plus "gradient_collectives", the fused gradient
 // collectives of the slowest stage. SimGrid allows one engine per process:
 // call it with simgrid in a child process.
-nlohmann::json EvaluateRun(const RunSpec& run, const std::string& engine);
-nlohmann::json EvaluateRun(const PreparedRun& prepared, const std::string& engine);
+nlohmann::json EvaluateRun(const RunSpec& run, Engine engine);
+nlohmann::json EvaluateRun(const PreparedRun& prepared, Engine engine);
 
 struct EvaluationOptions {
   int jobs = 1;              // child processes at once on this machine

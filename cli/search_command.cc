@@ -21,7 +21,7 @@ int Search(const SearchArgs& args) {
   const PreparedRun prepared = Prepare(run);
   const ShardedGraph& sharded = prepared.sharded;
   const StrategyChoice& choice = sharded.choice;
-  const StepResult step = sim::SimulateStep(prepared, "analytical");
+  const StepResult step = sim::SimulateStep(prepared, Engine::kAnalytical);
 
   if (args.json) {
     nlohmann::json j = {{"run", run.name},

@@ -16,7 +16,7 @@ namespace shardlab::cli {
 int Simulate(const SimulateArgs& args) {
   spdlog::info("loading run {}", args.run_file);
   RunSpec run = LoadRunFile(args.run_file);
-  if (!args.engine.empty()) run.simulation.engine = args.engine;
+  if (!args.engine.empty()) run.simulation.engine = ParseEngine(args.engine);
   const PreparedRun prepared = Prepare(run);
   spdlog::info("model graph: {} operators, {} tensors", prepared.graph.operators().size(),
                prepared.graph.tensors().size());
@@ -29,15 +29,16 @@ int Simulate(const SimulateArgs& args) {
     if (r < 0 || r >= plan.devices)
       throw std::runtime_error(fmt::format("--trace-ranks: rank {} is not one of the run's {} devices", r, plan.devices));
   const sim::TraceRequest trace{with_events, args.trace_ranks};
-  const std::string& engine = run.simulation.engine;
+  const Engine engine = run.simulation.engine;
   std::vector<StepResult> results;
-  if (engine == "simgrid" || engine == "both") {
+  if (engine == Engine::kSimGrid || engine == Engine::kBoth) {
     sim::SimGridStats stats;
-    results.push_back(sim::SimulateStep(prepared, "simgrid", trace, &stats));
+    results.push_back(sim::SimulateStep(prepared, Engine::kSimGrid, trace, &stats));
     spdlog::info("simgrid: {} flows, {} collectives, {} timers in {:.2f} s", stats.flows, stats.collectives,
                  stats.timers, results.back().wall_seconds);
   }
-  if (engine == "analytical" || engine == "both") results.push_back(sim::SimulateStep(prepared, "analytical", trace));
+  if (engine == Engine::kAnalytical || engine == Engine::kBoth)
+    results.push_back(sim::SimulateStep(prepared, Engine::kAnalytical, trace));
   const StepResult& result = results.front();
 
   nlohmann::json out = {{"run", ToJson(run)},

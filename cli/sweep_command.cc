@@ -150,7 +150,7 @@ int Sweep(const SweepArgs& args) {
       [&](size_t i) {
         const nlohmann::json doc = PointRun(spec, base, Coordinates(spec, i));
         const RunSpec run = ReadRunSpec(JsonNode(doc, spec.run_file));
-        nlohmann::json r = EvaluateRun(run, spec.engine);
+        nlohmann::json r = EvaluateRun(run, ParseEngine(spec.engine));
         double peak = 0;
         for (const auto& s : r.at("stages")) peak = std::max(peak, s.at("memory").at("peak").get<double>());
         r["peak_memory_gib"] = peak / (1 << 30);

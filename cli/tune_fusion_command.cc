@@ -215,7 +215,7 @@ int TuneFusion(const TuneFusionArgs& args) {
     RunSpec variant = run;
     SettingOf(variant.parallel.comm_fusion, op) = s;
     const PreparedRun v = Relower(prepared, variant);
-    const StepResult r = sim::SimulateStep(v, "analytical");
+    const StepResult r = sim::SimulateStep(v, Engine::kAnalytical);
     *buckets = v.plan.stages[r.slowest_stage].step_start.size();
     return r.step_seconds;
   };
@@ -348,7 +348,7 @@ int TuneFusion(const TuneFusionArgs& args) {
       [&](size_t i) {
         RunSpec variant = run;
         SettingOf(variant.parallel.comm_fusion, op) = candidates[to_verify[i]].setting;
-        return EvaluateRun(Relower(prepared, variant), args.engine).dump();
+        return EvaluateRun(Relower(prepared, variant), ParseEngine(args.engine)).dump();
       },
       options, world);
   progress.Finish();

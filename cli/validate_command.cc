@@ -41,7 +41,7 @@ struct Prediction {
 Prediction SimulateRun(const JsonNode& node, const std::string& engine) {
   const PreparedRun prepared = Prepare(ReadRunSpec(node));
   const RunSpec& run = prepared.run;
-  const StepResult result = sim::SimulateStep(prepared, engine);
+  const StepResult result = sim::SimulateStep(prepared, ParseEngine(engine));
   const RunSummary summary = SummarizeRun(run, prepared.graph);
   return {summary.step_flops / result.step_seconds / static_cast<double>(run.parallel.device_num) / 1e12,
           result.step_seconds};

@@ -14,7 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/run_evaluation.h"
-#include "core/calibration/calibration.h"
+#include "core/calibration/fit_calibration.h"
 #include "core/flow/prepared_run.h"
 #include "core/util/atomic_file.h"
 #include "core/util/child_jobs.h"
@@ -66,10 +66,10 @@ int ValidateRun(const ValidateRunArgs& args) {
   const StepResult measured = exec::MeasuredStep(plan, executions);
 
   // Simulated: the analytical engine here, SimGrid in a child.
-  const StepResult analytical = sim::SimulateStep(prepared, "analytical", sim::TraceRequest{true, {}});
+  const StepResult analytical = sim::SimulateStep(prepared, Engine::kAnalytical, sim::TraceRequest{true, {}});
   ChildJobOptions child;
   const auto simgrid_job = RunInChildProcesses(
-      {0}, [&](size_t) { return std::to_string(sim::SimulateStep(prepared, "simgrid").step_seconds); }, child);
+      {0}, [&](size_t) { return std::to_string(sim::SimulateStep(prepared, Engine::kSimGrid).step_seconds); }, child);
   if (simgrid_job[0].status != ChildJobResult::Status::kOk)
     throw std::runtime_error("SimGrid failed: " + simgrid_job[0].output);
   const double simgrid = std::stod(simgrid_job[0].output);

@@ -42,7 +42,7 @@ class RankProgram {
  public:
   RankProgram(const Plan& plan, int64_t rank, Communicator& world, Runtime& runtime)
       : plan_(plan), rank_(rank), world_(world), runtime_(runtime) {
-    if (plan.schedule == "interleaved" && plan.chunks > 1)
+    if (plan.schedule == PipelineSchedule::kInterleaved && plan.chunks > 1)
       throw std::runtime_error("the executor runs 1f1b and gpipe schedules, not interleaved chunks");
     if (world.size() != plan.devices)
       throw std::runtime_error(
@@ -69,7 +69,7 @@ class RankProgram {
       TraceEvent e = Event(stage_, Lane::kCommunication, EventKind::kWeightGather, t.name);
       Collective(kCompute, t, t.seconds, "weight_gather", &e);
     }
-    std::vector<ScheduleItem> order = StageSchedule(plan_.training ? plan_.schedule : "gpipe", stage_, S_,
+    std::vector<ScheduleItem> order = StageSchedule(plan_.training ? plan_.schedule : PipelineSchedule::kGPipe, stage_, S_,
                                                     plan_.micro_batches, 1);
     if (!plan_.training)
       order.erase(std::remove_if(order.begin(), order.end(), [](const ScheduleItem& i) { return !i.forward; }),

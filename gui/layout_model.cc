@@ -48,13 +48,13 @@ RunLayouts BuildRunLayouts(const RunSpec& run, const Graph& graph, const std::ve
     for (size_t k = 0; k < l.outputs.size() && k < op.outputs.size(); ++k)
       v.tensors.push_back(ViewOf(graph.tensor(op.outputs[k]), l.outputs[k], fmt::format("output {}", k)));
     for (const OpComm& c : l.forward_comm)
-      v.groups.push_back({fmt::format("forward {} over {}", c.type, DimsText(c.device_dims)), c.device_dims});
+      v.groups.push_back({fmt::format("forward {} over {}", OperatorName(c.type), DimsText(c.device_dims)), c.device_dims});
     for (const OpComm& c : l.mirror_comm)
       v.groups.push_back(
           {fmt::format("gradient AllReduce of input {} over {}", c.input, DimsText(c.device_dims)), c.device_dims});
     for (const OpComm& c : l.backward_comm)
       v.groups.push_back(
-          {fmt::format("backward {} of input {} over {}", c.type, c.input, DimsText(c.device_dims)), c.device_dims});
+          {fmt::format("backward {} of input {} over {}", OperatorName(c.type), c.input, DimsText(c.device_dims)), c.device_dims});
     r.ops.push_back(std::move(v));
   }
   return r;

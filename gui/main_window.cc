@@ -163,7 +163,7 @@ void MainWindow::RunFromPanel() {
   }
   try {
     const RunSpec edited = EditRun(view_->run, panel_->Changes());
-    if (!worker_->Start(edited, panel_->Engine())) return;
+    if (!worker_->Start(edited, panel_->ChosenEngine())) return;
     run_started_ = Now();
     panel_->SetBusy(true);
     panel_->SetMessage("");

@@ -33,10 +33,10 @@ RunView Derive(const PreparedRun& prepared, const StepResult* given) {
   RunView view;
   view.run = prepared.run;
   if (!given) {
-    view.result = sim::SimulateStep(prepared, "analytical", trace);
+    view.result = sim::SimulateStep(prepared, Engine::kAnalytical, trace);
   } else {
     view.result = *given;
-    if (view.result.events.empty()) view.result.events = sim::SimulateStep(prepared, "analytical", trace).events;
+    if (view.result.events.empty()) view.result.events = sim::SimulateStep(prepared, Engine::kAnalytical, trace).events;
   }
   view.strategies = StrategyRows(prepared.run, prepared.sharded);
   view.layouts = BuildRunLayouts(prepared.run, prepared.sharded.graph, prepared.sharded.layouts);
@@ -49,7 +49,7 @@ RunView Derive(const PreparedRun& prepared, const StepResult* given) {
 
 RunView SimulateForView(const RunSpec& run) { return Derive(Prepare(run), nullptr); }
 
-nlohmann::json SimulateDocument(const RunSpec& run, const std::string& engine) {
+nlohmann::json SimulateDocument(const RunSpec& run, Engine engine) {
   const PreparedRun prepared = Prepare(run);
   const StepResult result = sim::SimulateStep(prepared, engine, sim::TraceRequest{true, {}});
   return {{"run", ToJson(run)},

@@ -44,7 +44,7 @@ RunSpec EditRun(const RunSpec& run, const nlohmann::json& parallel_changes);
 // its view to the window without the window searching again. A result.json
 // of `shardlab simulate` is such a document (older ones without "strategies"
 // get the run's own choice).
-nlohmann::json SimulateDocument(const RunSpec& run, const std::string& engine);
+nlohmann::json SimulateDocument(const RunSpec& run, Engine engine);
 RunView ViewFromResultDocument(const nlohmann::json& doc, const std::string& source);
 
 }  // namespace shardlab::gui

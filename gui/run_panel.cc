@@ -92,7 +92,7 @@ nlohmann::json RunPanel::Changes() const {
   return c;
 }
 
-std::string RunPanel::Engine() const { return engine_->currentData().toString().toStdString(); }
+Engine RunPanel::ChosenEngine() const { return ParseEngine(engine_->currentData().toString().toStdString()); }
 
 void RunPanel::SetBusy(bool busy) {
   run_->setEnabled(!busy);

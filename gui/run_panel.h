@@ -28,7 +28,7 @@ class RunPanel : public QWidget {
   void SetRun(const RunSpec& run);
   // The parallel keys the fields set (for EditRun). Throws when the fusion list does not parse.
   nlohmann::json Changes() const;
-  std::string Engine() const;
+  Engine ChosenEngine() const;
   void SetBusy(bool busy);
   void SetMessage(const QString& text);
   void SetElapsed(double seconds);

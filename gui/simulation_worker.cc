@@ -15,7 +15,7 @@ SimulationWorker::~SimulationWorker() {
   Wait();
 }
 
-bool SimulationWorker::Start(const RunSpec& run, const std::string& engine) {
+bool SimulationWorker::Start(const RunSpec& run, Engine engine) {
   if (running_) return false;
   running_ = true;
   cancel_ = false;

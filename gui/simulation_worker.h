@@ -22,7 +22,7 @@ class SimulationWorker : public QObject {
   ~SimulationWorker() override;
 
   // Starts simulating `run` with `engine` (analytical or simgrid); false when one is running.
-  bool Start(const RunSpec& run, const std::string& engine);
+  bool Start(const RunSpec& run, Engine engine);
   void Cancel();
   // Until the outcome has been signalled.
   bool running() const { return running_; }

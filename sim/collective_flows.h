@@ -8,11 +8,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/config/simulation_options.h"
 #include "core/cost/collective_cost.h"
 
 namespace shardlab::sim {
 
-enum class Fidelity { kAggregated, kStep };
 
 struct Flow {
   int64_t src;

@@ -4,18 +4,16 @@
 // whatever `trace` asks; SimGrid each stage's first device and those asked for.
 #pragma once
 
-#include <string>
-
 #include "core/flow/prepared_run.h"
 #include "core/report/step_result.h"
 #include "sim/step_engine.h"
 
 namespace shardlab::sim {
 
-// `engine` is simgrid or analytical ("" = the run's simulation.engine, where
-// "both" means simgrid). SimGrid allows one engine per process: a process
-// that simulates several steps with SimGrid runs each in a child.
-StepResult SimulateStep(const PreparedRun& prepared, const std::string& engine, const TraceRequest& trace = {},
+// Engine::kBoth simulates with SimGrid (callers that compare run both).
+// SimGrid allows one engine per process: a process that simulates several
+// steps with SimGrid runs each in a child.
+StepResult SimulateStep(const PreparedRun& prepared, Engine engine, const TraceRequest& trace = {},
                         SimGridStats* stats = nullptr);
 
 }  // namespace shardlab::sim

@@ -91,11 +91,11 @@ class Engine {
       : plan_(plan), cluster_(cluster), fidelity_(fidelity), platform_(cluster, plan.devices), runner_(platform_) {
     S_ = static_cast<int64_t>(plan.stages.size());
     M_ = plan.micro_batches;
-    V_ = plan.schedule == "interleaved" ? plan.chunks : 1;
+    V_ = plan.schedule == PipelineSchedule::kInterleaved ? plan.chunks : 1;
     D_ = plan.devices_per_stage;
     for (const StageProgram& stage : plan.stages) {
       StagePrograms p;
-      p.order = StageSchedule(plan.training ? plan.schedule : "gpipe", stage.stage, S_, M_, V_);
+      p.order = StageSchedule(plan.training ? plan.schedule : PipelineSchedule::kGPipe, stage.stage, S_, M_, V_);
       if (!plan.training)
         p.order.erase(std::remove_if(p.order.begin(), p.order.end(), [](const ScheduleItem& i) { return !i.forward; }),
                       p.order.end());

@@ -47,7 +47,7 @@ Trace RunAnalytical(const Plan& plan) {
   std::vector<TraceEvent>& events = trace.events;
   const int64_t S = static_cast<int64_t>(plan.stages.size());
   const int64_t M = plan.micro_batches;
-  const int64_t V = plan.schedule == "interleaved" ? plan.chunks : 1;
+  const int64_t V = plan.schedule == PipelineSchedule::kInterleaved ? plan.chunks : 1;
   std::vector<PassTimes> times;
   for (const auto& stage : plan.stages) times.push_back(Sum(stage));
 
@@ -64,7 +64,7 @@ Trace RunAnalytical(const Plan& plan) {
   std::map<std::tuple<bool, int64_t, int64_t>, double> done;
   std::vector<std::vector<ScheduleItem>> order(S);
   for (int64_t s = 0; s < S; ++s)
-    order[s] = plan.training ? StageSchedule(plan.schedule, s, S, M, V) : StageSchedule("gpipe", s, S, M, V);
+    order[s] = plan.training ? StageSchedule(plan.schedule, s, S, M, V) : StageSchedule(PipelineSchedule::kGPipe, s, S, M, V);
   if (!plan.training)
     for (auto& o : order)
       o.erase(std::remove_if(o.begin(), o.end(), [](const ScheduleItem& i) { return !i.forward; }), o.end());

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/calibration/calibration.h"
+#include "core/config/calibration_file.h"
 #include "core/config/units.h"
 #include "core/util/json_reader.h"
 #include "core/util/suggest.h"
@@ -109,6 +109,18 @@ int64_t FatTreeCapacity(int64_t levels, int64_t radix) {
   if (levels == 2) return radix * radix / 2;
   return radix * radix * radix / 4;
 }
+
+const char* ToString(NetworkScope scope) {
+  return scope == NetworkScope::kIntraServer ? "intra_server" : "inter_server";
+}
+
+std::optional<NetworkScope> ParseNetworkScope(const std::string& name) {
+  if (name == "intra_server") return NetworkScope::kIntraServer;
+  if (name == "inter_server") return NetworkScope::kInterServer;
+  return std::nullopt;
+}
+
+std::vector<std::string> NetworkScopeNames() { return {"intra_server", "inter_server"}; }
 
 const char* ToString(IntraServerFabric::Kind kind) {
   return kind == IntraServerFabric::Kind::kHccsMesh ? "hccs_mesh" : "nvswitch";

@@ -5,10 +5,14 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/comm/collective.h"
 #include "core/graph/dtype.h"
 
 namespace shardlab {
@@ -69,6 +73,16 @@ struct InterServerNetwork {
 // per-device bandwidth and per-step latency that make the collective's
 // closed form reproduce what was measured, and the least time it took at
 // all (small messages on a busy host wait for the scheduler).
+// Which links a collective's group uses: a server's own fabric, or the
+// network between servers.
+enum class NetworkScope {
+  kIntraServer,  // "intra_server"
+  kInterServer,  // "inter_server"
+};
+const char* ToString(NetworkScope scope);
+std::optional<NetworkScope> ParseNetworkScope(const std::string& name);
+std::vector<std::string> NetworkScopeNames();
+
 struct CalibratedLink {
   double bandwidth = 0;
   double latency = 0;
@@ -84,9 +98,8 @@ struct ClusterSpec {
   int64_t devices_per_server = 1;
   IntraServerFabric intra_server;
   InterServerNetwork inter_server;
-  // From a calibration file: "<collective>/<scope>" (scope intra_server or
-  // inter_server) -> that collective's link; absent: the fabric's.
-  std::map<std::string, CalibratedLink> calibrated_links;
+  // From a calibration file: a collective's link in one scope; absent: the fabric's.
+  std::map<std::pair<Collective, NetworkScope>, CalibratedLink> calibrated_links;
   std::string calibration_file;  // the calibration applied, "" = none
 
   int64_t device_count() const { return servers * devices_per_server; }

@@ -12,10 +12,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kCollectives = {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"};
-const std::vector<std::string> kAlgorithms = {
-    "auto", "ring", "halving_doubling", "hierarchical", "double_binary_tree", "pairwise"};
-
 std::string Folder(const std::string& file) {
   if (file.empty()) return "";
   return fs::path(file).parent_path().string();
@@ -35,30 +31,6 @@ Section OpenSection(const JsonNode& node, const std::string& base_dir) {
   if (!fs::exists(path)) node.Fail("file \"" + path + "\" does not exist");
   if (!fs::is_regular_file(path)) node.Fail("\"" + path + "\" is not a regular file");
   return {ReadJsonFile(path), path};
-}
-
-SimulationOptions ReadSimulation(const JsonNode& node) {
-  ObjectReader r(node);
-  SimulationOptions s;
-  s.engine = r.Enum("engine", "simgrid", {"simgrid", "analytical", "both"});
-  s.mode = r.Enum("mode", "train", {"train", "infer"});
-  s.pipeline_schedule = r.Enum("pipeline_schedule", "1f1b", {"1f1b", "gpipe", "interleaved"});
-  const auto chunks = r.Optional("virtual_pipeline_chunks");
-  if (chunks) s.virtual_pipeline_chunks = chunks->AsInt(1, 64);
-  s.fidelity = r.Enum("fidelity", "aggregated", {"aggregated", "step"});
-  s.optimizer = r.Enum("optimizer", "adam", {"adam", "lamb", "momentum", "sgd"});
-  if (auto algos = r.Optional("collective_algorithms")) {
-    ObjectReader a(*algos);
-    for (const auto& type : kCollectives)
-      if (auto v = a.Optional(type)) s.collective_algorithms[type] = v->AsEnum(kAlgorithms);
-    a.Finish();
-  }
-  r.Finish();
-  if (s.virtual_pipeline_chunks > 1 && s.pipeline_schedule != "interleaved")
-    chunks->Fail("virtual_pipeline_chunks > 1 needs pipeline_schedule \"interleaved\"");
-  if (s.pipeline_schedule == "interleaved" && s.virtual_pipeline_chunks < 2)
-    node.Fail("pipeline_schedule \"interleaved\" needs virtual_pipeline_chunks >= 2");
-  return s;
 }
 
 // Rules between the sections: device counts, batch splits, dtypes.
@@ -135,20 +107,12 @@ Graph BuildRunGraph(const RunSpec& run) {
 }
 
 nlohmann::json ToJson(const RunSpec& run) {
-  nlohmann::json simulation = {{"engine", run.simulation.engine},
-                               {"mode", run.simulation.mode},
-                               {"pipeline_schedule", run.simulation.pipeline_schedule},
-                               {"virtual_pipeline_chunks", run.simulation.virtual_pipeline_chunks},
-                               {"fidelity", run.simulation.fidelity},
-                               {"optimizer", run.simulation.optimizer}};
-  if (!run.simulation.collective_algorithms.empty())
-    simulation["collective_algorithms"] = run.simulation.collective_algorithms;
   nlohmann::json model = ToJson(run.model);
   return {{"name", run.name},
           {"cluster", ToJson(run.cluster)},
           {"model", model},
           {"parallel", ToJson(run.parallel)},
-          {"simulation", simulation}};
+          {"simulation", ToJson(run.simulation)}};
 }
 
 }  // namespace shardlab

@@ -11,22 +11,11 @@
 #include "core/config/cluster_config.h"
 #include "core/config/model_config.h"
 #include "core/config/parallel_config.h"
+#include "core/config/simulation_options.h"
 
 namespace shardlab {
 
 class JsonNode;
-
-struct SimulationOptions {
-  std::string engine = "simgrid";          // simgrid | analytical | both
-  std::string mode = "train";              // train | infer
-  std::string pipeline_schedule = "1f1b";  // 1f1b | gpipe | interleaved
-  int64_t virtual_pipeline_chunks = 1;     // model chunks per stage (interleaved only)
-  std::string fidelity = "aggregated";     // aggregated | step (collectives ring step by ring step)
-  std::string optimizer = "adam";          // adam | lamb | momentum | sgd: optimizer state per parameter
-  std::map<std::string, std::string> collective_algorithms;  // collective type -> algorithm
-
-  bool operator==(const SimulationOptions&) const = default;
-};
 
 struct RunSpec {
   std::string name;

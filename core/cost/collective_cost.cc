@@ -11,9 +11,6 @@ namespace {
 bool IsPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 double Log2(int64_t v) { return std::ceil(std::log2(static_cast<double>(std::max<int64_t>(v, 1)))); }
 
-const char* kCollectiveNames[] = {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv"};
-const char* kAlgorithmNames[] = {"ring",  "halving_doubling", "hierarchical", "double_binary_tree", "pairwise",
-                                 "direct"};
 
 // One flat algorithm over n ranks on one link class.
 double FlatSeconds(Collective c, CollectiveAlgorithm a, double bytes, int64_t n, const Link& link) {
@@ -50,21 +47,6 @@ double FlatSeconds(Collective c, CollectiveAlgorithm a, double bytes, int64_t n,
 
 }  // namespace
 
-const char* ToString(Collective c) { return kCollectiveNames[static_cast<int>(c)]; }
-const char* ToString(CollectiveAlgorithm a) { return kAlgorithmNames[static_cast<int>(a)]; }
-
-Collective ParseCollective(const std::string& name) {
-  for (int i = 0; i < 6; ++i)
-    if (name == kCollectiveNames[i]) return static_cast<Collective>(i);
-  throw std::invalid_argument("unknown collective \"" + name + "\"");
-}
-
-CollectiveAlgorithm ParseAlgorithm(const std::string& name) {
-  for (int i = 0; i < 6; ++i)
-    if (name == kAlgorithmNames[i]) return static_cast<CollectiveAlgorithm>(i);
-  throw std::invalid_argument("unknown collective algorithm \"" + name + "\"");
-}
-
 GroupPlacement PlaceGroup(const std::vector<int64_t>& ranks, const ClusterSpec& cluster) {
   GroupPlacement p;
   p.size = static_cast<int64_t>(ranks.size());
@@ -96,14 +78,14 @@ GroupPlacement PlaceStridedGroup(int64_t first_rank, int64_t size, int64_t strid
 }
 
 namespace {
-const CalibratedLink* Calibrated(const ClusterSpec& cluster, Collective c, const char* scope) {
-  auto it = cluster.calibrated_links.find(std::string(ToString(c)) + "/" + scope);
+const CalibratedLink* Calibrated(const ClusterSpec& cluster, Collective c, NetworkScope scope) {
+  auto it = cluster.calibrated_links.find({c, scope});
   return it == cluster.calibrated_links.end() ? nullptr : &it->second;
 }
 }  // namespace
 
 Link IntraServerLink(const GroupPlacement& p, const ClusterSpec& cluster, Collective c) {
-  if (const CalibratedLink* l = Calibrated(cluster, c, "intra_server")) return {l->bandwidth, l->latency};
+  if (const CalibratedLink* l = Calibrated(cluster, c, NetworkScope::kIntraServer)) return {l->bandwidth, l->latency};
   const IntraServerFabric& f = cluster.intra_server;
   Link link{f.link_bandwidth, f.latency};
   if (f.kind == IntraServerFabric::Kind::kHccsMesh && !p.one_hccs_group)
@@ -112,7 +94,7 @@ Link IntraServerLink(const GroupPlacement& p, const ClusterSpec& cluster, Collec
 }
 
 Link InterServerLink(const GroupPlacement& p, const ClusterSpec& cluster, Collective c) {
-  if (const CalibratedLink* l = Calibrated(cluster, c, "inter_server")) return {l->bandwidth, l->latency};
+  if (const CalibratedLink* l = Calibrated(cluster, c, NetworkScope::kInterServer)) return {l->bandwidth, l->latency};
   const InterServerNetwork& n = cluster.inter_server;
   // Every device of a server communicates at once in a training step, so a
   // device gets its share of the server's NICs; crossing leaf switches pays
@@ -182,7 +164,7 @@ double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, cons
                          const ClusterSpec& cluster) {
   if (p.size <= 1 && c != Collective::kSendRecv) return 0;
   const double seconds = ClosedFormSeconds(c, a, bytes, p, cluster);
-  const CalibratedLink* link = Calibrated(cluster, c, p.servers == 1 ? "intra_server" : "inter_server");
+  const CalibratedLink* link = Calibrated(cluster, c, p.servers == 1 ? NetworkScope::kIntraServer : NetworkScope::kInterServer);
   return link ? std::max(seconds, link->floor) : seconds;
 }
 
@@ -201,9 +183,8 @@ double BusBandwidthFactor(Collective c, int64_t n) {
 }
 
 CollectiveAlgorithm ChooseAlgorithm(Collective c, double bytes, const GroupPlacement& p, const ClusterSpec& cluster,
-                                    const std::map<std::string, std::string>& overrides) {
-  if (auto it = overrides.find(ToString(c)); it != overrides.end() && it->second != "auto")
-    return ParseAlgorithm(it->second);
+                                    const std::map<Collective, CollectiveAlgorithm>& overrides) {
+  if (auto it = overrides.find(c); it != overrides.end()) return it->second;
   if (c == Collective::kSendRecv) return CollectiveAlgorithm::kDirect;
   if (c == Collective::kAllToAll) return CollectiveAlgorithm::kPairwise;
   if (cluster.device.kind == "npu") {

@@ -10,17 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "core/comm/collective.h"
 #include "core/config/cluster_config.h"
 
 namespace shardlab {
-
-enum class Collective { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kSendRecv };
-enum class CollectiveAlgorithm { kRing, kHalvingDoubling, kHierarchical, kDoubleBinaryTree, kPairwise, kDirect };
-
-const char* ToString(Collective c);
-const char* ToString(CollectiveAlgorithm a);
-Collective ParseCollective(const std::string& name);  // "allreduce", ...; throws std::invalid_argument
-CollectiveAlgorithm ParseAlgorithm(const std::string& name);
 
 // Where a group's ranks are.
 struct GroupPlacement {
@@ -56,9 +49,9 @@ double BusBandwidthFactor(Collective c, int64_t n);
 // The algorithm HCCL (NPUs) or NCCL (GPUs) would use: HCCL rings inside a
 // server and across servers unless the server count is a power of two, then
 // halving-doubling, hierarchically when several ranks share a server; NCCL
-// the faster of ring and double binary tree. `overrides` maps collective
-// names to forced algorithms ("auto" or absent: choose).
+// the faster of ring and double binary tree. `overrides` forces an
+// algorithm per collective (absent: choose).
 CollectiveAlgorithm ChooseAlgorithm(Collective c, double bytes, const GroupPlacement& p, const ClusterSpec& cluster,
-                                    const std::map<std::string, std::string>& overrides = {});
+                                    const std::map<Collective, CollectiveAlgorithm>& overrides = {});
 
 }  // namespace shardlab

@@ -146,7 +146,7 @@ class Lowering {
   }
 
   void Reshape(const Shape& target) {
-    RedistOp op = Base("Reshape");
+    RedistOp op = Base(RedistOp::Kind::kReshape);
     op.output_shape = target;
     slice_ = target;
     ops_.push_back(op);
@@ -157,16 +157,16 @@ class Lowering {
   std::vector<RedistOp>& ops() { return ops_; }
 
  private:
-  RedistOp Base(const char* type) const {
+  RedistOp Base(RedistOp::Kind kind) const {
     RedistOp op;
-    op.type = type;
+    op.kind = kind;
     op.input_shape = slice_;
     op.arrangement = arrangement_;
     return op;
   }
 
   void StridedSlice(int64_t axis, int dim, int64_t count) {
-    RedistOp op = Base("StridedSlice");
+    RedistOp op = Base(RedistOp::Kind::kStridedSlice);
     op.axis = axis;
     op.count = count;
     op.device_dim = dim;
@@ -176,7 +176,7 @@ class Lowering {
   }
 
   void Gather(int64_t axis, int dim, int64_t count) {
-    RedistOp gather = Base("AllGather");
+    RedistOp gather = Base(RedistOp::Kind::kAllGather);
     gather.count = count;
     gather.device_dim = dim;
     gather.received_elements = static_cast<double>(count - 1) * Elements(slice_);
@@ -186,7 +186,7 @@ class Lowering {
     ops_.push_back(gather);
     slice_[axis] *= count;
     if (axis != 0) {
-      RedistOp split = Base("Split");
+      RedistOp split = Base(RedistOp::Kind::kSplit);
       split.input_shape = stacked;
       split.axis = 0;
       split.count = count;
@@ -194,7 +194,7 @@ class Lowering {
       part[0] /= count;
       split.output_shape = part;
       ops_.push_back(split);
-      RedistOp concat = Base("Concat");
+      RedistOp concat = Base(RedistOp::Kind::kConcat);
       concat.input_shape = part;
       concat.axis = axis;
       concat.count = count;
@@ -204,7 +204,7 @@ class Lowering {
   }
 
   void AlltoAll(int64_t split_dim, int64_t concat_dim, int dim, int64_t count) {
-    RedistOp op = Base("AlltoAll");
+    RedistOp op = Base(RedistOp::Kind::kAlltoAll);
     op.split_dim = split_dim;
     op.concat_dim = concat_dim;
     op.count = count;
@@ -293,6 +293,28 @@ void PlanThroughReplication(Redistribution& r, bool enable_alltoall) {
 
 }  // namespace
 
+const char* ToString(RedistOp::Kind kind) {
+  switch (kind) {
+    case RedistOp::Kind::kStridedSlice:
+      return "StridedSlice";
+    case RedistOp::Kind::kAllGather:
+      return "AllGather";
+    case RedistOp::Kind::kSplit:
+      return "Split";
+    case RedistOp::Kind::kConcat:
+      return "Concat";
+    case RedistOp::Kind::kAlltoAll:
+      return "AlltoAll";
+    case RedistOp::Kind::kReshape:
+      return "Reshape";
+  }
+  return "";
+}
+
+Collective RedistOp::collective() const {
+  return kind == Kind::kAlltoAll ? Collective::kAllToAll : Collective::kAllGather;
+}
+
 const char* ToString(RedistPrimitive::Kind kind) {
   switch (kind) {
     case RedistPrimitive::Kind::kSplitByAxis:
@@ -339,7 +361,7 @@ Redistribution PlanRedistribution(const TensorLayout& from, const TensorLayout& 
   }
   for (const auto& op : r.ops) r.comm_bytes_per_device += op.received_elements * static_cast<double>(dtype_bytes);
   const bool reshaped =
-      std::any_of(r.ops.begin(), r.ops.end(), [](const RedistOp& op) { return op.type == "Reshape"; });
+      std::any_of(r.ops.begin(), r.ops.end(), [](const RedistOp& op) { return op.kind == RedistOp::Kind::kReshape; });
   r.cost = CostOf(r.primitives, r.unified_from.SliceShape(), reshaped, squeezed_from_slice, dtype_bytes);
   return r;
 }
@@ -356,10 +378,11 @@ nlohmann::json ToJson(const Redistribution& r) {
   }
   nlohmann::json ops = nlohmann::json::array();
   for (const auto& op : r.ops) {
-    nlohmann::json j = {{"type", op.type}, {"input_shape", op.input_shape}, {"output_shape", op.output_shape}};
-    if (op.type == "StridedSlice" || op.type == "Split" || op.type == "Concat") j["axis"] = op.axis;
-    if (op.type == "StridedSlice" || op.type == "Split") j["slices"] = op.count;
-    if (op.type == "AlltoAll") {
+    nlohmann::json j = {{"type", ToString(op.kind)}, {"input_shape", op.input_shape}, {"output_shape", op.output_shape}};
+    using Kind = RedistOp::Kind;
+    if (op.kind == Kind::kStridedSlice || op.kind == Kind::kSplit || op.kind == Kind::kConcat) j["axis"] = op.axis;
+    if (op.kind == Kind::kStridedSlice || op.kind == Kind::kSplit) j["slices"] = op.count;
+    if (op.kind == Kind::kAlltoAll) {
       j["split_dim"] = op.split_dim;
       j["concat_dim"] = op.concat_dim;
       j["split_count"] = op.count;

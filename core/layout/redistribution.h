@@ -10,6 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/comm/collective.h"
 #include "core/layout/tensor_layout.h"
 
 namespace shardlab {
@@ -28,7 +29,15 @@ const char* ToString(RedistPrimitive::Kind kind);
 // An operator inserted into the graph. Collective groups are the ranks along
 // `device_dim` (0 = first) of `arrangement`.
 struct RedistOp {
-  std::string type;   // StridedSlice, AllGather, Split, Concat, AlltoAll, Reshape
+  enum class Kind {
+    kStridedSlice,  // keep this device's part of one axis (no communication)
+    kAllGather,     // gather the group's slices, stacked along axis 0
+    kSplit,         // split the stacked result along axis 0 ...
+    kConcat,        // ... and concatenate the parts along the gathered axis
+    kAlltoAll,      // split one axis over the group, concatenate another
+    kReshape,       // change the slice's shape (no data moves)
+  };
+  Kind kind = Kind::kReshape;
   Shape input_shape;  // the local slice the op receives
   Shape output_shape;
   int64_t axis = -1;             // StridedSlice, Split, Concat
@@ -39,8 +48,13 @@ struct RedistOp {
   Shape arrangement;             // device arrangement the device_dim refers to
   double received_elements = 0;  // per device
 
-  bool is_communication() const { return type == "AllGather" || type == "AlltoAll"; }
+  bool is_communication() const { return kind == Kind::kAllGather || kind == Kind::kAlltoAll; }
+  // The collective a communicating op is (AllGather or AllToAll).
+  Collective collective() const;
 };
+
+// MindSpore's operator name: "StridedSlice", "AllGather", ...
+const char* ToString(RedistOp::Kind kind);
 
 // MindSpore's redistribution cost terms (TensorRedistribution::ComputeCost),
 // in bytes per device.

@@ -19,7 +19,7 @@ BaseLayout Infer(const OpContext& ctx, const Strategy& s) {
   out.device_matrix = {s[0][0], s[0][1], s[1][0]};
   out.inputs = {{2, 1, kNotSplit, kNotSplit}, {0, 1, kNotSplit, kNotSplit}};
   out.outputs = {{2, 0, kNotSplit, kNotSplit}};
-  if (s[0][1] > 1) out.forward.push_back({"AllReduce", "sum", {1}, 0});
+  if (s[0][1] > 1) out.forward.push_back({Collective::kAllReduce, ReduceOp::kSum, {1}, 0});
   return out;
 }
 

@@ -47,7 +47,7 @@ BaseLayout Infer(const OpContext& ctx, const Strategy& s) {
   output.insert(output.end(), params.begin() + 1, params.end());
   out.inputs = {params, indices};
   out.outputs = {output};
-  out.forward.push_back({"AllReduce", "sum", {0}, 0});
+  out.forward.push_back({Collective::kAllReduce, ReduceOp::kSum, {0}, 0});
   out.allow_repeat = false;
   return out;
 }

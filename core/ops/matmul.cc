@@ -78,13 +78,13 @@ BaseLayout Infer(const OpContext& ctx, const Strategy& s) {
   if (s[0][d.a_k] > 1) {
     const int k_dim = static_cast<int>(d.n) - 1;
     if (ctx.op.BoolAttr("forward_reduce_scatter", false) && d.ra == 2 && d.rb == 2) {
-      out.forward.push_back({"ReduceScatter", "sum", {k_dim}, 0});
+      out.forward.push_back({Collective::kReduceScatter, ReduceOp::kSum, {k_dim}, 0});
       out.merged_output_dim = 0;  // [m, k, n] -> [m*k, n]
       out.outputs = {{1, 0}};
       if (ctx.outputs[0].shape[0] % (s[0][d.a_m] * s[0][d.a_k]) != 0)
         throw LayoutError("ReduceScatter needs the output rows divisible by the m and k splits together");
     } else {
-      out.forward.push_back({"AllReduce", "sum", {k_dim}, 0});
+      out.forward.push_back({Collective::kAllReduce, ReduceOp::kSum, {k_dim}, 0});
     }
   }
   return out;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/comm/collective.h"
 #include "core/graph/graph.h"
 #include "core/graph/shape_inference.h"
 #include "core/layout/tensor_layout.h"
@@ -23,8 +24,8 @@ struct OpContext {
 // Communication an operator inserts in its forward pass, over the ranks that
 // differ only along `device_dims` (indices from the left of the device matrix).
 struct ForwardComm {
-  std::string type;    // AllReduce, ReduceScatter, AllGather
-  std::string reduce;  // sum, max, min, mean ("" for AllGather)
+  Collective type;  // AllReduce, ReduceScatter, AllGather
+  ReduceOp reduce;  // kNone for AllGather
   std::vector<int> device_dims;
   int output = 0;  // which output it applies to
 };

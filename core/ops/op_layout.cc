@@ -109,12 +109,12 @@ OpLayout InferOpLayout(const Operator& op, const std::vector<TensorType>& inputs
     for (int d : f.device_dims) comm.group_size *= out.device_matrix[d];
     // The payload is the collective's input: a ReduceScatter starts from the whole partial result.
     comm.bytes = SliceBytes(out.outputs[f.output], outputs[f.output].dtype) *
-                 static_cast<double>(f.type == "ReduceScatter" ? comm.group_size : 1);
+                 static_cast<double>(f.type == Collective::kReduceScatter ? comm.group_size : 1);
     out.forward_comm.push_back(comm);
   }
   for (int w : weights) {
     const auto dims = DimsNotNamed(out.inputs[w].tensor_map(), out.device_matrix.size());
-    OpComm mirror{"AllReduce", "sum", dims};
+    OpComm mirror{Collective::kAllReduce, ReduceOp::kSum, dims};
     for (int d : dims) mirror.group_size *= out.device_matrix[d];
     if (mirror.group_size == 1) continue;
     mirror.bytes = SliceBytes(out.inputs[w], inputs[w].dtype);
@@ -135,7 +135,7 @@ OpLayout InferOpLayout(const Operator& op, const std::vector<TensorType>& inputs
       if (named_by_output) partial.push_back(static_cast<int>(d));
     }
     if (partial.empty()) continue;
-    OpComm comm{"AllReduce", "sum", partial};
+    OpComm comm{Collective::kAllReduce, ReduceOp::kSum, partial};
     for (int d : partial) comm.group_size *= out.device_matrix[d];
     comm.bytes = SliceBytes(out.inputs[i], inputs[i].dtype);
     comm.input = static_cast<int>(i);
@@ -227,12 +227,12 @@ nlohmann::json ToJson(const OpLayout& layout, int64_t rank) {
   const auto comms = [&](const std::vector<OpComm>& list) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& c : list) {
-      nlohmann::json j = {{"type", c.type},
+      nlohmann::json j = {{"type", OperatorName(c.type)},
                           {"group_size", c.group_size},
                           {"ranks", layout.GroupOf(c, rank)},
                           {"device_dims", c.device_dims},
                           {"bytes", c.bytes}};
-      if (!c.reduce.empty()) j["reduce"] = c.reduce;
+      if (c.reduce != ReduceOp::kNone) j["reduce"] = ToString(c.reduce);
       if (c.input >= 0) j["input"] = c.input;
       out.push_back(j);
     }
@@ -273,8 +273,8 @@ std::string StrategyToString(const Strategy& strategy) {
 
 std::string CommunicationSummary(const OpLayout& layout) {
   std::vector<std::string> parts;
-  for (const OpComm& c : layout.forward_comm) parts.push_back(fmt::format("{}({})", c.type, c.group_size));
-  for (const OpComm& c : layout.backward_comm) parts.push_back(fmt::format("grad {}({})", c.type, c.group_size));
+  for (const OpComm& c : layout.forward_comm) parts.push_back(fmt::format("{}({})", OperatorName(c.type), c.group_size));
+  for (const OpComm& c : layout.backward_comm) parts.push_back(fmt::format("grad {}({})", OperatorName(c.type), c.group_size));
   for (const OpComm& c : layout.mirror_comm) parts.push_back(fmt::format("mirror({})", c.group_size));
   return parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, " "));
 }

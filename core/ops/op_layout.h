@@ -10,6 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/comm/collective.h"
 #include "core/graph/graph.h"
 #include "core/graph/shape_inference.h"
 #include "core/layout/device_matrix.h"
@@ -21,8 +22,8 @@ namespace shardlab {
 // Communication over the ranks that differ only along `device_dims` (0 = first
 // dimension of the operator's device matrix).
 struct OpComm {
-  std::string type;    // AllReduce, ReduceScatter, AllGather
-  std::string reduce;  // sum, max, min, mean; "" for AllGather
+  Collective type = Collective::kAllReduce;  // AllReduce, ReduceScatter, AllGather
+  ReduceOp reduce = ReduceOp::kSum;          // kNone for AllGather
   std::vector<int> device_dims;
   int64_t group_size = 1;
   double bytes = 0;  // payload per device: the collective's input

@@ -36,8 +36,11 @@ BaseLayout Infer(const OpContext& ctx, const Strategy& s) {
   out.outputs = {out_map};
   if (!split_reduced.empty()) {
     const std::string& t = ctx.op.type;
-    const std::string reduce = t == "ReduceMax" ? "max" : t == "ReduceMin" ? "min" : t == "ReduceMean" ? "mean" : "sum";
-    out.forward.push_back({"AllReduce", reduce, split_reduced, 0});
+    const ReduceOp reduce = t == "ReduceMax"    ? ReduceOp::kMax
+                            : t == "ReduceMin"  ? ReduceOp::kMin
+                            : t == "ReduceMean" ? ReduceOp::kMean
+                                                : ReduceOp::kSum;
+    out.forward.push_back({Collective::kAllReduce, reduce, split_reduced, 0});
   }
   return out;
 }

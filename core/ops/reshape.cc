@@ -44,7 +44,7 @@ BaseLayout Infer(const OpContext& ctx, const Strategy& s) {
     if (!carried) gathered.push_back(static_cast<int>(i));
   }
   out.outputs = {out_map};
-  if (!gathered.empty()) out.forward.push_back({"AllGather", "", gathered, 0});
+  if (!gathered.empty()) out.forward.push_back({Collective::kAllGather, ReduceOp::kNone, gathered, 0});
   return out;
 }
 

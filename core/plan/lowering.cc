@@ -22,10 +22,17 @@ double SliceBytes(const TensorLayout& layout, DType dtype) {
 
 // Optimizer state bytes per parameter element, with an fp32 master copy of
 // low-precision weights (mixed precision).
-double OptimizerBytesPerElement(const std::string& optimizer, DType param_dtype) {
+double OptimizerBytesPerElement(Optimizer optimizer, DType param_dtype) {
   const double master = DTypeBytes(param_dtype) < 4 ? 4 : 0;
-  if (optimizer == "adam" || optimizer == "lamb") return 8 + master;
-  if (optimizer == "momentum") return 4 + master;
+  switch (optimizer) {
+    case Optimizer::kAdam:
+    case Optimizer::kLamb:
+      return 8 + master;
+    case Optimizer::kMomentum:
+      return 4 + master;
+    case Optimizer::kSgd:
+      break;
+  }
   return master;
 }
 
@@ -36,7 +43,7 @@ class Lowering {
 
   Plan Run() {
     Plan plan;
-    plan.training = run_.simulation.mode == "train";
+    plan.training = run_.simulation.training();
     plan.schedule = run_.simulation.pipeline_schedule;
     plan.micro_batches = p_.micro_batch_num;
     plan.chunks = run_.simulation.virtual_pipeline_chunks;
@@ -197,13 +204,6 @@ class Lowering {
     return g;
   }
 
-  static shardlab::Collective TypeOf(const std::string& type) {
-    if (type == "AllGather") return shardlab::Collective::kAllGather;
-    if (type == "ReduceScatter") return shardlab::Collective::kReduceScatter;
-    if (type == "AlltoAll") return shardlab::Collective::kAllToAll;
-    return shardlab::Collective::kAllReduce;
-  }
-
   // The communication that turns each input's producer layout into the layout this operator wants.
   // How a dataset input arrives on a stage's devices: split on the batch
   // over every device (dataset_strategy "data_parallel", MindSpore's
@@ -269,14 +269,14 @@ class Lowering {
       for (const RedistOp& rop : r.ops) {
         if (!rop.is_communication()) continue;
         const double bytes = static_cast<double>(ElementCount(rop.input_shape) * DTypeBytes(t.dtype));
-        auto type = TypeOf(rop.type);
+        shardlab::Collective type = rop.collective();
         // AllGather's gradient is a ReduceScatter of the gathered size; AlltoAll's is an AlltoAll.
         double task_bytes = bytes;
         if (backward && type == shardlab::Collective::kAllGather) {
           type = shardlab::Collective::kReduceScatter;
           task_bytes = bytes * static_cast<double>(rop.count);
         }
-        tasks.push_back(Collective(stage, fmt::format("{}/redistribute.{}", op.name, rop.type), op_index, type,
+        tasks.push_back(Collective(stage, fmt::format("{}/redistribute.{}", op.name, ToString(rop.kind)), op_index, type,
                                    Group(stage, rop.arrangement, {rop.device_dim}), task_bytes));
       }
     }
@@ -331,7 +331,7 @@ class Lowering {
     compute.recompute = recompute;
     tasks.push_back(compute);
     for (const OpComm& c : layout.forward_comm) {
-      Task t = Collective(stage, fmt::format("{}/{}", op.name, c.type), index, TypeOf(c.type),
+      Task t = Collective(stage, fmt::format("{}/{}", op.name, OperatorName(c.type)), index, c.type,
                           Group(stage, layout.device_matrix, c.device_dims), c.bytes);
       t.recompute = recompute;
       tasks.push_back(t);
@@ -360,11 +360,11 @@ class Lowering {
     }
     // Forward collectives whose gradient needs communication.
     for (const OpComm& c : layout.forward_comm) {
-      if (c.type == "ReduceScatter")
+      if (c.type == shardlab::Collective::kReduceScatter)
         stage.backward.push_back(Collective(stage, op.name + "/grad.AllGather", index, shardlab::Collective::kAllGather,
                                             Group(stage, layout.device_matrix, c.device_dims),
                                             c.bytes / static_cast<double>(c.group_size)));
-      if (c.type == "AllGather")
+      if (c.type == shardlab::Collective::kAllGather)
         stage.backward.push_back(Collective(stage, op.name + "/grad.ReduceScatter", index,
                                             shardlab::Collective::kReduceScatter,
                                             Group(stage, layout.device_matrix, c.device_dims), c.bytes));
@@ -375,7 +375,7 @@ class Lowering {
     for (const OpComm& c : layout.backward_comm) {
       const Tensor& input = graph_.tensor(op.inputs[c.input]);
       if (input.producer < 0) continue;  // dataset inputs need no gradient
-      stage.backward.push_back(Collective(stage, fmt::format("{}/grad.{}", op.name, c.type), index,
+      stage.backward.push_back(Collective(stage, fmt::format("{}/grad.{}", op.name, OperatorName(c.type)), index,
                                           shardlab::Collective::kAllReduce,
                                           Group(stage, layout.device_matrix, c.device_dims), c.bytes));
     }
@@ -589,7 +589,7 @@ class Lowering {
     if (plan.training) {
       m.activations_per_micro_batch = kept;
       const int64_t depth = static_cast<int64_t>(plan.stages.size()) - stage.stage;
-      m.micro_batches_in_flight = plan.schedule == "gpipe" ? plan.micro_batches : std::min(plan.micro_batches, depth);
+      m.micro_batches_in_flight = plan.schedule == PipelineSchedule::kGPipe ? plan.micro_batches : std::min(plan.micro_batches, depth);
       m.activations = kept * static_cast<double>(m.micro_batches_in_flight) + largest_segment;
     } else {
       m.activations_per_micro_batch = 2 * largest_output;  // inference frees what it has consumed

@@ -21,12 +21,12 @@ std::vector<ScheduleItem> ChunkOrder(bool forward, int64_t stages, int64_t micro
 
 }  // namespace
 
-std::vector<ScheduleItem> StageSchedule(const std::string& schedule, int64_t stage, int64_t stages,
+std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage, int64_t stages,
                                         int64_t micro_batches, int64_t chunks) {
   const auto forwards = ChunkOrder(true, stages, micro_batches, chunks);
   const auto backwards = ChunkOrder(false, stages, micro_batches, chunks);
   std::vector<ScheduleItem> order;
-  if (schedule == "gpipe") {
+  if (schedule == PipelineSchedule::kGPipe) {
     order = forwards;
     order.insert(order.end(), backwards.begin(), backwards.end());
     return order;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/config/simulation_options.h"
+
 namespace shardlab {
 
 struct ScheduleItem {
@@ -16,7 +18,7 @@ struct ScheduleItem {
   int64_t chunk = 0;  // virtual stage chunk (interleaved); the virtual stage is chunk * stages + stage
 };
 
-std::vector<ScheduleItem> StageSchedule(const std::string& schedule, int64_t stage, int64_t stages,
+std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage, int64_t stages,
                                         int64_t micro_batches, int64_t chunks);
 
 }  // namespace shardlab

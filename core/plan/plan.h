@@ -11,6 +11,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/config/simulation_options.h"
 #include "core/cost/collective_cost.h"
 #include "core/cost/compute_cost.h"
 #include "core/graph/graph.h"
@@ -97,7 +98,7 @@ struct StageProgram {
 
 struct Plan {
   bool training = true;
-  std::string schedule = "1f1b";
+  PipelineSchedule schedule = PipelineSchedule::k1F1B;
   int64_t micro_batches = 1;
   int64_t chunks = 1;
   int64_t devices = 1;

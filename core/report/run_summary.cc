@@ -47,7 +47,7 @@ RunSummary SummarizeRun(const RunSpec& run, const Graph& graph) {
   s.servers_used = (s.devices + run.cluster.devices_per_server - 1) / run.cluster.devices_per_server;
   s.devices_per_stage = run.parallel.devices_per_stage();
   s.model = SummarizeGraph(graph, run.parallel.micro_batch_size());
-  const bool training = run.simulation.mode == "train";
+  const bool training = run.simulation.training();
   double per_micro = s.model.forward_flops;
   if (training) {
     per_micro += s.model.backward_flops;
@@ -89,7 +89,7 @@ std::string FormatRunSummary(const RunSpec& run, const RunSummary& s) {
     out += fmt::format("             {}\n", params);
   }
   out += fmt::format("  parallel   {}\n", DescribeParallel(run.parallel));
-  out += fmt::format("  step       {} mode, {} per step ({} per micro-batch of {} samples)\n", run.simulation.mode,
+  out += fmt::format("  step       {} mode, {} per step ({} per micro-batch of {} samples)\n", ToString(run.simulation.mode),
                      FormatFlops(s.step_flops), FormatFlops(s.step_flops / run.parallel.micro_batch_num),
                      run.parallel.micro_batch_size());
   out += fmt::format("  bound      {} at peak compute on every device (no communication, no bubbles)\n",

@@ -59,7 +59,7 @@ SearchOptions SearchOptionsOf(const RunSpec& run) {
   options.enable_alltoall = p.enable_alltoall;
   options.cost = DefaultCostModel(run.cluster);
   options.cost.model = p.cost_model.model;
-  options.cost.training = run.simulation.mode == "train";
+  options.cost.training = run.simulation.training();
   options.cost.alpha = p.cost_model.alpha;
   if (p.cost_model.beta > 0) options.cost.beta = p.cost_model.beta;
   options.cost.gamma = p.cost_model.gamma;

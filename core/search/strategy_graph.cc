@@ -34,13 +34,6 @@ int64_t GroupStride(const Shape& matrix, const std::vector<int>& dims) {
   return stride;
 }
 
-Collective CollectiveOf(const std::string& type) {
-  if (type == "AllGather") return Collective::kAllGather;
-  if (type == "ReduceScatter") return Collective::kReduceScatter;
-  if (type == "AlltoAll") return Collective::kAllToAll;
-  return Collective::kAllReduce;
-}
-
 // Layouts that normalise alike (repeated or size-1 device dimensions aside) redistribute alike.
 std::string LayoutKey(const TensorLayout& layout) {
   const TensorLayout l = layout.Normalized();
@@ -225,7 +218,7 @@ double StrategyGraph::OperatorCost(const OpLayout& layout, DType dtype) const {
     auto comm_seconds = [&](const OpComm& c) {
       const GroupPlacement p =
           PlaceStridedGroup(0, c.group_size, GroupStride(layout.device_matrix, c.device_dims), cluster);
-      const Collective type = CollectiveOf(c.type);
+      const Collective type = c.type;
       return CollectiveSeconds(type, ChooseAlgorithm(type, c.bytes, p, cluster), c.bytes, p, cluster);
     };
     for (const OpComm& c : layout.forward_comm) seconds += comm_seconds(c) * (m.training ? 2 : 1);
@@ -300,7 +293,7 @@ const StrategyGraph::RedistributionCost& StrategyGraph::LayoutCost(const Tensor&
     for (const RedistOp& op : r.ops) {
       if (!op.is_communication()) continue;
       const GroupPlacement p = PlaceStridedGroup(0, op.count, GroupStride(op.arrangement, {op.device_dim}), cluster);
-      const Collective type = op.type == "AlltoAll" ? Collective::kAllToAll : Collective::kAllGather;
+      const Collective type = op.collective();
       const double bytes = static_cast<double>(ElementCount(op.input_shape) * DTypeBytes(tensor.dtype));
       const double seconds = CollectiveSeconds(type, ChooseAlgorithm(type, bytes, p, cluster), bytes, p, cluster);
       cost.objective += seconds * (m.training ? 2 : 1);  // and its gradient's way back

@@ -197,4 +197,11 @@ void ObjectReader::Finish() {
   }
 }
 
+void ObjectReader::RequireFormat(const std::string& format, const std::string& what) {
+  auto node = Optional("format");
+  const std::string expected = "expected \"format\": \"" + format + "\" (" + what + ")";
+  if (!node) node_.Fail("no \"format\" key: " + expected);
+  if (node->AsString() != format) node->Fail(expected);
+}
+
 }  // namespace shardlab

@@ -69,6 +69,10 @@ class ObjectReader {
   std::string String(const std::string& key, const std::string& fallback);
   std::string Enum(const std::string& key, const std::string& fallback, const std::vector<std::string>& allowed);
 
+  // Requires the "format" key that says what kind of shardlab file this is
+  // (`what`: how such a file is made, for the message).
+  void RequireFormat(const std::string& format, const std::string& what);
+
   // Rejects unknown keys. The message lists the closest valid key, if any.
   void Finish();
 

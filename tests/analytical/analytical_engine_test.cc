@@ -13,7 +13,7 @@ StepResult Analytical(const Plan& plan) { return Summarize(plan, RunAnalytical(p
 // S stages whose micro-batch takes `f` forward and `b` backward seconds, no communication.
 Plan Uniform(int64_t stages, int64_t micro_batches, const std::string& schedule, int64_t chunks, double f, double b) {
   Plan plan;
-  plan.schedule = schedule;
+  plan.schedule = ParsePipelineSchedule(schedule);
   plan.micro_batches = micro_batches;
   plan.chunks = chunks;
   plan.devices = stages;

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "core/calibration/calibration.h"
+#include "core/calibration/fit_calibration.h"
 #include "core/calibration/robust_fit.h"
 #include "core/config/run_config.h"
 #include "core/cost/collective_cost.h"
@@ -94,7 +94,7 @@ TEST_CASE("calibration recovers links and the GEMM model from measurements") {
   const Calibration c = FitCalibration({JsonNode(coll, "coll.json"), JsonNode(gemm, "gemm.json")});
   REQUIRE(c.collectives.size() == 3);
   for (const CollectiveFit& f : c.collectives) {
-    INFO(f.op);
+    INFO(ToString(f.op));
     CHECK(f.link.bandwidth == Approx(2e9).epsilon(1e-4));
     CHECK(f.link.latency == Approx(30e-6).epsilon(1e-3));
     CHECK(f.quality.rms_relative_residual < 1e-6);
@@ -140,7 +140,7 @@ TEST_CASE("calibration files with errors name the file and the place") {
 TEST_CASE("a cluster file names its calibration file") {
   const RunSpec run = LoadRunFile(SourcePath("configs/runs/tiny-gpt-cpu-dp4.json"));
   CHECK_THAT(run.cluster.calibration_file, Catch::EndsWith("configs/calibration/localhost-cpu.json"));
-  CHECK(run.cluster.calibrated_links.count("allreduce/intra_server") == 1);
+  CHECK(run.cluster.calibrated_links.count({Collective::kAllReduce, NetworkScope::kIntraServer}) == 1);
   CHECK(run.cluster.device.compute_efficiency == 1);
 }
 

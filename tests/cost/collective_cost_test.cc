@@ -43,7 +43,7 @@ TEST_CASE("HCCL picks halving-doubling across a power-of-two number of servers, 
   CHECK(ChooseAlgorithm(Collective::kAllReduce, 1e8, PlaceStridedGroup(0, 64, 1, ascend), ascend) ==
         CollectiveAlgorithm::kHierarchical);
   CHECK(ChooseAlgorithm(Collective::kAllReduce, 1e8, PlaceStridedGroup(0, 64, 1, ascend), ascend,
-                        {{"allreduce", "ring"}}) == CollectiveAlgorithm::kRing);
+                        {{Collective::kAllReduce, CollectiveAlgorithm::kRing}}) == CollectiveAlgorithm::kRing);
 }
 
 TEST_CASE("NCCL picks the tree for small messages across nodes and the ring for large ones") {

@@ -256,7 +256,7 @@ class ViewsTest : public QObject {
     window.OpenRun(Path("configs/runs/gpt3-175b-ascend-4096.json"));
     const RunSpec run = window.view()->run;
     QSignalSpy cancelled(window.worker(), &SimulationWorker::cancelled);
-    QVERIFY(window.worker()->Start(run, "simgrid"));
+    QVERIFY(window.worker()->Start(run, Engine::kSimGrid));
     QTest::qWait(300);
     window.worker()->Cancel();
     QVERIFY(cancelled.wait(20000));

@@ -11,7 +11,7 @@ namespace {
 
 std::vector<std::string> OpTypes(const Redistribution& r) {
   std::vector<std::string> types;
-  for (const auto& op : r.ops) types.push_back(op.type);
+  for (const auto& op : r.ops) types.push_back(ToString(op.kind));
   return types;
 }
 

@@ -82,43 +82,42 @@ LocalTensor SliceFor(const TensorLayout& layout, int64_t rank) {
 }
 
 std::map<int64_t, LocalTensor> Execute(const std::vector<RedistOp>& ops, std::map<int64_t, LocalTensor> tensors) {
+  using Kind = RedistOp::Kind;
   for (const auto& op : ops) {
     std::map<int64_t, LocalTensor> next;
     for (auto& [rank, t] : tensors) {
       // Split hands its parts (stacked on axis 0) to the Concat that follows it.
-      const bool after_split = op.type == "Concat";
+      const bool after_split = op.kind == Kind::kConcat;
       if (!after_split && t.shape != op.input_shape)
-        throw std::logic_error(op.type + " received an unexpected slice shape");
-      if (op.type == "Reshape") {
+        throw std::logic_error(std::string(ToString(op.kind)) + " received an unexpected slice shape");
+      if (op.kind == Kind::kReshape) {
         if (Product(op.output_shape) != Product(t.shape)) throw std::logic_error("Reshape changes the element count");
         next[rank] = {op.output_shape, t.values};
-      } else if (op.type == "StridedSlice") {
+      } else if (op.kind == Kind::kStridedSlice) {
         const DeviceMatrix matrix(op.arrangement);
         next[rank] = Chunk(t, op.axis, op.count, matrix.Coordinates(rank)[op.device_dim]);
-      } else if (op.type == "AllGather") {
+      } else if (op.kind == Kind::kAllGather) {
         const DeviceMatrix matrix(op.arrangement);
         std::vector<LocalTensor> parts;
         for (int64_t member : matrix.GroupAlongDim(rank, op.device_dim)) parts.push_back(tensors.at(member));
         next[rank] = Concat(parts, 0);
-      } else if (op.type == "Split") {
+      } else if (op.kind == Kind::kSplit) {
         // Split + Concat come as a pair; Split alone keeps the parts stacked on axis 0.
         next[rank] = t;
-      } else if (op.type == "Concat") {
+      } else if (op.kind == Kind::kConcat) {
         std::vector<LocalTensor> parts;
         for (int64_t i = 0; i < op.count; ++i) parts.push_back(Chunk(t, 0, op.count, i));
         next[rank] = Concat(parts, op.axis);
-      } else if (op.type == "AlltoAll") {
+      } else if (op.kind == Kind::kAlltoAll) {
         const DeviceMatrix matrix(op.arrangement);
         const auto group = matrix.GroupAlongDim(rank, op.device_dim);
         const int64_t me = matrix.Coordinates(rank)[op.device_dim];
         std::vector<LocalTensor> received;
         for (int64_t member : group) received.push_back(Chunk(tensors.at(member), op.split_dim, op.count, me));
         next[rank] = Concat(received, op.concat_dim);
-      } else {
-        throw std::logic_error("unknown redistribution operator " + op.type);
       }
-      if (op.type != "Split" && next[rank].shape != op.output_shape)
-        throw std::logic_error(op.type + " produced an unexpected shape");
+      if (op.kind != Kind::kSplit && next[rank].shape != op.output_shape)
+        throw std::logic_error(std::string(ToString(op.kind)) + " produced an unexpected shape");
     }
     tensors = std::move(next);
   }

@@ -68,8 +68,8 @@ TEST_CASE("MatMul with a split reduction dimension inserts an AllReduce (seed 00
   const Case mm("MatMul", {{256, 128}, {128, 64}});
   const OpLayout l = mm.Layout({{2, 2}, {2, 1}}, 4);
   REQUIRE(l.forward_comm.size() == 1);
-  CHECK(l.forward_comm[0].type == "AllReduce");
-  CHECK(l.forward_comm[0].reduce == "sum");
+  CHECK(l.forward_comm[0].type == Collective::kAllReduce);
+  CHECK(l.forward_comm[0].reduce == ReduceOp::kSum);
   CHECK(l.GroupOf(l.forward_comm[0], 0) == std::vector<int64_t>{0, 1});
   CHECK(l.forward_comm[0].bytes == 128.0 * 64 * 4);
 }
@@ -78,7 +78,7 @@ TEST_CASE("forward_reduce_scatter scatters the partial products over the rows") 
   const Case mm("MatMul", {{256, 128}, {128, 64}}, {{"forward_reduce_scatter", true}});
   const OpLayout l = mm.Layout({{2, 2}, {2, 2}}, 8);
   REQUIRE(l.forward_comm.size() == 1);
-  CHECK(l.forward_comm[0].type == "ReduceScatter");
+  CHECK(l.forward_comm[0].type == Collective::kReduceScatter);
   CHECK(l.forward_comm[0].bytes == 128.0 * 32 * 4);  // the whole partial [128, 32] slice goes in
   CHECK(l.outputs[0] == TensorLayout({4, 2}, {1, 0}, {256, 64}));
   CHECK(l.outputs[0].SliceShape() == Shape{64, 32});
@@ -162,7 +162,7 @@ TEST_CASE("reductions communicate only when a reduced dimension is split") {
   const Case max("ReduceMax", {{16, 32}}, {{"axis", std::vector<int64_t>{0}}, {"keep_dims", true}});
   l = max.Layout({{4, 2}}, 8);
   CHECK(l.outputs[0].tensor_map() == TensorMap{-1, 0});
-  CHECK(l.forward_comm[0].reduce == "max");
+  CHECK(l.forward_comm[0].reduce == ReduceOp::kMax);
 }
 
 TEST_CASE("softmax, layer norm and cross-entropy keep their normalised dimensions whole") {
@@ -219,7 +219,7 @@ TEST_CASE("Reshape carries splits that keep whole slices") {
   l = merge.Layout({{1, 4}}, 4);
   CHECK(l.outputs[0].tensor_map() == TensorMap{-1});
   REQUIRE(l.forward_comm.size() == 1);
-  CHECK(l.forward_comm[0].type == "AllGather");
+  CHECK(l.forward_comm[0].type == Collective::kAllGather);
 }
 
 TEST_CASE("convolution, pooling, batch norm and one-hot rules") {

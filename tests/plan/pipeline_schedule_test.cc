@@ -15,17 +15,17 @@ std::string Render(const std::vector<ScheduleItem>& items) {
 }
 
 TEST_CASE("1F1B warms up with S - s forwards, then alternates (MindSpore's order)") {
-  CHECK(Render(StageSchedule("1f1b", 0, 4, 6, 1)) == "F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5");
-  CHECK(Render(StageSchedule("1f1b", 3, 4, 6, 1)) == "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5");
-  CHECK(Render(StageSchedule("1f1b", 1, 4, 2, 1)) == "F0 F1 B0 B1");
+  CHECK(Render(StageSchedule(PipelineSchedule::k1F1B, 0, 4, 6, 1)) == "F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5");
+  CHECK(Render(StageSchedule(PipelineSchedule::k1F1B, 3, 4, 6, 1)) == "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5");
+  CHECK(Render(StageSchedule(PipelineSchedule::k1F1B, 1, 4, 2, 1)) == "F0 F1 B0 B1");
 }
 
 TEST_CASE("GPipe runs every forward, then every backward") {
-  CHECK(Render(StageSchedule("gpipe", 2, 4, 3, 1)) == "F0 F1 F2 B0 B1 B2");
+  CHECK(Render(StageSchedule(PipelineSchedule::kGPipe, 2, 4, 3, 1)) == "F0 F1 F2 B0 B1 B2");
 }
 
 TEST_CASE("interleaved 1F1B visits chunks in groups of S micro-batches") {
-  const auto order = StageSchedule("interleaved", 1, 2, 4, 2);
+  const auto order = StageSchedule(PipelineSchedule::kInterleaved, 1, 2, 4, 2);
   CHECK(order.size() == 16);
   CHECK(Render(std::vector<ScheduleItem>(order.begin(), order.begin() + 4)) == "F0 F1 F0.1 B0.1");
   int forwards = 0;

@@ -1,4 +1,4 @@
-#include "core/calibration/calibration.h"
+#include "core/calibration/fit_calibration.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,13 +17,6 @@ namespace {
 
 constexpr double kMax = std::numeric_limits<double>::max();
 
-// The "format" key that says what kind of shardlab file this is.
-void RequireFormat(ObjectReader& r, const std::string& format, const std::string& what) {
-  auto node = r.Optional("format");
-  const std::string expected = fmt::format("expected \"format\": \"{}\" ({})", format, what);
-  if (!node) r.node().Fail("no \"format\" key: " + expected);
-  if (node->AsString() != format) node->Fail(expected);
-}
 
 double Predict(const CollectiveFit& f, double bytes);
 
@@ -52,15 +45,15 @@ FitQuality QualityOf(const RobustFit& f) {
 
 // The closed forms' step count and bandwidth factor for `op` over n ranks on
 // one link class (ring algorithms; see core/cost/collective_cost.cc).
-void RingTerms(const std::string& op, int n, double* steps, double* factor) {
+void RingTerms(Collective op, int n, double* steps, double* factor) {
   const double nn = n;
-  if (op == "allreduce") {
+  if (op == Collective::kAllReduce) {
     *steps = 2 * (nn - 1);
     *factor = 2 * (nn - 1) / nn;
-  } else if (op == "allgather") {
+  } else if (op == Collective::kAllGather) {
     *steps = nn - 1;
     *factor = nn - 1;  // the simulator's size is a rank's input
-  } else if (op == "broadcast") {
+  } else if (op == Collective::kBroadcast) {
     *steps = nn - 1;
     *factor = 1;
   } else {
@@ -109,33 +102,33 @@ CollectiveFit FitOneCollective(std::vector<std::pair<double, double>> samples) {
 }
 
 void FitCollectives(const JsonNode& file, Calibration* c) {
-  using Key = std::tuple<std::string, std::string, std::string, int>;
+  using Key = std::tuple<Collective, std::string, NetworkScope, int>;
   std::map<Key, std::vector<std::pair<double, double>>> groups;  // (simulator bytes, seconds)
   ObjectReader r(file);
   for (const JsonNode& s : r.Required("samples").AsArray()) {
     ObjectReader sr(s);
-    const std::string op =
-        sr.Required("op").AsEnum({"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"});
+    const Collective op = ParseCollective(sr.Required("op").AsEnum(CalibratedCollectiveNames()));
     const std::string algorithm = sr.Required("algorithm").AsString();
-    const std::string scope = sr.Enum("scope", "intra_server", {"intra_server", "inter_server"});
+    const NetworkScope scope = *ParseNetworkScope(sr.Enum("scope", "intra_server", NetworkScopeNames()));
     const int ranks = static_cast<int>(sr.RequiredInt("ranks", 1, 4096));
     const double size = sr.Required("size").AsNumber(1, kMax);
     const double seconds = sr.Required("seconds").AsNumber(1e-12, kMax);
     sr.Number("min_seconds", 0, 0, kMax);
     sr.Number("max_seconds", 0, 0, kMax);
     sr.Finish();
-    groups[{op, algorithm, scope, ranks}].emplace_back(op == "allgather" ? size / ranks : size, seconds);
+    groups[{op, algorithm, scope, ranks}].emplace_back(op == Collective::kAllGather ? size / ranks : size, seconds);
   }
   for (const auto& [key, samples] : groups) {
     const auto& [op, algorithm, scope, ranks] = key;
     if (samples.size() < 2)
-      file.Fail(fmt::format("{} over {} ranks has {} size; a fit needs at least 2", op, ranks, samples.size()));
+      file.Fail(
+          fmt::format("{} over {} ranks has {} size; a fit needs at least 2", ToString(op), ranks, samples.size()));
     CollectiveFit fit = FitOneCollective(samples);
     fit.op = op;
     fit.algorithm = algorithm;
     fit.scope = scope;
     fit.ranks = ranks;
-    fit.large = QualityOver(samples, fit, op == "allgather" ? ranks : 1);
+    fit.large = QualityOver(samples, fit, op == Collective::kAllGather ? ranks : 1);
     if (ranks > 1 && fit.seconds_per_byte > 0) {
       double steps = 1, factor = 1;
       RingTerms(op, ranks, &steps, &factor);
@@ -195,23 +188,7 @@ void FitGemm(const JsonNode& file, Calibration* c) {
   }
 }
 
-nlohmann::json ToJson(const FitQuality& q) {
-  return {{"samples", q.samples},
-          {"rms_relative_residual", q.rms_relative_residual},
-          {"max_relative_residual", q.max_relative_residual},
-          {"outliers", q.outliers}};
-}
 
-FitQuality ReadQuality(const JsonNode& node) {
-  ObjectReader r(node);
-  FitQuality q;
-  q.samples = static_cast<int>(r.RequiredInt("samples", 0, 1 << 30));
-  q.rms_relative_residual = r.Required("rms_relative_residual").AsNumber(0, kMax);
-  q.max_relative_residual = r.Required("max_relative_residual").AsNumber(0, kMax);
-  q.outliers = static_cast<int>(r.Int("outliers", 0, 0, 1 << 30));
-  r.Finish();
-  return q;
-}
 
 }  // namespace
 
@@ -220,7 +197,7 @@ Calibration FitCalibration(const std::vector<JsonNode>& measurements) {
   c.software = nlohmann::json::object();
   for (const JsonNode& file : measurements) {
     ObjectReader r(file);
-    RequireFormat(r, "shardlab-measurements", "a file written by `shardlab bench ... -o`");
+    r.RequireFormat("shardlab-measurements", "a file written by `shardlab bench ... -o`");
     r.RequiredInt("version", 1, 1);
     const std::string kind = r.Required("kind").AsEnum({"collectives", "gemm"});
     nlohmann::json hardware = {{"backend", r.Required("backend").AsString()},
@@ -247,129 +224,6 @@ Calibration FitCalibration(const std::vector<JsonNode>& measurements) {
     }
   }
   return c;
-}
-
-nlohmann::json ToJson(const Calibration& c) {
-  nlohmann::json j = {{"format", "shardlab-calibration"},
-                      {"version", c.version},
-                      {"created", c.created},
-                      {"hardware", c.hardware},
-                      {"software", c.software}};
-  j["collectives"] = nlohmann::json::array();
-  for (const CollectiveFit& f : c.collectives)
-    j["collectives"].push_back({{"op", f.op},
-                                {"algorithm", f.algorithm},
-                                {"scope", f.scope},
-                                {"ranks", f.ranks},
-                                {"latency", f.latency},
-                                {"seconds_per_byte", f.seconds_per_byte},
-                                {"link_bandwidth", f.link.bandwidth},
-                                {"link_latency", f.link.latency},
-                                {"floor", f.link.floor},
-                                {"fit", ToJson(f.quality)},
-                                {"fit_1MiB_and_more", ToJson(f.large)}});
-  if (c.gemm)
-    j["gemm"] = {{"dtype", c.gemm->dtype},
-                 {"peak_flops", c.gemm->peak_flops},
-                 {"half_size", c.gemm->half_size},
-                 {"overhead", c.gemm->overhead},
-                 {"fit", ToJson(c.gemm->quality)}};
-  if (c.copy)
-    j["memory"] = {{"bandwidth", c.copy->bandwidth}, {"overhead", c.copy->overhead}, {"fit", ToJson(c.copy->quality)}};
-  return j;
-}
-
-Calibration ReadCalibration(const JsonNode& node) {
-  ObjectReader r(node);
-  RequireFormat(r, "shardlab-calibration", "a file written by `shardlab calibrate`");
-  Calibration c;
-  c.version = static_cast<int>(r.RequiredInt("version", 1, 1));
-  c.created = r.String("created", "");
-  if (auto h = r.Optional("hardware")) c.hardware = h->json();
-  if (auto s = r.Optional("software")) c.software = s->json();
-  if (auto list = r.Optional("collectives"))
-    for (const JsonNode& e : list->AsArray()) {
-      ObjectReader er(e);
-      CollectiveFit f;
-      f.op = er.Required("op").AsEnum({"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"});
-      f.algorithm = er.Required("algorithm").AsString();
-      f.scope = er.Required("scope").AsEnum({"intra_server", "inter_server"});
-      f.ranks = static_cast<int>(er.RequiredInt("ranks", 1, 4096));
-      f.latency = er.Required("latency").AsNumber(0, kMax);
-      f.seconds_per_byte = er.Required("seconds_per_byte").AsNumber(0, kMax);
-      f.link.bandwidth = er.Required("link_bandwidth").AsNumber(0, kMax);
-      f.link.latency = er.Required("link_latency").AsNumber(0, kMax);
-      f.link.floor = er.Number("floor", 0, 0, kMax);
-      f.quality = ReadQuality(er.Required("fit"));
-      if (auto large = er.Optional("fit_1MiB_and_more")) f.large = ReadQuality(*large);
-      er.Finish();
-      c.collectives.push_back(f);
-    }
-  if (auto g = r.Optional("gemm")) {
-    ObjectReader gr(*g);
-    GemmFit f;
-    f.dtype = gr.Required("dtype").AsString();
-    if (!ParseDType(f.dtype)) g->Child("dtype").Fail("\"" + f.dtype + "\" is not a dtype");
-    f.peak_flops = gr.Required("peak_flops").AsNumber(1, kMax);
-    f.half_size = gr.Required("half_size").AsNumber(0, kMax);
-    f.overhead = gr.Required("overhead").AsNumber(0, kMax);
-    f.quality = ReadQuality(gr.Required("fit"));
-    gr.Finish();
-    c.gemm = f;
-  }
-  if (auto m = r.Optional("memory")) {
-    ObjectReader mr(*m);
-    CopyFit f;
-    f.bandwidth = mr.Required("bandwidth").AsNumber(1, kMax);
-    f.overhead = mr.Required("overhead").AsNumber(0, kMax);
-    f.quality = ReadQuality(mr.Required("fit"));
-    mr.Finish();
-    c.copy = f;
-  }
-  r.Finish();
-  return c;
-}
-
-Calibration LoadCalibrationFile(const std::string& path) {
-  const nlohmann::json j = ReadJsonFile(path);
-  return ReadCalibration(JsonNode(j, path));
-}
-
-void ApplyCalibration(const Calibration& c, const std::string& source, ClusterSpec* cluster) {
-  cluster->calibration_file = source;
-  DeviceSpec& d = cluster->device;
-  if (c.gemm) {
-    d.peak_flops[*ParseDType(c.gemm->dtype)] = c.gemm->peak_flops;
-    d.compute_efficiency = 1;
-    d.gemm_half_size = c.gemm->half_size;
-    d.kernel_overhead = c.gemm->overhead;
-  }
-  if (c.copy) {
-    d.memory_bandwidth = c.copy->bandwidth;
-    d.memory_efficiency = 1;
-  }
-  // The largest group measured for each collective and scope.
-  std::map<std::string, const CollectiveFit*> chosen;
-  for (const CollectiveFit& f : c.collectives) {
-    if (f.ranks < 2 || f.link.bandwidth <= 0) continue;
-    const CollectiveFit*& best = chosen[f.op + "/" + f.scope];
-    if (!best || f.ranks > best->ranks) best = &f;
-  }
-  for (const auto& [key, f] : chosen) {
-    cluster->calibrated_links[key] = f->link;
-    if (f->op != "allreduce") continue;
-    if (f->scope == "intra_server") {
-      cluster->intra_server.link_bandwidth = f->link.bandwidth;
-      cluster->intra_server.cross_group_bandwidth = f->link.bandwidth;
-      cluster->intra_server.latency = f->link.latency;
-    } else {
-      InterServerNetwork& n = cluster->inter_server;
-      n.nic_bandwidth = f->link.bandwidth * static_cast<double>(cluster->devices_per_server) /
-                        static_cast<double>(n.nics_per_server);
-      n.link_latency = f->link.latency / 2;
-      n.switch_latency = 0;
-    }
-  }
 }
 
 }  // namespace shardlab

@@ -1,12 +1,12 @@
-// Calibration: cost-model parameters fitted to measurements of a real
-// machine, and how a cluster takes them. From collective benchmarks, per
-// collective, algorithm, scope (intra_server, inter_server) and group size,
-// a latency and an inverse bandwidth (t = latency + bytes * seconds_per_byte),
+// A calibration file: cost-model parameters fitted to measurements of a real
+// machine (`shardlab calibrate`, core/calibration/fit_calibration.h), and how
+// a cluster takes them. Per collective, algorithm, scope and group size a
+// latency and an inverse bandwidth (t = latency + bytes * seconds_per_byte)
 // and the per-step link figures that make the collective's closed form
-// reproduce them. From GEMM benchmarks an efficiency model over shapes:
-// t = overhead + flops / peak * (1 + half_size / min(m, n, k)); from streaming
-// copies the memory bandwidth. Calibration files are versioned JSON that say
-// which hardware and software the measurements came from and when.
+// reproduce them; a GEMM efficiency model over shapes
+// (t = overhead + flops / peak * (1 + half_size / min(m, n, k))); the memory
+// bandwidth of streaming copies. Versioned JSON that says which hardware and
+// software the measurements came from and when.
 #pragma once
 
 #include <optional>
@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/comm/collective.h"
 #include "core/config/cluster_config.h"
 
 namespace shardlab {
@@ -29,9 +30,9 @@ struct FitQuality {
 };
 
 struct CollectiveFit {
-  std::string op;         // allreduce, allgather, ...
+  Collective op = Collective::kAllReduce;
   std::string algorithm;  // what ran
-  std::string scope;      // intra_server or inter_server
+  NetworkScope scope = NetworkScope::kIntraServer;
   int ranks = 1;
   double latency = 0;           // seconds
   double seconds_per_byte = 0;  // per byte of the simulator's size (AllGather: a rank's input)
@@ -64,8 +65,9 @@ struct Calibration {
   std::optional<CopyFit> copy;
 };
 
-// Fits the measurement files (`shardlab bench ... -o`), each a JSON node with its file name.
-Calibration FitCalibration(const std::vector<JsonNode>& measurements);
+// The collectives a calibration measures (a measurement or calibration
+// file's "op"): every collective but SendRecv.
+std::vector<std::string> CalibratedCollectiveNames();
 
 nlohmann::json ToJson(const Calibration& c);
 Calibration ReadCalibration(const JsonNode& node);

@@ -1,0 +1,52 @@
+// The communication vocabulary every layer shares: the collectives operators
+// and redistributions insert, the reduction they apply and the algorithms a
+// collective library runs them with. Closed sets, so a misspelt name is an
+// error where it is read, never a silent default.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shardlab {
+
+enum class Collective {
+  kAllReduce,      // every rank ends with the reduction of all ranks' buffers
+  kAllGather,      // every rank ends with all ranks' buffers, concatenated
+  kReduceScatter,  // every rank ends with its slice of the reduction
+  kAllToAll,       // every rank sends a slice of its buffer to each peer (MindSpore's AlltoAll)
+  kBroadcast,      // one rank's buffer reaches every rank
+  kSendRecv,       // one point-to-point transfer (pipeline sends, host copies)
+};
+
+// How the reduced collectives combine buffers; kNone for the others.
+enum class ReduceOp { kNone, kSum, kMax, kMin, kMean };
+
+enum class CollectiveAlgorithm {
+  kRing,              // ring over all ranks (HCCL and NCCL inside a server)
+  kHalvingDoubling,   // recursive halving-doubling (HCCL across a power-of-two server count)
+  kHierarchical,      // inside each server, then across servers, then inside again
+  kDoubleBinaryTree,  // NCCL's two pipelined binary trees
+  kPairwise,          // AllToAll by pairwise exchanges
+  kDirect,            // one transfer (SendRecv)
+};
+
+// Config and command-line spelling: "allreduce", "alltoall", "sendrecv".
+const char* ToString(Collective c);
+// The operator name MindSpore inserts: "AllReduce", "AlltoAll", "Send".
+const char* OperatorName(Collective c);
+// "ring", "halving_doubling", ...
+const char* ToString(CollectiveAlgorithm a);
+// "sum", "max", "min", "mean"; "" for kNone.
+const char* ToString(ReduceOp op);
+
+// The parsers take the config spelling and throw std::invalid_argument
+// naming the accepted values.
+Collective ParseCollective(std::string_view name);
+CollectiveAlgorithm ParseAlgorithm(std::string_view name);
+
+// Every collective's and algorithm's config spelling, in enum order.
+std::vector<std::string> CollectiveNames();
+std::vector<std::string> AlgorithmNames();
+
+}  // namespace shardlab

@@ -1,0 +1,166 @@
+#include "core/config/calibration_file.h"
+
+#include <limits>
+#include <map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/graph/dtype.h"
+#include "core/util/json_reader.h"
+
+namespace shardlab {
+namespace {
+
+constexpr double kMax = std::numeric_limits<double>::max();
+
+nlohmann::json ToJson(const FitQuality& q) {
+  return {{"samples", q.samples},
+          {"rms_relative_residual", q.rms_relative_residual},
+          {"max_relative_residual", q.max_relative_residual},
+          {"outliers", q.outliers}};
+}
+
+FitQuality ReadQuality(const JsonNode& node) {
+  ObjectReader r(node);
+  FitQuality q;
+  q.samples = static_cast<int>(r.RequiredInt("samples", 0, 1 << 30));
+  q.rms_relative_residual = r.Required("rms_relative_residual").AsNumber(0, kMax);
+  q.max_relative_residual = r.Required("max_relative_residual").AsNumber(0, kMax);
+  q.outliers = static_cast<int>(r.Int("outliers", 0, 0, 1 << 30));
+  r.Finish();
+  return q;
+}
+
+}  // namespace
+
+std::vector<std::string> CalibratedCollectiveNames() {
+  std::vector<std::string> names = CollectiveNames();
+  names.pop_back();  // sendrecv
+  return names;
+}
+
+nlohmann::json ToJson(const Calibration& c) {
+  nlohmann::json j = {{"format", "shardlab-calibration"},
+                      {"version", c.version},
+                      {"created", c.created},
+                      {"hardware", c.hardware},
+                      {"software", c.software}};
+  j["collectives"] = nlohmann::json::array();
+  for (const CollectiveFit& f : c.collectives)
+    j["collectives"].push_back({{"op", ToString(f.op)},
+                                {"algorithm", f.algorithm},
+                                {"scope", ToString(f.scope)},
+                                {"ranks", f.ranks},
+                                {"latency", f.latency},
+                                {"seconds_per_byte", f.seconds_per_byte},
+                                {"link_bandwidth", f.link.bandwidth},
+                                {"link_latency", f.link.latency},
+                                {"floor", f.link.floor},
+                                {"fit", ToJson(f.quality)},
+                                {"fit_1MiB_and_more", ToJson(f.large)}});
+  if (c.gemm)
+    j["gemm"] = {{"dtype", c.gemm->dtype},
+                 {"peak_flops", c.gemm->peak_flops},
+                 {"half_size", c.gemm->half_size},
+                 {"overhead", c.gemm->overhead},
+                 {"fit", ToJson(c.gemm->quality)}};
+  if (c.copy)
+    j["memory"] = {{"bandwidth", c.copy->bandwidth}, {"overhead", c.copy->overhead}, {"fit", ToJson(c.copy->quality)}};
+  return j;
+}
+
+Calibration ReadCalibration(const JsonNode& node) {
+  ObjectReader r(node);
+  r.RequireFormat("shardlab-calibration", "a file written by `shardlab calibrate`");
+  Calibration c;
+  c.version = static_cast<int>(r.RequiredInt("version", 1, 1));
+  c.created = r.String("created", "");
+  if (auto h = r.Optional("hardware")) c.hardware = h->json();
+  if (auto s = r.Optional("software")) c.software = s->json();
+  if (auto list = r.Optional("collectives"))
+    for (const JsonNode& e : list->AsArray()) {
+      ObjectReader er(e);
+      CollectiveFit f;
+      f.op = ParseCollective(er.Required("op").AsEnum(CalibratedCollectiveNames()));
+      f.algorithm = er.Required("algorithm").AsString();
+      f.scope = *ParseNetworkScope(er.Required("scope").AsEnum(NetworkScopeNames()));
+      f.ranks = static_cast<int>(er.RequiredInt("ranks", 1, 4096));
+      f.latency = er.Required("latency").AsNumber(0, kMax);
+      f.seconds_per_byte = er.Required("seconds_per_byte").AsNumber(0, kMax);
+      f.link.bandwidth = er.Required("link_bandwidth").AsNumber(0, kMax);
+      f.link.latency = er.Required("link_latency").AsNumber(0, kMax);
+      f.link.floor = er.Number("floor", 0, 0, kMax);
+      f.quality = ReadQuality(er.Required("fit"));
+      if (auto large = er.Optional("fit_1MiB_and_more")) f.large = ReadQuality(*large);
+      er.Finish();
+      c.collectives.push_back(f);
+    }
+  if (auto g = r.Optional("gemm")) {
+    ObjectReader gr(*g);
+    GemmFit f;
+    f.dtype = gr.Required("dtype").AsString();
+    if (!ParseDType(f.dtype)) g->Child("dtype").Fail("\"" + f.dtype + "\" is not a dtype");
+    f.peak_flops = gr.Required("peak_flops").AsNumber(1, kMax);
+    f.half_size = gr.Required("half_size").AsNumber(0, kMax);
+    f.overhead = gr.Required("overhead").AsNumber(0, kMax);
+    f.quality = ReadQuality(gr.Required("fit"));
+    gr.Finish();
+    c.gemm = f;
+  }
+  if (auto m = r.Optional("memory")) {
+    ObjectReader mr(*m);
+    CopyFit f;
+    f.bandwidth = mr.Required("bandwidth").AsNumber(1, kMax);
+    f.overhead = mr.Required("overhead").AsNumber(0, kMax);
+    f.quality = ReadQuality(mr.Required("fit"));
+    mr.Finish();
+    c.copy = f;
+  }
+  r.Finish();
+  return c;
+}
+
+Calibration LoadCalibrationFile(const std::string& path) {
+  const nlohmann::json j = ReadJsonFile(path);
+  return ReadCalibration(JsonNode(j, path));
+}
+
+void ApplyCalibration(const Calibration& c, const std::string& source, ClusterSpec* cluster) {
+  cluster->calibration_file = source;
+  DeviceSpec& d = cluster->device;
+  if (c.gemm) {
+    d.peak_flops[*ParseDType(c.gemm->dtype)] = c.gemm->peak_flops;
+    d.compute_efficiency = 1;
+    d.gemm_half_size = c.gemm->half_size;
+    d.kernel_overhead = c.gemm->overhead;
+  }
+  if (c.copy) {
+    d.memory_bandwidth = c.copy->bandwidth;
+    d.memory_efficiency = 1;
+  }
+  // The largest group measured for each collective and scope.
+  std::map<std::pair<Collective, NetworkScope>, const CollectiveFit*> chosen;
+  for (const CollectiveFit& f : c.collectives) {
+    if (f.ranks < 2 || f.link.bandwidth <= 0) continue;
+    const CollectiveFit*& best = chosen[{f.op, f.scope}];
+    if (!best || f.ranks > best->ranks) best = &f;
+  }
+  for (const auto& [key, f] : chosen) {
+    cluster->calibrated_links[key] = f->link;
+    if (f->op != Collective::kAllReduce) continue;
+    if (f->scope == NetworkScope::kIntraServer) {
+      cluster->intra_server.link_bandwidth = f->link.bandwidth;
+      cluster->intra_server.cross_group_bandwidth = f->link.bandwidth;
+      cluster->intra_server.latency = f->link.latency;
+    } else {
+      InterServerNetwork& n = cluster->inter_server;
+      n.nic_bandwidth = f->link.bandwidth * static_cast<double>(cluster->devices_per_server) /
+                        static_cast<double>(n.nics_per_server);
+      n.link_latency = f->link.latency / 2;
+      n.switch_latency = 0;
+    }
+  }
+}
+
+}  // namespace shardlab

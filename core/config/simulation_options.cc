@@ -1,0 +1,93 @@
+#include "core/config/simulation_options.h"
+
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "core/util/enum_names.h"
+#include "core/util/json_reader.h"
+
+namespace shardlab {
+namespace {
+
+constexpr EnumNames<Engine, 3> kEngines({"simgrid", "analytical", "both"});
+constexpr EnumNames<StepMode, 2> kModes({"train", "infer"});
+constexpr EnumNames<PipelineSchedule, 3> kSchedules({"1f1b", "gpipe", "interleaved"});
+constexpr EnumNames<Fidelity, 2> kFidelities({"aggregated", "step"});
+constexpr EnumNames<Optimizer, 4> kOptimizers({"adam", "lamb", "momentum", "sgd"});
+
+template <typename Enum, size_t N>
+Enum Read(ObjectReader& r, const std::string& key, Enum fallback, const EnumNames<Enum, N>& names) {
+  return *names.Find(r.Enum(key, names[fallback], names.All()));
+}
+
+template <typename Enum, size_t N>
+Enum Parse(const std::string& name, const EnumNames<Enum, N>& names, const char* what) {
+  if (auto value = names.Find(name)) return *value;
+  std::string accepted;
+  for (const std::string& n : names.All()) accepted += (accepted.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown " + std::string(what) + " \"" + name + "\" (expected one of " + accepted + ")");
+}
+
+}  // namespace
+
+const char* ToString(Engine e) { return kEngines[e]; }
+const char* ToString(StepMode m) { return kModes[m]; }
+const char* ToString(PipelineSchedule s) { return kSchedules[s]; }
+const char* ToString(Fidelity f) { return kFidelities[f]; }
+const char* ToString(Optimizer o) { return kOptimizers[o]; }
+
+std::vector<std::string> EngineNames() { return kEngines.All(); }
+Engine ParseEngine(const std::string& name) { return Parse(name, kEngines, "engine"); }
+PipelineSchedule ParsePipelineSchedule(const std::string& name) {
+  return Parse(name, kSchedules, "pipeline schedule");
+}
+Fidelity ParseFidelity(const std::string& name) { return Parse(name, kFidelities, "fidelity"); }
+
+SimulationOptions ReadSimulation(const JsonNode& node) {
+  ObjectReader r(node);
+  SimulationOptions s;
+  s.engine = Read(r, "engine", s.engine, kEngines);
+  s.mode = Read(r, "mode", s.mode, kModes);
+  s.pipeline_schedule = Read(r, "pipeline_schedule", s.pipeline_schedule, kSchedules);
+  const auto chunks = r.Optional("virtual_pipeline_chunks");
+  if (chunks) s.virtual_pipeline_chunks = chunks->AsInt(1, 64);
+  s.fidelity = Read(r, "fidelity", s.fidelity, kFidelities);
+  s.optimizer = Read(r, "optimizer", s.optimizer, kOptimizers);
+  if (auto algos = r.Optional("collective_algorithms")) {
+    ObjectReader a(*algos);
+    std::vector<std::string> algorithms = {"auto"};
+    for (const std::string& name : AlgorithmNames())
+      if (name != ToString(CollectiveAlgorithm::kDirect)) algorithms.push_back(name);
+    for (const std::string& type : CollectiveNames()) {
+      if (type == ToString(Collective::kSendRecv)) continue;
+      const auto v = a.Optional(type);
+      if (!v) continue;
+      const std::string algorithm = v->AsEnum(algorithms);
+      if (algorithm != "auto") s.collective_algorithms[ParseCollective(type)] = ParseAlgorithm(algorithm);
+    }
+    a.Finish();
+  }
+  r.Finish();
+  if (s.virtual_pipeline_chunks > 1 && s.pipeline_schedule != PipelineSchedule::kInterleaved)
+    chunks->Fail("virtual_pipeline_chunks > 1 needs pipeline_schedule \"interleaved\"");
+  if (s.pipeline_schedule == PipelineSchedule::kInterleaved && s.virtual_pipeline_chunks < 2)
+    node.Fail("pipeline_schedule \"interleaved\" needs virtual_pipeline_chunks >= 2");
+  return s;
+}
+
+nlohmann::json ToJson(const SimulationOptions& s) {
+  nlohmann::json j = {{"engine", ToString(s.engine)},
+                      {"mode", ToString(s.mode)},
+                      {"pipeline_schedule", ToString(s.pipeline_schedule)},
+                      {"virtual_pipeline_chunks", s.virtual_pipeline_chunks},
+                      {"fidelity", ToString(s.fidelity)},
+                      {"optimizer", ToString(s.optimizer)}};
+  if (!s.collective_algorithms.empty()) {
+    nlohmann::json& algorithms = j["collective_algorithms"];
+    for (const auto& [c, a] : s.collective_algorithms) algorithms[ToString(c)] = ToString(a);
+  }
+  return j;
+}
+
+}  // namespace shardlab

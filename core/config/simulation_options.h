@@ -1,0 +1,79 @@
+// A run file's "simulation" section: which engine simulates the step, what
+// step (training or inference), the pipeline schedule, how finely SimGrid
+// expands collectives, the optimizer whose state the memory counts, and
+// forced collective algorithms. Every choice is an enum; its spelling in the
+// file is ToString's.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/comm/collective.h"
+
+namespace shardlab {
+
+class JsonNode;
+
+enum class Engine {
+  kSimGrid,     // SimGrid flows on the cluster's links ("simgrid")
+  kAnalytical,  // closed-form task times on the same timeline ("analytical")
+  kBoth,        // both, compared ("both"); one-engine callers take SimGrid
+};
+
+enum class StepMode {
+  kTrain,  // forward, backward, gradient reduction and optimizer ("train")
+  kInfer,  // forward only ("infer")
+};
+
+enum class PipelineSchedule {
+  k1F1B,         // one forward one backward after the warm-up ("1f1b")
+  kGPipe,        // all forwards, then all backwards ("gpipe")
+  kInterleaved,  // 1F1B over virtual_pipeline_chunks model chunks per stage ("interleaved")
+};
+
+enum class Fidelity {
+  kAggregated,  // a collective's ring steps as one flow per link ("aggregated")
+  kStep,        // every ring step its own flows ("step")
+};
+
+enum class Optimizer {
+  kAdam,      // two float32 moments (+ a float32 master copy for 16-bit weights) ("adam")
+  kLamb,      // as Adam ("lamb")
+  kMomentum,  // one float32 moment ("momentum")
+  kSgd,       // no state ("sgd")
+};
+
+const char* ToString(Engine e);
+const char* ToString(StepMode m);
+const char* ToString(PipelineSchedule s);
+const char* ToString(Fidelity f);
+const char* ToString(Optimizer o);
+// The spellings, for command-line checks; the parsers throw
+// std::invalid_argument naming the accepted values.
+std::vector<std::string> EngineNames();
+Engine ParseEngine(const std::string& name);
+PipelineSchedule ParsePipelineSchedule(const std::string& name);
+Fidelity ParseFidelity(const std::string& name);
+
+struct SimulationOptions {
+  Engine engine = Engine::kSimGrid;
+  StepMode mode = StepMode::kTrain;
+  PipelineSchedule pipeline_schedule = PipelineSchedule::k1F1B;
+  int64_t virtual_pipeline_chunks = 1;  // model chunks per stage (interleaved only)
+  Fidelity fidelity = Fidelity::kAggregated;
+  Optimizer optimizer = Optimizer::kAdam;
+  // Forced algorithms; a collective not listed ("auto" in the file) is chosen per group.
+  std::map<Collective, CollectiveAlgorithm> collective_algorithms;
+
+  bool training() const { return mode == StepMode::kTrain; }
+  bool operator==(const SimulationOptions&) const = default;
+};
+
+SimulationOptions ReadSimulation(const JsonNode& node);
+nlohmann::json ToJson(const SimulationOptions& s);
+
+}  // namespace shardlab

@@ -1,0 +1,34 @@
+// The spellings of a closed vocabulary (an enum whose values are 0..N-1), in
+// enum order: one table per enum gives its ToString, its parser and the list
+// that error messages and command-line checks show.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shardlab {
+
+template <typename Enum, size_t N>
+class EnumNames {
+ public:
+  constexpr explicit EnumNames(std::array<const char*, N> names) : names_(names) {}
+
+  const char* operator[](Enum value) const { return names_[static_cast<size_t>(value)]; }
+
+  std::optional<Enum> Find(std::string_view name) const {
+    for (size_t i = 0; i < N; ++i)
+      if (name == names_[i]) return static_cast<Enum>(i);
+    return std::nullopt;
+  }
+
+  std::vector<std::string> All() const { return {names_.begin(), names_.end()}; }
+
+ private:
+  std::array<const char*, N> names_;
+};
+
+}  // namespace shardlab
