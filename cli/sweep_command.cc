@@ -14,6 +14,7 @@
 #include "cli/run_evaluation.h"
 #include "core/util/atomic_file.h"
 #include "core/util/json_reader.h"
+#include "core/util/paths.h"
 
 namespace shardlab::cli {
 namespace {
@@ -39,12 +40,11 @@ SweepSpec ReadSweep(const std::string& path) {
   const JsonNode root(doc, path);
   ObjectReader r(root);
   SweepSpec spec;
-  const fs::path dir = fs::path(path).parent_path();
-  spec.run_file = (dir / r.Required("run").AsString()).lexically_normal().string();
+  spec.run_file = ResolveRelativeTo(path, r.Required("run").AsString());
   const JsonNode grid = r.Required("grid");
   spec.engine = r.Required("engine").AsEnum({"analytical", "simgrid"});
   const std::string out = r.String("out", "");
-  if (!out.empty()) spec.out_file = (dir / out).lexically_normal().string();
+  if (!out.empty()) spec.out_file = ResolveRelativeTo(path, out);
   r.Finish();
   if (!grid.json().is_object() || grid.json().empty())
     grid.Fail("expected an object of run-file keys, each with a list of values, got " + grid.Describe());
@@ -58,7 +58,7 @@ SweepSpec ReadSweep(const std::string& path) {
       nlohmann::json v = values[i];
       if (key == "cluster" || key == "model") {
         if (!v.is_string()) node.Element(i).Fail("expected a file path (relative to the sweep file)");
-        v = fs::absolute(dir / v.get<std::string>()).lexically_normal().string();
+        v = fs::absolute(ResolveRelativeTo(path, v.get<std::string>())).lexically_normal().string();
       }
       axis.run_values.push_back(v);
     }

@@ -17,6 +17,7 @@
 #include "core/report/run_summary.h"
 #include "core/util/child_jobs.h"
 #include "core/util/json_reader.h"
+#include "core/util/paths.h"
 #include "core/util/statistics.h"
 #include "sim/simulate.h"
 
@@ -51,8 +52,7 @@ Prediction SimulateRun(const JsonNode& node, const std::string& engine) {
 double SimulateCollective(const JsonNode& node) {
   ObjectReader r(node);
   const auto cluster_node = r.Required("cluster");
-  const std::string path =
-      (std::filesystem::path(node.file()).parent_path() / cluster_node.AsString()).lexically_normal().string();
+  const std::string path = ResolveRelativeTo(node.file(), cluster_node.AsString());
   const Collective op = ParseCollective(r.Required("op").AsEnum({"allreduce", "allgather", "reducescatter"}));
   const int64_t ranks = r.RequiredInt("ranks", 2, 4096);
   const int64_t stride = r.Int("stride", 1, 1, 4096);

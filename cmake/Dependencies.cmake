@@ -15,8 +15,6 @@ find_package(fmt QUIET)
 shardlab_require(fmt_FOUND "fmt" libfmt-dev)
 find_package(Eigen3 3.3 QUIET NO_MODULE)
 shardlab_require(Eigen3_FOUND "Eigen 3" libeigen3-dev)
-find_package(Boost 1.74 QUIET)
-shardlab_require(Boost_FOUND "Boost" libboost-dev)
 find_package(Catch2 2 QUIET)
 shardlab_require(Catch2_FOUND "Catch2 (v2)" catch2)
 

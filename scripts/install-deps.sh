@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   # build and required libraries
   cmake g++ make pkg-config
-  nlohmann-json3-dev libfmt-dev libspdlog-dev libcli11-dev libeigen3-dev libboost-dev
+  nlohmann-json3-dev libfmt-dev libspdlog-dev libcli11-dev libeigen3-dev
   libsimgrid-dev catch2 libbenchmark-dev
   # sanitizer and fuzz builds of the core
   clang-14 libclang-rt-14-dev

@@ -8,6 +8,7 @@
 #include "core/config/calibration_file.h"
 #include "core/config/units.h"
 #include "core/util/json_reader.h"
+#include "core/util/paths.h"
 #include "core/util/suggest.h"
 
 namespace shardlab {
@@ -140,13 +141,10 @@ ClusterSpec ReadClusterSpec(const JsonNode& node) {
   c.intra_server = ReadIntraServer(r.Required("intra_server"), c.devices_per_server);
   c.inter_server = ReadInterServer(r.Required("inter_server"), c.servers, c.devices_per_server);
   if (auto calibration = r.Optional("calibration")) {
-    // A path relative to the file that names it.
-    std::filesystem::path path = calibration->AsString();
-    if (path.is_relative()) path = std::filesystem::path(node.file()).parent_path() / path;
+    const std::string path = ResolveRelativeTo(node.file(), calibration->AsString());
     if (!std::filesystem::exists(path))
-      calibration->Fail("calibration file " + path.string() + " does not exist (write one with `shardlab calibrate`)");
-    ApplyCalibration(LoadCalibrationFile(path.string()), std::filesystem::absolute(path).lexically_normal().string(),
-                     &c);
+      calibration->Fail("calibration file " + path + " does not exist (write one with `shardlab calibrate`)");
+    ApplyCalibration(LoadCalibrationFile(path), std::filesystem::absolute(path).lexically_normal().string(), &c);
   }
   r.Finish();
   return c;

@@ -8,6 +8,7 @@
 
 #include "core/config/units.h"
 #include "core/util/json_reader.h"
+#include "core/util/paths.h"
 #include "core/util/warning.h"
 
 namespace shardlab {
@@ -97,11 +98,6 @@ DatasetStrategy ReadDatasetStrategy(const JsonNode& node) {
   return strategy;
 }
 
-std::string ResolvePath(const std::string& path, const std::string& base_dir) {
-  if (path.empty() || std::filesystem::path(path).is_absolute() || base_dir.empty()) return path;
-  return (std::filesystem::path(base_dir) / path).lexically_normal().string();
-}
-
 }  // namespace
 
 const char* ToString(ParallelMode mode) { return kParallelModes[static_cast<int>(mode)].c_str(); }
@@ -129,7 +125,7 @@ const char* ToString(FusionSetting::Mode mode) {
   return "";
 }
 
-ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size, const std::string& base_dir) {
+ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size) {
   ObjectReader reader(node);
   ParallelConfig c;
   c.parallel_mode = static_cast<ParallelMode>(std::find(kParallelModes.begin(), kParallelModes.end(),
@@ -168,8 +164,8 @@ ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size, cons
   c.full_batch = reader.Bool("full_batch", false);
   const auto dataset = reader.Optional("dataset_strategy");
   if (dataset) c.dataset_strategy = ReadDatasetStrategy(*dataset);
-  c.strategy_ckpt_load_file = ResolvePath(reader.String("strategy_ckpt_load_file", ""), base_dir);
-  c.strategy_ckpt_save_file = ResolvePath(reader.String("strategy_ckpt_save_file", ""), base_dir);
+  c.strategy_ckpt_load_file = ResolveRelativeTo(node.file(), reader.String("strategy_ckpt_load_file", ""));
+  c.strategy_ckpt_save_file = ResolveRelativeTo(node.file(), reader.String("strategy_ckpt_save_file", ""));
   c.micro_batch_num = reader.Int("micro_batch_num", 1, 1, 1 << 20);
   c.micro_batch_interleaved = reader.Int("micro_batch_interleaved", 1, 1, 16);
   c.global_batch_size = reader.RequiredInt("global_batch_size", 1, int64_t{1} << 40);

@@ -108,9 +108,9 @@ struct ParallelConfig {
 
 // Reads and validates a "parallel" object. `world_size` is the device count
 // used when device_num is absent (MindSpore takes it from the communication
-// group; shardlab from the cluster). Relative checkpoint paths are resolved
-// against `base_dir`.
-ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size, const std::string& base_dir);
+// group; shardlab from the cluster). Relative checkpoint paths are relative
+// to the file the node is in.
+ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size);
 
 // The settings as a JSON object with MindSpore's keys; ReadParallelConfig reads it back.
 nlohmann::json ToJson(const ParallelConfig& config);

@@ -6,16 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/util/json_reader.h"
+#include "core/util/paths.h"
 
 namespace shardlab {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string Folder(const std::string& file) {
-  if (file.empty()) return "";
-  return fs::path(file).parent_path().string();
-}
 
 // A section given inline or as a path relative to the run file: returns the
 // document that holds it and where its errors should point.
@@ -24,10 +20,9 @@ struct Section {
   std::string file;         // the file the section came from, "" when inline
 };
 
-Section OpenSection(const JsonNode& node, const std::string& base_dir) {
+Section OpenSection(const JsonNode& node) {
   if (node.json().is_object()) return {};
-  const std::string relative = node.AsString();
-  const std::string path = (fs::path(base_dir.empty() ? "." : base_dir) / relative).lexically_normal().string();
+  const std::string path = ResolveRelativeTo(node.file(), node.AsString());
   if (!fs::exists(path)) node.Fail("file \"" + path + "\" does not exist");
   if (!fs::is_regular_file(path)) node.Fail("\"" + path + "\" is not a regular file");
   return {ReadJsonFile(path), path};
@@ -71,21 +66,20 @@ RunSpec ReadRunSpec(const JsonNode& node) {
   ObjectReader r(node);
   RunSpec run;
   run.file = node.file();
-  const std::string base_dir = Folder(node.file());
   run.name = r.Required("name").AsString();
 
   const auto cluster_node = r.Required("cluster");
-  const Section cluster = OpenSection(cluster_node, base_dir);
+  const Section cluster = OpenSection(cluster_node);
   run.cluster_file = cluster.file;
   run.cluster = ReadClusterSpec(cluster.file.empty() ? cluster_node : JsonNode(cluster.document, cluster.file));
 
   const auto model_node = r.Required("model");
-  const Section model = OpenSection(model_node, base_dir);
+  const Section model = OpenSection(model_node);
   run.model_file = model.file;
   run.model = ReadModelSpec(model.file.empty() ? model_node : JsonNode(model.document, model.file));
 
   const auto parallel_node = r.Required("parallel");
-  run.parallel = ReadParallelConfig(parallel_node, run.cluster.device_count(), base_dir);
+  run.parallel = ReadParallelConfig(parallel_node, run.cluster.device_count());
   if (auto params = r.Optional("model_params")) {
     if (params->json().is_object() && params->json().contains("batch"))
       params->Child("batch").Fail("the batch comes from the run: global_batch_size / micro_batch_num");

@@ -9,15 +9,15 @@ using testing::Doc;
 using testing::ExpectConfigError;
 
 ParallelConfig Parse(const std::string& text, int64_t world = 8) {
-  Doc doc(text, "run.json");
-  return ReadParallelConfig(doc.root(), world, "/runs");
+  Doc doc(text, "/runs/run.json");
+  return ReadParallelConfig(doc.root(), world);
 }
 
 // Returns the error for a parallel object; checks it points at `pointer`.
 std::string ErrorAt(const std::string& text, const std::string& pointer, int64_t world = 8) {
   const ConfigError e = ExpectConfigError([&] { Parse(text, world); });
   CHECK(e.pointer() == pointer);
-  CHECK(e.file() == "run.json");
+  CHECK(e.file() == "/runs/run.json");
   return e.what();
 }
 
@@ -256,7 +256,7 @@ TEST_CASE("parallel settings round-trip through JSON") {
       "dataset_strategy": [[4, 1]], "fully_use_devices": false})");
   const nlohmann::json j = ToJson(c);
   Doc doc(j.dump(), "round.json");
-  CHECK(ReadParallelConfig(doc.root(), 8, "") == c);
+  CHECK(ReadParallelConfig(doc.root(), 8) == c);
 }
 
 }  // namespace

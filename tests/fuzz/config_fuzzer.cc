@@ -32,6 +32,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   attempt([&] { ReadRunSpec(root); });
   attempt([&] { ReadClusterSpec(root); });
   attempt([&] { ReadModelSpec(root); });
-  attempt([&] { ReadParallelConfig(root, 64, ""); });
+  attempt([&] { ReadParallelConfig(root, 64); });
   return 0;
 }

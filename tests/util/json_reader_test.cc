@@ -1,4 +1,5 @@
 #include "core/util/json_reader.h"
+#include "core/util/paths.h"
 
 #include "core/util/suggest.h"
 #include "tests/test_util.h"
@@ -54,6 +55,22 @@ TEST_CASE("suggestions find plausible typos only") {
   CHECK(ClosestMatch("device_nums", keys) == "device_num");
   CHECK(ClosestMatch("zzz", keys).empty());
   CHECK(EditDistance("kitten", "sitting") == 3);
+}
+
+}  // namespace
+}  // namespace shardlab
+
+namespace shardlab {
+namespace {
+
+TEST_CASE("a path in a file is relative to that file's folder; absolute ones and documents in memory stay") {
+  CHECK(ResolveRelativeTo("configs/runs/a.json", "../clusters/c.json") == "configs/clusters/c.json");
+  CHECK(ResolveRelativeTo("configs/runs/a.json", "/tmp/c.json") == "/tmp/c.json");
+  CHECK(ResolveRelativeTo("", "x/./y.json") == "x/y.json");
+  CHECK(ResolveRelativeTo("a.json", "") == "");
+  CHECK(RebaseRelative("../clusters/c.json", "configs/runs/a.json", "configs/runs/tuned/b.json") ==
+        "../../clusters/c.json");
+  CHECK(RebaseRelative("/abs.json", "a/b.json", "c/d.json") == "/abs.json");
 }
 
 }  // namespace
