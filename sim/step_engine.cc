@@ -55,6 +55,16 @@ std::vector<std::vector<int64_t>> Lanes(const StageProgram& stage, const StagePr
   // per device across lanes.
   join_groups_of(stage.forward);
   join_groups_of(stage.backward);
+  // Passes without any collective (data parallel: every device on its own
+  // batch) run the same program alone on every device: a server's devices
+  // keep lockstep without meeting, so they form one lane.
+  const auto collective = [](const Task& t) { return t.kind == Task::Kind::kCollective; };
+  if (std::none_of(stage.forward.begin(), stage.forward.end(), collective) &&
+      std::none_of(stage.backward.begin(), stage.backward.end(), collective))
+    for (int64_t l = 0; l < n; ++l) {
+      const int64_t server_start = (stage.first_rank + l) / devices_per_server * devices_per_server;
+      parent[find(l)] = find(std::max<int64_t>(server_start - stage.first_rank, 0));
+    }
   std::map<int64_t, std::vector<int64_t>> classes;
   for (int64_t l = 0; l < n; ++l) classes[find(l)].push_back(l);
   std::vector<std::vector<int64_t>> lanes;

@@ -74,6 +74,10 @@ int GraphBuilder::Gather(const std::string& name, int params, int indices, int64
   return Add("Gather", name, {params, indices}, {{"axis", axis}}, std::move(s));
 }
 
+int GraphBuilder::BatchLocalGather(const std::string& name, int params, int indices, OptStrategy s) {
+  return Add("Gather", name, {params, indices}, {{"axis", int64_t{0}}, {"batch_local", true}}, std::move(s));
+}
+
 int GraphBuilder::Reshape(const std::string& name, int x, Shape shape) {
   return Add("Reshape", name, {x}, {{"shape", std::move(shape)}}, std::nullopt);
 }

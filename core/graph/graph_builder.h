@@ -46,6 +46,11 @@ class GraphBuilder {
   int Reduce(const std::string& type, const std::string& name, int x, std::vector<int64_t> axes, bool keep_dims,
              OptStrategy s = {});
   int Gather(const std::string& name, int params, int indices, int64_t axis, OptStrategy s = {});
+  // A Gather along axis 0 of a batch-major activation whose indices address
+  // rows of the device's own batch slice (offsets computed from the local
+  // batch, as BERT's masked-LM head does): attr "batch_local". Split along
+  // the batch, every device gathers from its own rows without communication.
+  int BatchLocalGather(const std::string& name, int params, int indices, OptStrategy s = {});
   int Reshape(const std::string& name, int x, Shape shape);
   int Flatten(const std::string& name, int x);
   int Transpose(const std::string& name, int x, std::vector<int64_t> perm, OptStrategy s = {});

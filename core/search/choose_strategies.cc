@@ -40,6 +40,18 @@ void IgnoreStrategies(const RunSpec& run, Graph& graph) {
                        ToString(p.parallel_mode), *file));
 }
 
+// data_parallel: MindSpore runs no parallel pass; every device runs the
+// whole network on its own batch slice (a loss averages that slice, a
+// masked-LM gather picks from it), and devices meet only in the gradient
+// AllReduce. So the layouts keep their batch split but no operator-level
+// communication.
+void RunOnOwnBatch(std::vector<OpLayout>& layouts) {
+  for (OpLayout& layout : layouts) {
+    layout.forward_comm.clear();
+    layout.backward_comm.clear();
+  }
+}
+
 // A loaded strategy replaces the configured one. Reshapes keep theirs only
 // where the search may choose one (auto_parallel).
 void ApplyCheckpoint(const std::string& path, ReshapeStrategy reshape, Graph& graph) {
@@ -118,6 +130,7 @@ ShardedGraph ChooseStrategies(const RunSpec& run, const Graph& graph) {
     IgnoreStrategies(run, out.graph);
     choice.mode = ToString(p.parallel_mode);
     out.layouts = InferGraphLayouts(out.graph, options.stage_devices);
+    if (p.parallel_mode == ParallelMode::kDataParallel) RunOnOwnBatch(out.layouts);
     Evaluate(out.graph, options, out.layouts, &choice);
   } else {
     const bool semi_auto = p.parallel_mode == ParallelMode::kSemiAutoParallel;

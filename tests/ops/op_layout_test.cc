@@ -181,18 +181,21 @@ TEST_CASE("softmax, layer norm and cross-entropy keep their normalised dimension
 
 TEST_CASE("Gather splits the table by rows with an AllReduce, or by columns without") {
   const Case g("Gather", {{64, 16}, {4, 7}}, {{"axis", int64_t{0}}});
+  // Rows split: MindSpore's device matrix is the indices' strategy, then the table's reversed (rows innermost).
   OpLayout l = g.Layout({{8, 1}, {1, 1}}, 8);
-  CHECK(l.device_matrix == Shape{8, 1, 1, 1});
-  CHECK(l.inputs[0].tensor_map() == TensorMap{3, 2});
-  CHECK(l.inputs[1].tensor_map() == TensorMap{1, 0});
-  CHECK(l.outputs[0].tensor_map() == TensorMap{1, 0, 2});
+  CHECK(l.device_matrix == Shape{1, 1, 1, 8});
+  CHECK(l.inputs[0].tensor_map() == TensorMap{0, 1});
+  CHECK(l.inputs[1].tensor_map() == TensorMap{3, 2});
+  CHECK(l.outputs[0].tensor_map() == TensorMap{3, 2, 1});
   CHECK(l.outputs[0].Normalized().tensor_map() == TensorMap{-1, -1, -1});
   REQUIRE(l.forward_comm.size() == 1);
   CHECK(l.forward_comm[0].group_size == 8);
-  // MindFormers' model-parallel vocabulary: rows over 4, indices over 2.
+  // MindFormers' model-parallel vocabulary: rows over 4 (consecutive ranks), indices over 2.
   l = g.Layout({{4, 1}, {2, 1}}, 8);
-  CHECK(l.outputs[0].Normalized() == TensorLayout({4, 2}, {0, -1, -1}, {4, 7, 16}));
-  CHECK(l.GroupOf(l.forward_comm[0], 0) == std::vector<int64_t>{0, 2, 4, 6});
+  CHECK(l.device_matrix == Shape{2, 1, 1, 4});
+  CHECK(l.outputs[0].Normalized() == TensorLayout({2, 4}, {1, -1, -1}, {4, 7, 16}));
+  CHECK(l.GroupOf(l.forward_comm[0], 0) == std::vector<int64_t>{0, 1, 2, 3});
+  CHECK(l.GroupOf(l.forward_comm[0], 5) == std::vector<int64_t>{4, 5, 6, 7});
   CHECK_THROWS_WITH(g.Layout({{4, 1}, {1, 1}}, 8), Catch::Contains("must use all of them"));
   l = g.Layout({{1, 2}, {4, 1}}, 8);
   CHECK(l.device_matrix == Shape{1, 2, 4, 1});

@@ -253,7 +253,7 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
   const int nsp_logits = dense("nsp/dense", pooled, 2, h);
   const int nsp_loss = LanguageModelLoss(b, d, "nsp_loss", nsp_logits, nsp_labels, 2);
   // Masked-LM head on the masked positions, decoding with the embedding table.
-  const int picked = b.Gather("mlm/gather", x, masked_positions, 0, shard({{1, 1}, {d.dp}}));
+  const int picked = b.BatchLocalGather("mlm/gather", x, masked_positions, shard({{1, 1}, {d.dp}}));
   int t = b.Activation("GeLU", "mlm/gelu", dense("mlm/dense", picked, h, h), shard({{d.dp, 1}}));
   t = LayerNorm(b, d, "mlm/norm", t);
   const int decoder = stages > 1 ? b.Parameter("mlm/word.table", {d.vocab, h}, d.dtype) : table;
