@@ -648,20 +648,23 @@ std::vector<std::pair<size_t, size_t>> SplitIntoBuckets(const std::vector<double
       break;
   }
   if (data_parallel) {
-    // The backend splitter: a new bucket when the next gradient would pass
-    // the threshold, with MindSpore's MB x 262144 bytes.
+    // The backend's AllReduce split (GetAllReduceSplitSegment), threshold MB
+    // x 262144 bytes: the gradient that would pass it joins the bucket and
+    // closes it (alone when the bucket was empty), and the count restarts
+    // from zero.
     const double threshold = static_cast<double>(f.size_mb) * 262144.0;
     size_t begin = 0;
-    double current = 0;
+    double accumulated = 0;
     for (size_t i = 0; i < n; ++i) {
-      if (i > begin && current + bytes[i] > threshold) {
-        ranges.emplace_back(begin, i);
-        begin = i;
-        current = 0;
+      if (accumulated + bytes[i] > threshold) {
+        ranges.emplace_back(begin, i + 1);
+        begin = i + 1;
+        accumulated = 0;
+      } else {
+        accumulated += bytes[i];
       }
-      current += bytes[i];
     }
-    ranges.emplace_back(begin, n);
+    if (begin < n) ranges.emplace_back(begin, n);
     return ranges;
   }
   // The frontend's fusion ids (semi/auto parallel): a remaining budget that

@@ -34,6 +34,7 @@ struct GraphSummary {
   double parameter_bytes = 0;  // trainable and not
   double forward_flops = 0;    // for the whole batch
   double backward_flops = 0;
+  double recompute_flops = 0;  // forward FLOPs of the recompute-marked operators (they run again before backward)
   int64_t host_operators = 0;  // primitive_target "CPU"
   int64_t strategies = 0;      // operators with a configured shard strategy
   std::vector<StageSummary> stages;

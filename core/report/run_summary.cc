@@ -51,7 +51,7 @@ RunSummary SummarizeRun(const RunSpec& run, const Graph& graph) {
   double per_micro = s.model.forward_flops;
   if (training) {
     per_micro += s.model.backward_flops;
-    if (run.parallel.recompute) per_micro += s.model.forward_flops;  // the forward runs again before backward
+    per_micro += s.model.recompute_flops;  // what is recomputed runs again before its backward
   }
   s.step_flops = per_micro * static_cast<double>(run.parallel.micro_batch_num);
   s.peak_flops_per_device = PeakFlops(run.cluster.device, ComputeDType(run.model));

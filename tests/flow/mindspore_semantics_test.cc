@@ -4,6 +4,7 @@
 
 #include "core/analytical/analytical_engine.h"
 #include "core/flow/prepared_run.h"
+#include "core/report/run_summary.h"
 #include "core/report/step_result.h"
 #include "tests/test_util.h"
 
@@ -66,6 +67,19 @@ TEST_CASE("vocab_emb_dp false with one pipeline stage shares the row-split table
   // The lookup's AllReduce runs over the model-parallel pair of consecutive ranks.
   REQUIRE(embedding.forward_comm.size() == 1);
   CHECK(embedding.GroupOf(embedding.forward_comm[0], 2) == std::vector<int64_t>{2, 3});
+}
+
+TEST_CASE("step_flops counts recomputation for the recomputed layers only, not a whole forward pass") {
+  RunSpec run = Shipped("tiny-gpt-cpu-pp2");
+  const RunSummary plain = SummarizeRun(run, BuildRunGraph(run));
+  run.parallel.recompute = true;
+  const RunSummary recomputed = SummarizeRun(run, BuildRunGraph(run));
+  const double micro_batches = static_cast<double>(run.parallel.micro_batch_num);
+  const double extra = recomputed.step_flops - plain.step_flops;
+  CHECK(extra > 0);
+  CHECK(extra == Approx(recomputed.model.recompute_flops * micro_batches).epsilon(1e-12));
+  // The embedding, the final norm and the head are not recomputed.
+  CHECK(extra < 0.99 * plain.model.forward_flops * micro_batches);
 }
 
 }  // namespace

@@ -46,10 +46,15 @@ TEST_CASE("by default everything is one bucket and openstate false fuses nothing
 }
 
 TEST_CASE("size mode follows MindSpore's two thresholds") {
-  // data_parallel: MB x 262144 bytes; 1 MB -> 262144 bytes, gradients of 100000 bytes: two per bucket.
+  // data_parallel: MB x 262144 bytes; 1 MB -> 262144 bytes, gradients of 100000 bytes: the third
+  // overflows the bucket, joins it and closes it.
   const std::vector<double> bytes(5, 100000.0);
   CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kSize, 1), true, true, false) ==
-        Ranges{{0, 2}, {2, 4}, {4, 5}});
+        Ranges{{0, 3}, {3, 5}});
+  // MindSpore's own example: auto (16 MiB), gradients of 10, 4, 8, 20, 1 MiB -> {0, 1, 2}, {3} alone, {4}.
+  const double mib = 1 << 20;
+  CHECK(SplitIntoBuckets({10 * mib, 4 * mib, 8 * mib, 20 * mib, mib}, Fusion(FusionSetting::Mode::kAuto, 64), true,
+                         true, false) == Ranges{{0, 3}, {3, 4}, {4, 5}});
   // semi/auto: a budget of MB x 2^20 bytes; the gradient that overflows opens a new id without being charged.
   const std::vector<double> big = {600000, 600000, 600000, 600000};
   CHECK(SplitIntoBuckets(big, Fusion(FusionSetting::Mode::kSize, 1), true, false, false) ==
