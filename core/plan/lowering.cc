@@ -543,8 +543,24 @@ class Lowering {
     }
   }
 
+  // Parameters whose every user runs on the host (MindSpore places a
+  // parameter with the operators that use it: an EmbeddingLookup table and
+  // its CPU optimizer stay in host memory).
+  std::vector<bool> HostOnlyParameters() const {
+    std::vector<bool> device_use(graph_.tensors().size(), false), used(graph_.tensors().size(), false);
+    for (const Operator& op : graph_.operators())
+      for (int t : op.inputs) {
+        used[t] = true;
+        if (!OnHost(op)) device_use[t] = true;
+      }
+    std::vector<bool> host_only(graph_.tensors().size());
+    for (size_t t = 0; t < host_only.size(); ++t) host_only[t] = used[t] && !device_use[t];
+    return host_only;
+  }
+
   void Memory(const Plan& plan, StageProgram& stage) {
     MemoryBreakdown& m = stage.memory;
+    const std::vector<bool> host_only = HostOnlyParameters();
     for (const ParamShare& share : shares_) {
       if (graph_.op(share.first_user).pipeline_stage != stage.stage) continue;
       const Tensor& tensor = graph_.tensor(share.tensor);
@@ -553,14 +569,22 @@ class Lowering {
       const double dtype = static_cast<double>(DTypeBytes(tensor.dtype));
       // A sharded weight is gathered back to its operator slice for compute,
       // so the working copy is the whole slice; the saving is in the optimizer.
-      m.parameters += slice * dtype;
-      if (!plan.training || !tensor.requires_grad) continue;
-      // Accumulated gradients are fp32 across micro-batches; sharded with the optimizer when asked.
-      const bool accumulate = p_.micro_batch_num > 1;
-      const double grad_elements =
-          accumulate && p_.parallel_optimizer_config.gradient_accumulation_shard ? owned : slice;
-      m.gradients += grad_elements * (accumulate ? 4.0 : dtype);
-      m.optimizer_states += owned * OptimizerBytesPerElement(run_.simulation.optimizer, tensor.dtype);
+      double parameters = slice * dtype, gradients = 0, states = 0;
+      if (plan.training && tensor.requires_grad) {
+        // Accumulated gradients are fp32 across micro-batches; sharded with the optimizer when asked.
+        const bool accumulate = p_.micro_batch_num > 1;
+        const double grad_elements =
+            accumulate && p_.parallel_optimizer_config.gradient_accumulation_shard ? owned : slice;
+        gradients = grad_elements * (accumulate ? 4.0 : dtype);
+        states = owned * OptimizerBytesPerElement(run_.simulation.optimizer, tensor.dtype);
+      }
+      if (host_only[share.tensor]) {
+        m.host += parameters + gradients + states;
+        continue;
+      }
+      m.parameters += parameters;
+      m.gradients += gradients;
+      m.optimizer_states += states;
     }
     // Activations kept for backward: every forward output except views
     // (Reshape, Flatten); a recompute segment keeps only its last output (the
@@ -572,6 +596,10 @@ class Lowering {
       double out_bytes = 0;
       for (size_t o = 0; o < op.outputs.size(); ++o)
         out_bytes += SliceBytes(layouts_[i].outputs[o], graph_.tensor(op.outputs[o]).dtype);
+      if (OnHost(op)) {
+        if (plan.training) m.host += out_bytes * static_cast<double>(plan.micro_batches);
+        continue;
+      }
       largest_output = std::max(largest_output, out_bytes);
       if (!op.recompute || !plan.training) {
         kept += out_bytes;

@@ -12,6 +12,7 @@ nlohmann::json ToJson(const MemoryBreakdown& m) {
           {"micro_batches_in_flight", m.micro_batches_in_flight},
           {"activations", m.activations},
           {"communication_buffers", m.communication_buffers},
+          {"host", m.host},
           {"peak", m.peak},
           {"dominant", m.dominant},
           {"dominant_bytes", m.dominant_bytes}};

@@ -75,6 +75,10 @@ struct MemoryBreakdown {
   int64_t micro_batches_in_flight = 1;
   double activations = 0;
   double communication_buffers = 0;
+  // Host-device training: parameters used only by host operators (with their
+  // gradients and optimizer states) and host operators' activations live in
+  // host memory; counted here, not in the device's peak.
+  double host = 0;
   double peak = 0;
   std::string dominant;  // the largest part
   double dominant_bytes = 0;

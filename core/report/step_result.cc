@@ -152,6 +152,7 @@ StageResult StageResultFromJson(const nlohmann::json& s) {
   st.memory.micro_batches_in_flight = m.at("micro_batches_in_flight");
   st.memory.activations = m.at("activations");
   st.memory.communication_buffers = m.at("communication_buffers");
+  st.memory.host = m.value("host", 0.0);  // result.json files written before host memory was counted
   st.memory.peak = m.at("peak");
   st.memory.dominant = m.at("dominant");
   st.memory.dominant_bytes = m.at("dominant_bytes");

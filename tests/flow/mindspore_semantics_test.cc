@@ -1,5 +1,7 @@
 // MindSpore's documented behaviour, checked through the whole flow (run ->
 // strategies -> plan -> analytical step) on the shipped runs.
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "core/analytical/analytical_engine.h"
@@ -80,6 +82,27 @@ TEST_CASE("step_flops counts recomputation for the recomputed layers only, not a
   CHECK(extra == Approx(recomputed.model.recompute_flops * micro_batches).epsilon(1e-12));
   // The embedding, the final norm and the head are not recomputed.
   CHECK(extra < 0.99 * plain.model.forward_flops * micro_batches);
+}
+
+TEST_CASE("host-device training keeps host-placed parameters and their optimizer states out of device memory") {
+  const RunSpec run = Shipped("wide-deep-host-ascend-8");
+  const PreparedRun p = Prepare(run);
+  double host_tables = 0, all = 0;
+  for (int t : p.graph.Parameters()) {
+    const double bytes = static_cast<double>(p.graph.tensor(t).bytes());
+    all += bytes;
+    bool device_use = false;
+    for (const Operator& op : p.graph.operators())
+      if (std::find(op.inputs.begin(), op.inputs.end(), t) != op.inputs.end())
+        device_use = device_use || op.StringAttr("primitive_target", "") != "CPU";
+    if (!device_use) host_tables += bytes;
+  }
+  REQUIRE(host_tables > 0);
+  const MemoryBreakdown& m = p.plan.stages[0].memory;
+  // Data parallel: every device holds every parameter, but the host-placed tables are in host memory.
+  CHECK(m.parameters == Approx(all - host_tables));
+  CHECK(m.host >= host_tables * 3);  // the table, its gradient and at least its Adam moments' share
+  CHECK(m.peak < m.parameters + m.gradients + m.optimizer_states + m.activations + m.communication_buffers + 1);
 }
 
 }  // namespace
