@@ -100,7 +100,8 @@ void AddSizeCandidates(const RunSpec& run, const ShardedGraph& sharded, FusionSe
     auto it = best_per_count.find(c.buckets);
     if (it == best_per_count.end() || c.fast_seconds < it->second.fast_seconds) best_per_count[c.buckets] = c;
   }
-  for (auto& [count, c] : best_per_count) {
+  for (const auto& entry : best_per_count) {
+    const FusionCandidate& c = entry.second;
     const bool duplicate = std::any_of(s.candidates.begin(), s.candidates.end(),
                                        [&](const FusionCandidate& other) { return other.setting == c.setting; });
     if (!duplicate) s.candidates.push_back(c);
