@@ -1,7 +1,5 @@
 #include "core/config/simulation_options.h"
 
-#include <stdexcept>
-
 #include <nlohmann/json.hpp>
 
 #include "core/util/enum_names.h"
@@ -21,14 +19,6 @@ Enum Read(ObjectReader& r, const std::string& key, Enum fallback, const EnumName
   return *names.Find(r.Enum(key, names[fallback], names.All()));
 }
 
-template <typename Enum, size_t N>
-Enum Parse(const std::string& name, const EnumNames<Enum, N>& names, const char* what) {
-  if (auto value = names.Find(name)) return *value;
-  std::string accepted;
-  for (const std::string& n : names.All()) accepted += (accepted.empty() ? "" : ", ") + n;
-  throw std::invalid_argument("unknown " + std::string(what) + " \"" + name + "\" (expected one of " + accepted + ")");
-}
-
 }  // namespace
 
 const char* ToString(Engine e) { return kEngines[e]; }
@@ -38,11 +28,11 @@ const char* ToString(Fidelity f) { return kFidelities[f]; }
 const char* ToString(Optimizer o) { return kOptimizers[o]; }
 
 std::vector<std::string> EngineNames() { return kEngines.All(); }
-Engine ParseEngine(const std::string& name) { return Parse(name, kEngines, "engine"); }
+Engine ParseEngine(const std::string& name) { return kEngines.Parse(name, "engine"); }
 PipelineSchedule ParsePipelineSchedule(const std::string& name) {
-  return Parse(name, kSchedules, "pipeline schedule");
+  return kSchedules.Parse(name, "pipeline schedule");
 }
-Fidelity ParseFidelity(const std::string& name) { return Parse(name, kFidelities, "fidelity"); }
+Fidelity ParseFidelity(const std::string& name) { return kFidelities.Parse(name, "fidelity"); }
 
 SimulationOptions ReadSimulation(const JsonNode& node) {
   ObjectReader r(node);

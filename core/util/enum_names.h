@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,15 @@ class EnumNames {
     for (size_t i = 0; i < N; ++i)
       if (name == names_[i]) return static_cast<Enum>(i);
     return std::nullopt;
+  }
+
+  // The value spelt `name`; throws std::invalid_argument naming `what` and the accepted spellings.
+  Enum Parse(std::string_view name, const char* what) const {
+    if (auto value = Find(name)) return *value;
+    std::string accepted;
+    for (const char* n : names_) accepted += (accepted.empty() ? "" : ", ") + std::string(n);
+    throw std::invalid_argument("unknown " + std::string(what) + " \"" + std::string(name) + "\" (expected one of " +
+                                accepted + ")");
   }
 
   std::vector<std::string> All() const { return {names_.begin(), names_.end()}; }
