@@ -68,6 +68,7 @@ class Lowering {
       plan.stages.push_back(std::move(stage));
     }
     shares_ = ParamShares();
+    host_only_ = HostOnlyParameters();
     for (size_t i = 0; i < graph_.operators().size(); ++i) Forward(plan, static_cast<int>(i));
     if (plan.training)
       for (size_t i = graph_.operators().size(); i-- > 0;) Backward(plan, static_cast<int>(i));
@@ -560,7 +561,6 @@ class Lowering {
 
   void Memory(const Plan& plan, StageProgram& stage) {
     MemoryBreakdown& m = stage.memory;
-    const std::vector<bool> host_only = HostOnlyParameters();
     for (const ParamShare& share : shares_) {
       if (graph_.op(share.first_user).pipeline_stage != stage.stage) continue;
       const Tensor& tensor = graph_.tensor(share.tensor);
@@ -578,7 +578,7 @@ class Lowering {
         gradients = grad_elements * (accumulate ? 4.0 : dtype);
         states = owned * OptimizerBytesPerElement(run_.simulation.optimizer, tensor.dtype);
       }
-      if (host_only[share.tensor]) {
+      if (host_only_[share.tensor]) {
         m.host += parameters + gradients + states;
         continue;
       }
@@ -589,15 +589,15 @@ class Lowering {
     // Activations kept for backward: every forward output except views
     // (Reshape, Flatten); a recompute segment keeps only its last output (the
     // next segment's input) and is rematerialised one segment at a time.
-    double kept = 0, segment = 0, largest_segment = 0, largest_output = 0;
+    double kept = 0, host_kept = 0, segment = 0, largest_segment = 0, largest_output = 0;
     for (size_t i = 0; i < graph_.operators().size(); ++i) {
       const Operator& op = graph_.op(static_cast<int>(i));
       if (op.pipeline_stage != stage.stage || op.type == "Reshape" || op.type == "Flatten") continue;
       double out_bytes = 0;
       for (size_t o = 0; o < op.outputs.size(); ++o)
         out_bytes += SliceBytes(layouts_[i].outputs[o], graph_.tensor(op.outputs[o]).dtype);
-      if (OnHost(op)) {
-        if (plan.training) m.host += out_bytes * static_cast<double>(plan.micro_batches);
+      if (OnHost(op)) {  // kept in host memory, for as many micro-batches as device activations
+        host_kept += out_bytes;
         continue;
       }
       largest_output = std::max(largest_output, out_bytes);
@@ -617,8 +617,10 @@ class Lowering {
     if (plan.training) {
       m.activations_per_micro_batch = kept;
       const int64_t depth = static_cast<int64_t>(plan.stages.size()) - stage.stage;
-      m.micro_batches_in_flight = plan.schedule == PipelineSchedule::kGPipe ? plan.micro_batches : std::min(plan.micro_batches, depth);
+      m.micro_batches_in_flight =
+          plan.schedule == PipelineSchedule::kGPipe ? plan.micro_batches : std::min(plan.micro_batches, depth);
       m.activations = kept * static_cast<double>(m.micro_batches_in_flight) + largest_segment;
+      m.host += host_kept * static_cast<double>(m.micro_batches_in_flight);
     } else {
       m.activations_per_micro_batch = 2 * largest_output;  // inference frees what it has consumed
       m.activations = m.activations_per_micro_batch;
@@ -641,6 +643,7 @@ class Lowering {
   const ParallelConfig& p_;
   std::map<int, int> backward_task_of_op_;
   std::vector<ParamShare> shares_;
+  std::vector<bool> host_only_;  // per tensor: a parameter only host operators use
 };
 
 }  // namespace

@@ -169,8 +169,6 @@ RunSpec WithFusionSetting(RunSpec run, Collective op, const FusionSetting& setti
   return run;
 }
 
-const FusionSetting& FusionSettingOf(const CommFusion& fusion, Collective op) { return SettingOf(fusion, op); }
-
 FusionSearch SearchFusion(const RunSpec& run, const ShardedGraph& sharded, const FusionTuning& tuning) {
   CheckTunable(run, tuning);
   FusionSearch s;
@@ -196,7 +194,7 @@ FusionSearch SearchFusion(const RunSpec& run, const ShardedGraph& sharded, const
   setting.mode = FusionSetting::Mode::kSize;
   setting.size_mb = 0;
   add(FusionCandidateKind::kUnfused, setting);
-  add(FusionCandidateKind::kCurrent, FusionSettingOf(run.parallel.comm_fusion, tuning.op));
+  add(FusionCandidateKind::kCurrent, SettingOf(run.parallel.comm_fusion, tuning.op));
   s.baselines = s.candidates.size();
   if (tuning.mode == FusionTuneMode::kIndex)
     AddIndexCandidates(run, s, add);

@@ -76,7 +76,6 @@ FusionSearch SearchFusion(const RunSpec& run, const ShardedGraph& sharded, const
 
 // The run with `setting` as its fusion of `op`.
 RunSpec WithFusionSetting(RunSpec run, Collective op, const FusionSetting& setting);
-const FusionSetting& FusionSettingOf(const CommFusion& fusion, Collective op);
 
 // The winner: the best verified candidate (`verified[i]`: candidate i's
 // simulated step), the fast model's best when none was verified. A
