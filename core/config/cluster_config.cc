@@ -94,7 +94,7 @@ InterServerNetwork ReadInterServer(const JsonNode& node, int64_t servers, int64_
   const int64_t nics = servers * n.nics_per_server;
   const int64_t capacity = FatTreeCapacity(n.levels, n.switch_radix);
   if (nics > capacity)
-    node.Child("levels").Fail(
+    (node.json().contains("levels") ? node.Child("levels") : node).Fail(
         fmt::format("a {}-level fat tree of radix-{} switches connects at most {} NICs, the cluster has {}; "
                     "raise levels or switch_radix",
                     n.levels, n.switch_radix, capacity, nics));

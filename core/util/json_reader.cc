@@ -122,11 +122,17 @@ std::vector<int64_t> JsonNode::AsIntList(int64_t min, int64_t max) const {
 }
 
 JsonNode JsonNode::Child(const std::string& key) const {
-  return JsonNode(value_->at(key), file_, pointer_ + "/" + EscapePointerToken(key));
+  if (!value_->is_object()) Fail("expected an object, got " + Describe());
+  const auto it = value_->find(key);
+  if (it == value_->end()) Fail("missing key \"" + key + "\"");
+  return JsonNode(*it, file_, pointer_ + "/" + EscapePointerToken(key));
 }
 
 JsonNode JsonNode::Element(size_t index) const {
-  return JsonNode(value_->at(index), file_, pointer_ + "/" + std::to_string(index));
+  if (!value_->is_array()) Fail("expected a list, got " + Describe());
+  if (index >= value_->size())
+    Fail(fmt::format("a list of {} has no element {}", value_->size(), index));
+  return JsonNode((*value_)[index], file_, pointer_ + "/" + std::to_string(index));
 }
 
 ObjectReader::ObjectReader(const JsonNode& node) : node_(node) {

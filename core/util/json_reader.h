@@ -41,6 +41,8 @@ class JsonNode {
   std::vector<JsonNode> AsArray() const;
   std::vector<int64_t> AsIntList(int64_t min, int64_t max) const;
 
+  // The member `key` of an object, or element `index` of a list; a missing
+  // one is a ConfigError at this node (never nlohmann's out_of_range).
   JsonNode Child(const std::string& key) const;
   JsonNode Element(size_t index) const;
 

@@ -134,6 +134,11 @@ TEST_CASE("cluster validation names the key and the rule") {
   doc["inter_server"]["levels"] = 1;
   CHECK_THAT(ErrorAt(doc, "/inter_server/levels"), Catch::Contains("connects at most 64 NICs, the cluster has 4096"));
 
+  // Found by the config fuzzer: the default levels (no key to point at) is named at its object.
+  doc = SmallCluster();
+  doc["servers"] = 512;
+  CHECK_THAT(ErrorAt(doc, "/inter_server"), Catch::Contains("a 2-level fat tree of radix-64 switches connects at most 2048"));
+
   doc = SmallCluster();
   doc["servers"] = 1024;
   CHECK_THAT(ErrorAt(doc, "/servers"), Catch::Contains("up to 4096"));

@@ -40,6 +40,18 @@ TEST_CASE("object readers allow comments and reject unknown keys") {
   CHECK_THROWS_AS(ObjectReader(bad_comment.root()), ConfigError);
 }
 
+TEST_CASE("a missing member or element is a config error at its parent, not an escaped exception") {
+  const nlohmann::json doc = nlohmann::json::parse(R"({"a": {"b": [1, 2]}})");
+  const JsonNode root(doc, "x.json");
+  const ConfigError key = testing::ExpectConfigError([&] { root.Child("a").Child("c"); });
+  CHECK(key.pointer() == "/a");
+  CHECK_THAT(key.what(), Catch::Contains("missing key \"c\""));
+  const ConfigError index = testing::ExpectConfigError([&] { root.Child("a").Child("b").Element(2); });
+  CHECK(index.pointer() == "/a/b");
+  CHECK_THAT(index.what(), Catch::Contains("a list of 2 has no element 2"));
+  CHECK_THROWS_AS(root.Child("a").Child("b").Child("x"), ConfigError);
+}
+
 TEST_CASE("typed reads describe what they got") {
   testing::Doc doc(R"({"s": "text", "n": 2.5, "big": 18446744073709551615, "l": [1, "x"]})");
   CHECK_THROWS_WITH(doc.root().Child("s").AsInt(0, 9), Catch::Contains("got the string \"text\""));
