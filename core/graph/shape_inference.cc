@@ -31,14 +31,11 @@ DType DTypeAttr(const Operator& op, DType fallback) {
 TensorType InferMatMul(const Operator& op, const TensorType& a, const TensorType& b, bool batched) {
   const bool ta = op.BoolAttr("transpose_a", false);
   const bool tb = op.BoolAttr("transpose_b", false);
-  if (batched) {
-    RequireRank(op, a, 2, 8, "input a");
-    RequireRank(op, b, 2, 8, "input b");
-    if (a.shape.size() < 3 && b.shape.size() < 3) Fail(op, "BatchMatMul needs an input with batch dimensions");
-  } else {
-    RequireRank(op, a, 2, 2, "input a");
-    RequireRank(op, b, 2, 2, "input b");
-  }
+  // MatMul takes leading dimensions as batch dimensions too (MindSpore's
+  // MatMulInfo and BatchMatMulInfo share one rule); BatchMatMul needs them.
+  RequireRank(op, a, 2, 8, "input a");
+  RequireRank(op, b, 2, 8, "input b");
+  if (batched && a.shape.size() < 3 && b.shape.size() < 3) Fail(op, "BatchMatMul needs an input with batch dimensions");
   const size_t ra = a.shape.size(), rb = b.shape.size();
   const int64_t m = ta ? a.shape[ra - 1] : a.shape[ra - 2];
   const int64_t ka = ta ? a.shape[ra - 2] : a.shape[ra - 1];

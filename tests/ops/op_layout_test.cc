@@ -97,6 +97,73 @@ TEST_CASE("MindSpore's 4-D BatchMatMul maps") {
   CHECK(l.forward_comm[0].group_size == 16);
 }
 
+TEST_CASE("MatMul on a 3-D input treats the leading dimensions as batch (MindSpore's MatMulInfo)") {
+  // A [b, s, k] x B [k, n] with strategies (b1, s1, k1), (k1, n1): device matrix [b1, s1, k1, n1].
+  const Case mm("MatMul", {{8, 64, 128}, {128, 256}});
+  const OpLayout l = mm.Layout({{2, 2, 2}, {2, 1}}, 8);
+  CHECK(l.device_matrix == Shape{2, 2, 2, 1});
+  CHECK(l.inputs[0].tensor_map() == TensorMap{3, 2, 1});
+  CHECK(l.inputs[1].tensor_map() == TensorMap{1, 0});
+  CHECK(l.outputs[0].tensor_map() == TensorMap{3, 2, 0});
+  CHECK(l.outputs[0].SliceShape() == Shape{4, 32, 256});
+  // k is split: an AllReduce(sum) over the k dimension (device-matrix index 2 from the left).
+  REQUIRE(l.forward_comm.size() == 1);
+  CHECK(l.forward_comm[0].type == Collective::kAllReduce);
+  CHECK(l.GroupOf(l.forward_comm[0], 0) == std::vector<int64_t>{0, 1});
+  CHECK(l.forward_comm[0].bytes == 4.0 * 32 * 256 * 4);
+  CHECK(l.work.forward_flops == 2.0 * 4 * 32 * 64 * 256);
+  // The reduction dimension must be split alike, as MindSpore checks.
+  CHECK_THROWS_WITH(mm.Layout({{2, 2, 2}, {1, 2}}, 8), Catch::Contains("reduction dimension is split 2 ways"));
+}
+
+TEST_CASE("BatchMatMul batch dimensions: equal splits, right-aligned, size-1 dimensions broadcast") {
+  // Both 3-D: A [b, m, k] (b1, m1, k1) x B [b, k, n] (b1, k1, n1): device matrix [b1, m1, k1, n1].
+  const Case both("BatchMatMul", {{8, 64, 32}, {8, 32, 16}});
+  const OpLayout l = both.Layout({{2, 2, 1}, {2, 1, 2}}, 8);
+  CHECK(l.device_matrix == Shape{2, 2, 1, 2});
+  CHECK(l.inputs[0].tensor_map() == TensorMap{3, 2, 1});
+  CHECK(l.inputs[1].tensor_map() == TensorMap{3, 1, 0});
+  CHECK(l.outputs[0].tensor_map() == TensorMap{3, 2, 0});
+  CHECK(l.forward_comm.empty());
+  CHECK_THROWS_WITH(both.Layout({{2, 2, 1}, {4, 1, 1}}, 8),
+                    Catch::Contains("batch dimension 0 is split 2 ways in the first input but 4 in the second"));
+  // A 4-D input against a 3-D one lines up on the right: B's batch dim is A's second.
+  const Case ranks("BatchMatMul", {{4, 8, 64, 32}, {8, 32, 16}});
+  const OpLayout r = ranks.Layout({{2, 2, 1, 1}, {2, 1, 1}}, 4);
+  CHECK(r.device_matrix == Shape{2, 2, 1, 1, 1});
+  CHECK(r.inputs[1].tensor_map() == TensorMap{3, 1, 0});
+  CHECK(r.outputs[0].tensor_map() == TensorMap{4, 3, 2, 0});
+  // A size-1 batch dimension broadcasts: it stays whole (no map) and takes the other input's split.
+  const Case broadcast("BatchMatMul", {{1, 64, 32}, {8, 32, 16}});
+  const OpLayout b = broadcast.Layout({{1, 2, 1}, {4, 1, 1}}, 8);
+  CHECK(b.device_matrix == Shape{4, 2, 1, 1});
+  CHECK(b.inputs[0].tensor_map() == TensorMap{kNotSplit, 2, 1});
+  CHECK(b.inputs[1].tensor_map() == TensorMap{3, 1, 0});
+  CHECK(b.outputs[0].SliceShape() == Shape{2, 32, 16});
+  CHECK_THROWS_WITH(broadcast.Layout({{2, 2, 1}, {2, 1, 1}}, 8),
+                    Catch::Contains("shape [1, 64, 32] of input 0 cannot be divisible by strategy value 2"));
+}
+
+TEST_CASE("transpose_a takes m from A's last dimension and k from its second-to-last") {
+  // A [k, m] (k1, m1): device matrix [m1, k1, n1], A's map [1, 2].
+  const Case mm("MatMul", {{128, 64}, {128, 32}}, {{"transpose_a", true}});
+  const OpLayout l = mm.Layout({{2, 4}, {2, 1}}, 8);
+  CHECK(l.device_matrix == Shape{4, 2, 1});
+  CHECK(l.inputs[0].tensor_map() == TensorMap{1, 2});
+  CHECK(l.inputs[0].SliceShape() == Shape{64, 16});
+  CHECK(l.outputs[0].tensor_map() == TensorMap{2, 0});
+  CHECK(l.outputs[0].SliceShape() == Shape{16, 32});
+  REQUIRE(l.forward_comm.size() == 1);
+  CHECK(l.GroupOf(l.forward_comm[0], 0) == std::vector<int64_t>{0, 1});
+  // Transposes act on the last two dimensions only.
+  const Case bmm("BatchMatMul", {{4, 128, 64}, {4, 32, 128}}, {{"transpose_a", true}, {"transpose_b", true}});
+  const OpLayout t = bmm.Layout({{2, 1, 2}, {2, 2, 1}}, 8);
+  CHECK(t.device_matrix == Shape{2, 2, 1, 2});
+  CHECK(t.inputs[0].tensor_map() == TensorMap{3, 1, 2});
+  CHECK(t.inputs[1].tensor_map() == TensorMap{3, 0, 1});
+  CHECK(t.outputs[0].SliceShape() == Shape{2, 32, 16});
+}
+
 TEST_CASE("transpose_b swaps the weight's map") {
   const Case mm("MatMul", {{32, 64}, {128, 64}}, {{"transpose_b", true}});
   const OpLayout l = mm.Layout({{2, 1}, {4, 1}}, 8);
