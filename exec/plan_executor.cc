@@ -77,7 +77,6 @@ class RankProgram {
     size_t last_backward = order.size();
     for (size_t i = 0; i < order.size(); ++i)
       if (!order[i].forward) last_backward = i;
-    buckets_started_ = 0;
     for (size_t i = 0; i < order.size(); ++i) {
       const ScheduleItem& item = order[i];
       if (item.forward)
@@ -281,7 +280,7 @@ class RankProgram {
     });
   }
 
-  void Pass(const std::vector<Task>& tasks, const std::vector<bool>& breaks, bool last_backward) {
+  void Pass(const std::vector<Task>& tasks, const std::vector<bool>& breaks, bool backward) {
     for (const PassStep& step : PassSteps(tasks, 0, tasks.size(), breaks)) {
       const bool overlapped = !step.collectives.empty() && tasks[step.collectives.front()].overlapped;
       if (overlapped) runtime_.Wait(kComm, runtime_.Record(kCompute));
@@ -292,28 +291,32 @@ class RankProgram {
       for (int i = step.first_task; i < step.end_task; ++i) {
         if (tasks[i].kind != Task::Kind::kCompute) continue;
         Kernel(kCompute, tasks[i]);
-        if (last_backward) StartBuckets(i);
+        if (backward) StartBuckets(i);
       }
       if (overlapped) runtime_.Wait(kCompute, runtime_.Record(kComm));
     }
   }
 
-  // Starts, on the communication stream, the buckets whose last gradient is
-  // produced by backward task `done` or earlier.
+  // Starts, on the communication stream, the running backward pass's buckets
+  // whose last gradient is produced by backward task `done` or earlier: every
+  // bucket in the step's last backward pass, the every-micro-batch ones
+  // (gradient_accumulation_shard) in the others.
   void StartBuckets(int done) {
     const StageProgram& stage = Stage();
     if (!plan_.training) return;
-    while (buckets_started_ < stage.buckets.size() && stage.buckets[buckets_started_].ready_after <= done) {
+    for (; buckets_started_ < stage.buckets.size() && stage.buckets[buckets_started_].ready_after <= done;
+         ++buckets_started_) {
       const GradientBucket& b = stage.buckets[buckets_started_];
+      if (!last_backward_ && !b.every_micro_batch) continue;
       runtime_.Wait(kComm, runtime_.Record(kCompute));
       Task t;
       t.kind = Task::Kind::kCollective;
       t.collective = b.collective;
       t.group = b.group;
       t.comm_bytes = b.bytes;
-      TraceEvent e = Event(stage_, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(buckets_started_));
+      TraceEvent e = Event(stage_, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(buckets_started_),
+                           b.every_micro_batch ? backward_micro_batch_ : -1);
       Collective(kComm, t, b.seconds, std::string("gradient ") + ToString(b.collective), &e);
-      ++buckets_started_;
     }
   }
 
@@ -357,8 +360,12 @@ class RankProgram {
     const StageProgram& stage = Stage();
     if (stage_ + 1 < S_) Receive(grad_from_next_.get(), plan_.stages[stage_ + 1].send_backward_bytes, micro_batch, "B");
     TraceEvent e = Event(stage_, Lane::kCompute, EventKind::kBackward, "B" + std::to_string(micro_batch), micro_batch);
-    if (last) StartBuckets(-1);
-    Timed(kCompute, "", 0, false, &e, [&] { Pass(stage.backward, BucketBreaks(stage), last); });
+    buckets_started_ = 0;
+    last_backward_ = last;
+    backward_micro_batch_ = micro_batch;
+    StartBuckets(-1);
+    Timed(kCompute, "", 0, false, &e, [&] { Pass(stage.backward, BucketBreaks(stage), true); });
+    if (!last) StartBuckets(static_cast<int>(stage.backward.size()));
     if (stage_ > 0) SendTo(grad_to_prev_.get(), stage.send_backward_bytes, micro_batch, "B");
   }
 
@@ -371,7 +378,10 @@ class RankProgram {
   std::unique_ptr<Communicator> to_next_, from_prev_, grad_to_prev_, grad_from_next_;
   std::vector<Timing> timings_;
   Runtime::Event origin_ = 0, end_ = 0;
+  // The running backward pass's gradient buckets.
   size_t buckets_started_ = 0;
+  bool last_backward_ = false;
+  int64_t backward_micro_batch_ = -1;
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -28,6 +29,10 @@ struct StagePrograms {
   std::vector<std::vector<PassStep>> forward;   // per chunk
   std::vector<std::vector<PassStep>> backward;  // per chunk
   std::vector<int> backward_task_chunk;         // chunk of each backward task
+  // Per order item: the micro-batch's last backward item, after which its
+  // gradients are complete; and the last of those (the step's last backward).
+  std::vector<bool> final_backward;
+  size_t last_final_backward = 0;
   // Per group spec: for each local index, (instance, members).
   std::vector<std::vector<std::pair<int64_t, std::vector<int64_t>>>> groups;
   // Lanes: devices that take part in exactly the same blocking collectives
@@ -111,6 +116,14 @@ class Engine {
                       p.order.end());
       p.forward = Split(stage.forward, V_, {});
       p.backward = Split(stage.backward, V_, BucketBreaks(stage), &p.backward_task_chunk);
+      p.final_backward.assign(p.order.size(), false);
+      std::map<int64_t, size_t> last_backward_of;
+      for (size_t i = 0; i < p.order.size(); ++i)
+        if (!p.order[i].forward) last_backward_of[p.order[i].micro_batch] = i;
+      for (const auto& [micro_batch, i] : last_backward_of) {
+        p.final_backward[i] = true;
+        p.last_final_backward = std::max(p.last_final_backward, i);
+      }
       std::vector<int64_t> ranks(D_);
       for (int64_t i = 0; i < D_; ++i) ranks[i] = stage.first_rank + i;
       for (const CommGroupSpec& spec : stage.groups) {
@@ -179,11 +192,18 @@ class Engine {
     size_t step = 0;
     double pass_start = 0;
     std::vector<int64_t> counters;  // collectives issued per group spec
-    // Gradient buckets on the communication stream.
-    size_t bucket = 0;
+    // Gradient buckets on the communication stream: the runs queued by the
+    // micro-batches whose final backward item has started, in order.
+    struct BucketRun {
+      int64_t micro_batch = 0;
+      size_t bucket = 0;
+      size_t pass = 0;  // which final backward item queued it
+    };
+    std::deque<BucketRun> bucket_runs;
     bool bucket_running = false;
-    int last_backward_task_done = -1;
-    bool last_backward_started = false;
+    size_t final_backwards = 0;  // final backward items started
+    bool in_final_backward = false;
+    int backward_task_done = -1;  // in the running final backward item
     bool compute_done = false;
     bool finished = false;
     // The running pass's compute and collectives, for its timeline event.
@@ -248,7 +268,7 @@ class Engine {
     d.step = 0;
     d.pass_start = Now();
     d.pass_compute = d.pass_communication = 0;
-    if (!item.forward && d.item + 1 == p.order.size()) d.last_backward_started = true;
+    if (plan_.training && p.final_backward[d.item]) QueueBuckets(d, item, d.item == p.last_final_backward);
     RunStep(d);
   }
 
@@ -292,10 +312,21 @@ class Engine {
     });
   }
 
-  // Tracks how far the last backward pass has come, for the gradient buckets.
+  // A micro-batch's final backward item queues its gradient buckets: every
+  // bucket after the step's last, the every-micro-batch ones after the others.
+  void QueueBuckets(Device& d, const ScheduleItem& item, bool last) {
+    ++d.final_backwards;
+    d.in_final_backward = true;
+    d.backward_task_done = -1;
+    const auto& buckets = StageOf(d).buckets;
+    for (size_t b = 0; b < buckets.size(); ++b)
+      if (last || buckets[b].every_micro_batch) d.bucket_runs.push_back({item.micro_batch, b, d.final_backwards - 1});
+  }
+
+  // Tracks how far a final backward item has come, for the gradient buckets.
   void AfterStep(Device& d, const ScheduleItem& item, const PassStep& step) {
-    if (item.forward || !d.last_backward_started) return;
-    d.last_backward_task_done = std::max(d.last_backward_task_done, step.end_task - 1);
+    if (item.forward || !d.in_final_backward) return;
+    d.backward_task_done = std::max(d.backward_task_done, step.end_task - 1);
     MaybeStartBucket(d);
   }
 
@@ -310,6 +341,10 @@ class Engine {
       e.compute = d.pass_compute;
       e.communication = d.pass_communication;
       events_.push_back(std::move(e));
+    }
+    if (d.in_final_backward) {
+      d.in_final_backward = false;  // its gradients are all complete
+      MaybeStartBucket(d);
     }
     // Hand the activation (or its gradient) to the neighbouring virtual stage.
     const int64_t vs = item.chunk * S_ + d.stage;
@@ -388,13 +423,17 @@ class Engine {
     }
   }
 
-  // Bucket b starts once its gradients exist on this device and bucket b-1 is done.
+  // The next queued bucket run starts once its gradients exist on this
+  // device (its backward item has produced them, or ended) and the previous
+  // run is done.
   void MaybeStartBucket(Device& d) {
     const StageProgram& stage = StageOf(d);
-    if (d.bucket_running || d.bucket >= stage.buckets.size() || !plan_.training) return;
-    const GradientBucket& bucket = stage.buckets[d.bucket];
-    const bool ready = d.compute_done || (d.last_backward_started && d.last_backward_task_done >= bucket.ready_after);
-    if (!ready) return;
+    if (d.bucket_running || d.bucket_runs.empty() || !plan_.training) return;
+    const Device::BucketRun run = d.bucket_runs.front();
+    const GradientBucket& bucket = stage.buckets[run.bucket];
+    const bool pass_over = run.pass + 1 < d.final_backwards || !d.in_final_backward;
+    if (!d.compute_done && !pass_over && d.backward_task_done < bucket.ready_after) return;
+    d.bucket_runs.pop_front();
     d.bucket_running = true;
     Task task;
     task.kind = Task::Kind::kCollective;
@@ -404,13 +443,14 @@ class Engine {
     task.comm_bytes = bucket.bytes;
     task.seconds = bucket.seconds;
     const double begin = Now();
-    const size_t index = d.bucket;
-    Collective(d, task, [this, &d, begin, index] {
-      if (d.traced)
-        events_.push_back(
-            Event(d, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(index), begin, Now() - begin));
+    Collective(d, task, [this, &d, begin, run, every = bucket.every_micro_batch] {
+      if (d.traced) {
+        TraceEvent e = Event(d, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(run.bucket),
+                             begin, Now() - begin);
+        if (every) e.micro_batch = run.micro_batch;
+        events_.push_back(std::move(e));
+      }
       d.bucket_running = false;
-      ++d.bucket;
       MaybeStartBucket(d);
       MaybeFinish(d);
     });
@@ -419,7 +459,7 @@ class Engine {
   void MaybeFinish(Device& d) {
     const StageProgram& stage = StageOf(d);
     if (!d.compute_done || d.bucket_running || d.finished) return;
-    if (plan_.training && d.bucket < stage.buckets.size()) return;
+    if (plan_.training && !d.bucket_runs.empty()) return;
     double optimizer = 0;
     for (const Task& t : stage.optimizer) optimizer += t.seconds;
     d.finished = true;  // no more work will be scheduled

@@ -70,6 +70,7 @@ Trace RunAnalytical(const Plan& plan) {
       o.erase(std::remove_if(o.begin(), o.end(), [](const ScheduleItem& i) { return !i.forward; }), o.end());
   std::vector<size_t> next(S, 0);
   std::vector<double> free_at = start, last_end(S, 0);
+  std::vector<std::vector<double>> backward_end(S, std::vector<double>(M, 0));  // per micro-batch, all chunks
   const int64_t virtual_stages = S * V;
   size_t remaining = 0;
   for (const auto& o : order) remaining += o.size();
@@ -102,6 +103,7 @@ Trace RunAnalytical(const Plan& plan) {
         done[{item.forward, vs, item.micro_batch}] = ready + duration;
         free_at[s] = ready + duration;
         last_end[s] = free_at[s];
+        if (!item.forward) backward_end[s][item.micro_batch] = std::max(backward_end[s][item.micro_batch], free_at[s]);
         TraceEvent pass = MakeEvent(s, Lane::kCompute, item.forward ? EventKind::kForward : EventKind::kBackward,
                                 (item.forward ? "F" : "B") + std::to_string(item.micro_batch) +
                                     (V > 1 ? "." + std::to_string(item.chunk) : ""),
@@ -132,19 +134,32 @@ Trace RunAnalytical(const Plan& plan) {
 
   for (int64_t s = 0; s < S; ++s) {
     const StageProgram& stage = plan.stages[s];
-    // Gradient buckets on the communication stream, from the last backward on.
+    // Gradient buckets on the communication stream, as each micro-batch's
+    // backward produces their gradients: every bucket after the last
+    // micro-batch, the every-micro-batch ones after the others too.
     double comm_free = last_end[s];
     const double backward = times[s].backward;
     if (plan.training && !stage.buckets.empty()) {
       const std::vector<double>& task_end = times[s].backward_task_end;
+      std::vector<int64_t> micro_batches(M);
+      for (int64_t m = 0; m < M; ++m) micro_batches[m] = m;
+      std::stable_sort(micro_batches.begin(), micro_batches.end(),
+                       [&](int64_t a, int64_t b) { return backward_end[s][a] < backward_end[s][b]; });
       comm_free = 0;
-      for (size_t b = 0; b < stage.buckets.size(); ++b) {
-        const GradientBucket& bucket = stage.buckets[b];
-        const double ready = last_end[s] - (backward - task_end[bucket.ready_after]) / static_cast<double>(V);
-        const double begin = std::max(ready, comm_free);
-        comm_free = begin + bucket.seconds;
-        events.push_back(MakeEvent(s, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(b), begin,
-                               bucket.seconds));
+      for (size_t i = 0; i < micro_batches.size(); ++i) {
+        const int64_t m = micro_batches[i];
+        const bool last = i + 1 == micro_batches.size();
+        for (size_t b = 0; b < stage.buckets.size(); ++b) {
+          const GradientBucket& bucket = stage.buckets[b];
+          if (!last && !bucket.every_micro_batch) continue;
+          const double ready = backward_end[s][m] - (backward - task_end[bucket.ready_after]) / static_cast<double>(V);
+          const double begin = std::max(ready, comm_free);
+          comm_free = begin + bucket.seconds;
+          TraceEvent e = MakeEvent(s, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(b),
+                                   begin, bucket.seconds);
+          if (bucket.every_micro_batch) e.micro_batch = m;
+          events.push_back(std::move(e));
+        }
       }
       comm_free = std::max(comm_free, last_end[s]);
     }

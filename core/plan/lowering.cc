@@ -471,6 +471,7 @@ class Lowering {
         bucket.position = begin;
         bucket.group = group;
         bucket.collective = sharded ? shardlab::Collective::kReduceScatter : shardlab::Collective::kAllReduce;
+        bucket.every_micro_batch = sharded && AccumulatesShardedGradients(p_);
         for (size_t i = begin; i < end; ++i) {
           bucket.parameters.push_back(list[i].tensor);
           bucket.bytes += bytes[i];
@@ -573,8 +574,7 @@ class Lowering {
       if (plan.training && tensor.requires_grad) {
         // Accumulated gradients are fp32 across micro-batches; sharded with the optimizer when asked.
         const bool accumulate = p_.micro_batch_num > 1;
-        const double grad_elements =
-            accumulate && p_.parallel_optimizer_config.gradient_accumulation_shard ? owned : slice;
+        const double grad_elements = AccumulatesShardedGradients(p_) ? owned : slice;
         gradients = grad_elements * (accumulate ? 4.0 : dtype);
         states = owned * OptimizerBytesPerElement(run_.simulation.optimizer, tensor.dtype);
       }
@@ -722,6 +722,10 @@ std::vector<std::pair<size_t, size_t>> SplitIntoBuckets(const std::vector<double
       begin = i;
     }
   return ranges;
+}
+
+bool AccumulatesShardedGradients(const ParallelConfig& p) {
+  return p.enable_parallel_optimizer && p.micro_batch_num > 1 && p.parallel_optimizer_config.gradient_accumulation_shard;
 }
 
 Plan LowerToPlan(const RunSpec& run, const ShardedGraph& sharded) {

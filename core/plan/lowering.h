@@ -17,6 +17,12 @@ namespace shardlab {
 
 Plan LowerToPlan(const RunSpec& run, const ShardedGraph& sharded);
 
+// gradient_accumulation_shard in effect: with the parallel optimizer and
+// several micro-batches, the accumulated gradients of optimizer-sharded
+// weights are sharded too, so every micro-batch's gradients are
+// reduce-scattered into them (GradientBucket::every_micro_batch).
+bool AccumulatesShardedGradients(const ParallelConfig& parallel);
+
 // The gradients of one communication group in MindSpore's fusion order, split
 // into buckets by one collective's fusion setting (`openstate` false: no
 // fusion). `bytes` are the gradients' sizes in that order. Returns the

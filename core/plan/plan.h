@@ -61,6 +61,11 @@ struct GradientBucket {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   int ready_after = -1;  // backward task after which its last gradient exists
   double seconds = 0;
+  // gradient_accumulation_shard: the bucket runs after every micro-batch's
+  // backward (a ReduceScatter into the sharded accumulation buffer, on the
+  // communication stream beside whatever the device computes next), not only
+  // after the last one.
+  bool every_micro_batch = false;
   // The fusion list it was cut from (gradients of one group, collective and
   // fusion id, in MindSpore's fusion order) and its first gradient's position there.
   int list = 0;

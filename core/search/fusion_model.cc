@@ -94,6 +94,12 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
     double backward = 0;
     const std::vector<double> task_end = BackwardTaskEnds(stage, &backward);
     fs.backward_start = fs.passes_end - backward / chunks;
+    std::map<int64_t, double> backward_end;  // per micro-batch, all chunks
+    for (const TraceEvent& e : timeline.events)
+      if (e.stage == stage.stage && e.kind == EventKind::kBackward)
+        backward_end[e.micro_batch] = std::max(backward_end[e.micro_batch], e.end());
+    for (const auto& [micro_batch, end] : backward_end)
+      if (end < fs.passes_end) fs.earlier_backward_offsets.push_back(fs.passes_end - end);
     std::map<int, std::vector<std::pair<size_t, FusionGradient>>> by_list;
     std::map<int, const GradientBucket*> first_of_list;
     for (const GradientBucket& bucket : stage.buckets) {
@@ -111,6 +117,7 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
       FusionList list;
       list.collective = first.collective;
       list.fusion_id = graph.tensor(first.parameters.front()).comm_fusion;
+      list.every_micro_batch = first.every_micro_batch;
       for (auto& [position, g] : gradients) list.gradients.push_back(std::move(g));
       const GroupPlacement placement = stage.groups[first.group].placement;
       const Collective c = first.collective;
@@ -145,7 +152,16 @@ FusionEstimate Estimate(const FusionProblem& problem, Collective op, const Fusio
         ranges =
             SplitIntoBuckets(BytesOf(list), own, problem.openstate, problem.data_parallel, problem.parallel_optimizer);
       }
-      for (auto [begin, end] : ranges) buckets.push_back(MakeBucket(list, static_cast<int>(l), begin, end));
+      for (auto [begin, end] : ranges) {
+        const FusionBucket last = MakeBucket(list, static_cast<int>(l), begin, end);
+        if (list.every_micro_batch)
+          for (double offset : stage.earlier_backward_offsets) {
+            FusionBucket earlier = last;
+            earlier.ready -= offset;
+            buckets.push_back(earlier);
+          }
+        buckets.push_back(last);
+      }
     }
     const double stream_end = std::max(RunStream(buckets, lists), stage.passes_end);
     const double end = stream_end + stage.optimizer;

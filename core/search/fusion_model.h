@@ -30,6 +30,7 @@ struct FusionGradient {
 struct FusionList {
   Collective collective = Collective::kAllReduce;
   int64_t fusion_id = 1;                  // 0: never fused
+  bool every_micro_batch = false;         // gradient_accumulation_shard: after every micro-batch's backward
   std::vector<FusionGradient> gradients;  // fusion order
   std::function<double(double)> seconds;  // one bucket of these bytes
   double Bytes() const;
@@ -39,6 +40,9 @@ struct FusionStage {
   int64_t stage = 0;
   double backward_start = 0;  // the last backward pass starts here
   double passes_end = 0;      // and ends here
+  // The other micro-batches' backward passes end this much before the last's:
+  // every-micro-batch lists run after each of them too.
+  std::vector<double> earlier_backward_offsets;
   double optimizer = 0;       // after the last bucket
   std::vector<FusionList> lists;
 };

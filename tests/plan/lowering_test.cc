@@ -1,5 +1,7 @@
 #include "core/plan/lowering.h"
 
+#include <map>
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -108,16 +110,75 @@ TEST_CASE("tensor-parallel GPT layers communicate forward and backward, recomput
   CHECK(recomputed > 0);
   CHECK(plan.stages[0].send_forward_bytes > 0);
   CHECK(plan.stages[1].send_backward_bytes == plan.stages[0].send_forward_bytes);
-  // The parallel optimizer turns gradient AllReduces into ReduceScatters and gathers weights.
+  // The parallel optimizer gathers weights at step start (its ReduceScatters: next test).
   CHECK_FALSE(plan.stages[0].step_start.empty());
-  bool scatter = false;
-  for (const auto& b : plan.stages[0].buckets) scatter = scatter || b.collective == Collective::kReduceScatter;
-  CHECK(scatter);
+}
+
+TEST_CASE("gradient_accumulation_shard reduce-scatters every micro-batch's gradients, not once per step") {
+  RunSpec run = Shipped("pangu-alpha-13b-ascend-512");
+  run.model.params.Set("layers", int64_t{4});
+  REQUIRE(run.parallel.enable_parallel_optimizer);
+  REQUIRE(run.parallel.micro_batch_num > 1);
+  run.parallel.parallel_optimizer_config.gradient_accumulation_shard = true;  // MindSpore's default
+  const Plan sharded = PlanFor(run);
+  run.parallel.parallel_optimizer_config.gradient_accumulation_shard = false;
+  const Plan whole = PlanFor(run);
+  const int64_t M = sharded.micro_batches;
+  // The same buckets; only the optimizer-sharded ReduceScatters run after every micro-batch.
+  for (size_t s = 0; s < sharded.stages.size(); ++s) {
+    const auto& a = sharded.stages[s].buckets;
+    const auto& b = whole.stages[s].buckets;
+    REQUIRE(a.size() == b.size());
+    int every = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      CHECK(a[i].bytes == b[i].bytes);
+      CHECK(a[i].every_micro_batch == (a[i].collective == Collective::kReduceScatter));
+      CHECK_FALSE(b[i].every_micro_batch);
+      every += a[i].every_micro_batch;
+    }
+    CHECK(every > 0);
+    // The memory saving: accumulated fp32 gradients are sharded with the optimizer.
+    CHECK(sharded.stages[s].memory.gradients < whole.stages[s].memory.gradients);
+  }
+  // In the timeline: M runs of each such bucket, each after its micro-batch's backward, on the
+  // communication stream beside the next passes; one run of each of the others.
+  const Trace trace = RunAnalytical(sharded);
+  std::map<std::string, std::vector<const TraceEvent*>> runs;
+  std::map<int64_t, double> backward_start, backward_end;
+  for (const TraceEvent& e : trace.events) {
+    if (e.stage != 0) continue;
+    if (e.kind == EventKind::kGradient) runs[e.name].push_back(&e);
+    if (e.kind != EventKind::kBackward) continue;
+    backward_start[e.micro_batch] = e.start;
+    backward_end[e.micro_batch] = e.end();
+  }
+  const auto& buckets = sharded.stages[0].buckets;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const auto& r = runs["gradients " + std::to_string(i)];
+    REQUIRE(static_cast<int64_t>(r.size()) == (buckets[i].every_micro_batch ? M : 1));
+    if (!buckets[i].every_micro_batch) continue;
+    for (int64_t m = 0; m < M; ++m) {
+      CHECK(r[m]->micro_batch == m);
+      CHECK(r[m]->start >= backward_start[m]);  // once its micro-batch's backward has produced the gradients
+      if (m + 1 < M) CHECK(r[m]->start < backward_end[m + 1]);  // overlapping the next micro-batches
+    }
+  }
+  // More communication, and a slower step than whole accumulation; one micro-batch accumulates nothing.
+  const StepResult a = Analytical(sharded), b = Analytical(whole);
+  CHECK(a.communication_seconds > b.communication_seconds);
+  CHECK(a.step_seconds >= b.step_seconds);
+  run.parallel.parallel_optimizer_config.gradient_accumulation_shard = true;
+  run.parallel.micro_batch_num = 1;
+  run.parallel.global_batch_size /= M;
+  for (const auto& stage : PlanFor(run).stages)
+    for (const auto& bucket : stage.buckets) CHECK_FALSE(bucket.every_micro_batch);
 }
 
 TEST_CASE("MicroBatchInterleaved hides tensor-parallel communication behind the other slice's compute") {
   RunSpec run = Shipped("pangu-alpha-13b-ascend-512");
   run.model.params.Set("layers", int64_t{4});
+  // Whole accumulated gradients: every ReduceScatter in a step-end bucket (compared bucket by bucket below).
+  run.parallel.parallel_optimizer_config.gradient_accumulation_shard = false;
   const Plan plain = PlanFor(run);
   run.parallel.micro_batch_interleaved = 2;
   const Plan interleaved = PlanFor(run);
