@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "core/flow/prepared_run.h"
+#include "core/report/rank_view.h"
 #include "core/report/run_summary.h"
 #include "core/report/step_report.h"
 #include "core/util/atomic_file.h"
@@ -40,11 +41,13 @@ int Simulate(const SimulateArgs& args) {
   if (engine == Engine::kAnalytical || engine == Engine::kBoth)
     results.push_back(sim::SimulateStep(prepared, Engine::kAnalytical, trace));
   const StepResult& result = results.front();
+  const RankView rank = ViewRank(run, prepared.sharded, plan, run.parallel.global_rank);
 
   nlohmann::json out = {{"run", ToJson(run)},
                         {"summary", ToJson(summary)},
                         {"strategy_choice", ToJson(prepared.sharded.choice)},
                         {"strategies", prepared.sharded.Strategies()},
+                        {"rank", ToJson(rank)},
                         {"result", ToJson(result)}};
   if (results.size() > 1) out["analytical"] = ToJson(results[1]);
   if (args.json) {
@@ -53,6 +56,7 @@ int Simulate(const SimulateArgs& args) {
     std::cout << FormatRunSummary(run, summary);
     std::cout << FormatStrategyChoice(prepared.sharded.choice);
     std::cout << FormatStepReport(run, plan, result);
+    std::cout << FormatRankView(rank);
     if (results.size() > 1) {
       const double a = results[1].step_seconds, s = result.step_seconds;
       std::cout << fmt::format("  analytical step time {:.4g} s ({:+.2f}% against SimGrid's {:.4g} s)\n", a,

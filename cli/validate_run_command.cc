@@ -74,10 +74,10 @@ int ValidateRun(const ValidateRunArgs& args) {
     throw std::runtime_error("SimGrid failed: " + simgrid_job[0].output);
   const double simgrid = std::stod(simgrid_job[0].output);
 
-  // Task types summed over the representative ranks (the first of each stage).
+  // Task types summed over the representative ranks (Plan::RepresentativeRank).
   std::map<std::string, exec::TaskTypeTime> types;
   for (const exec::RankExecution& e : executions) {
-    if (e.rank != plan.stages[e.stage].first_rank) continue;
+    if (e.rank != plan.RepresentativeRank(e.stage)) continue;
     for (const exec::TaskTypeTime& t : e.task_types) {
       exec::TaskTypeTime& sum = types[t.type];
       sum.type = t.type;

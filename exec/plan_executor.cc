@@ -412,7 +412,7 @@ StepResult MeasuredStep(const Plan& plan, const std::vector<RankExecution>& rank
   Trace trace;
   trace.engine = "measured";
   for (const RankExecution& r : ranks)
-    if (r.rank == plan.stages[r.stage].first_rank) trace.events.insert(trace.events.end(), r.events.begin(), r.events.end());
+    if (r.rank == plan.RepresentativeRank(r.stage)) trace.events.insert(trace.events.end(), r.events.begin(), r.events.end());
   return Summarize(plan, std::move(trace));
 }
 

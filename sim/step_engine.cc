@@ -151,8 +151,8 @@ class Engine {
         for (int64_t m : members) d.ranks.push_back(s * D_ + m);
         d.counters.assign(plan.stages[s].groups.size(), 0);
         for (int64_t r : d.ranks) lane_of_rank_[r] = static_cast<int64_t>(devices_.size());
-        // The stage's first device is always traced: Summarize reads the stage's figures from it.
-        d.traced = d.local == 0;
+        // The stage's representative is always traced: Summarize reads the stage's figures from it.
+        d.traced = std::count(d.ranks.begin(), d.ranks.end(), plan.RepresentativeRank(s)) > 0;
         if (trace.enabled) {
           if (!trace.ranks.empty()) {
             for (int64_t r : trace.ranks) d.traced = d.traced || std::count(d.ranks.begin(), d.ranks.end(), r) > 0;
@@ -197,7 +197,8 @@ class Engine {
     struct BucketRun {
       int64_t micro_batch = 0;
       size_t bucket = 0;
-      size_t pass = 0;  // which final backward item queued it
+      size_t pass = 0;    // which final backward item queued it
+      bool last = false;  // queued by the step's last backward
     };
     std::deque<BucketRun> bucket_runs;
     bool bucket_running = false;
@@ -320,7 +321,8 @@ class Engine {
     d.backward_task_done = -1;
     const auto& buckets = StageOf(d).buckets;
     for (size_t b = 0; b < buckets.size(); ++b)
-      if (last || buckets[b].every_micro_batch) d.bucket_runs.push_back({item.micro_batch, b, d.final_backwards - 1});
+      if (last || buckets[b].every_micro_batch)
+        d.bucket_runs.push_back({item.micro_batch, b, d.final_backwards - 1, last});
   }
 
   // Tracks how far a final backward item has come, for the gradient buckets.
@@ -443,7 +445,7 @@ class Engine {
     task.comm_bytes = bucket.bytes;
     task.seconds = bucket.seconds;
     const double begin = Now();
-    Collective(d, task, [this, &d, begin, run, every = bucket.every_micro_batch] {
+    auto done = [this, &d, begin, run, every = bucket.every_micro_batch] {
       if (d.traced) {
         TraceEvent e = Event(d, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(run.bucket),
                              begin, Now() - begin);
@@ -453,7 +455,18 @@ class Engine {
       d.bucket_running = false;
       MaybeStartBucket(d);
       MaybeFinish(d);
-    });
+    };
+    // Aggregated fidelity runs the accumulation ReduceScatters of the
+    // micro-batches before the last in closed form on the device's stream:
+    // every data-parallel group runs the same ones at once, and as flows they
+    // cost five times the rest of a 4096-device step's simulation. The step's
+    // final buckets, and every bucket at step fidelity, run as flows.
+    if (!run.last && fidelity_ == Fidelity::kAggregated) {
+      ++timers_;
+      runner_.After(bucket.seconds, std::move(done));
+      return;
+    }
+    Collective(d, task, std::move(done));
   }
 
   void MaybeFinish(Device& d) {

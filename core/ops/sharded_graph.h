@@ -37,6 +37,10 @@ struct ShardedGraph {
   Graph graph;                    // every operator's `strategy` is the one it runs
   std::vector<OpLayout> layouts;  // one per operator, in graph order
   StrategyChoice choice;
+  // data_parallel: every device runs the whole network on its own batch; the
+  // layouts say which samples it holds, and no operator communicates or
+  // redistributes (devices meet only in the gradient AllReduce).
+  bool own_batch = false;
 
   // Every operator's strategy, in graph order.
   std::vector<Strategy> Strategies() const;

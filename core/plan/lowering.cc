@@ -38,8 +38,8 @@ double OptimizerBytesPerElement(Optimizer optimizer, DType param_dtype) {
 
 class Lowering {
  public:
-  Lowering(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts)
-      : run_(run), graph_(graph), layouts_(layouts), p_(run.parallel) {}
+  Lowering(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts, bool own_batch)
+      : run_(run), graph_(graph), layouts_(layouts), own_batch_(own_batch), p_(run.parallel) {}
 
   Plan Run() {
     Plan plan;
@@ -49,6 +49,7 @@ class Lowering {
     plan.chunks = run_.simulation.virtual_pipeline_chunks;
     plan.devices = p_.device_num;
     plan.devices_per_stage = p_.devices_per_stage();
+    plan.focus_rank = p_.global_rank;
     plan.device_memory = run_.cluster.device.memory_bytes;
     plan.samples_per_step = p_.global_batch_size;
     const auto& values = run_.model.params.values();
@@ -248,8 +249,10 @@ class Lowering {
     return TensorLayout(dev, map, t.shape);
   }
 
+  // None when every device runs on its own batch (data_parallel).
   std::vector<Task> Redistributions(StageProgram& stage, int op_index, bool backward) {
     std::vector<Task> tasks;
+    if (own_batch_) return tasks;
     const Operator& op = graph_.op(op_index);
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       const Tensor& t = graph_.tensor(op.inputs[i]);
@@ -640,6 +643,7 @@ class Lowering {
   const RunSpec& run_;
   const Graph& graph_;
   const std::vector<OpLayout>& layouts_;
+  const bool own_batch_;
   const ParallelConfig& p_;
   std::map<int, int> backward_task_of_op_;
   std::vector<ParamShare> shares_;
@@ -729,7 +733,7 @@ bool AccumulatesShardedGradients(const ParallelConfig& p) {
 }
 
 Plan LowerToPlan(const RunSpec& run, const ShardedGraph& sharded) {
-  return Lowering(run, sharded.graph, sharded.layouts).Run();
+  return Lowering(run, sharded.graph, sharded.layouts, sharded.own_batch).Run();
 }
 
 }  // namespace shardlab

@@ -4,6 +4,11 @@
 
 namespace shardlab {
 
+int64_t Plan::RepresentativeRank(int64_t stage) const {
+  const StageProgram& s = stages[stage];
+  return focus_rank >= s.first_rank && focus_rank < s.first_rank + s.devices ? focus_rank : s.first_rank;
+}
+
 nlohmann::json ToJson(const MemoryBreakdown& m) {
   return {{"parameters", m.parameters},
           {"gradients", m.gradients},

@@ -117,7 +117,14 @@ struct Plan {
   double model_flops = 0;  // useful FLOPs of one step (no recompute), for MFU
   int64_t samples_per_step = 0;
   int64_t tokens_per_step = 0;  // 0 when the model has no sequence
+  // global_rank: the device whose timeline stands for its stage in the
+  // step's figures (the other stages: their first rank).
+  int64_t focus_rank = 0;
   std::vector<StageProgram> stages;
+
+  // The device whose timeline stands for `stage`: focus_rank on its own
+  // stage, the first rank on the others.
+  int64_t RepresentativeRank(int64_t stage) const;
 };
 
 nlohmann::json ToJson(const MemoryBreakdown& m);

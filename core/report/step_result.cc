@@ -18,7 +18,7 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
   StageResult r;
   r.stage = s;
   r.memory = program.memory;
-  const std::vector<const TraceEvent*> events = RepresentativeEvents(trace, s, program.first_rank);
+  const std::vector<const TraceEvent*> events = RepresentativeEvents(trace, s, plan.RepresentativeRank(s));
   double passes_begin = 0, last_pass_end = 0, lane_end = 0, end = 0, forward = 0, backward = 0;
   for (const TraceEvent* e : events) {
     // A stage does not wait for its last transfer to arrive: the receiver does.

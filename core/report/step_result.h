@@ -59,8 +59,9 @@ struct StepResult {
 };
 
 // The step's figures from what an engine or the executor traced. Each
-// stage's figures come from its representative device (its first rank);
-// the step ends when the slowest stage does.
+// stage's figures come from its representative device (global_rank on its
+// stage, the first rank elsewhere: Plan::RepresentativeRank); the step ends
+// when the slowest stage does.
 StepResult Summarize(const Plan& plan, Trace trace);
 
 nlohmann::json ToJson(const StageResult& stage);

@@ -42,10 +42,10 @@ TraceEvent MakeEvent(int64_t stage, Lane lane, EventKind kind, std::string name,
   return e;
 }
 
-std::vector<const TraceEvent*> RepresentativeEvents(const Trace& trace, int64_t stage, int64_t first_rank) {
+std::vector<const TraceEvent*> RepresentativeEvents(const Trace& trace, int64_t stage, int64_t rank) {
   std::vector<const TraceEvent*> out;
   for (const TraceEvent& e : trace.events)
-    if (e.stage == stage && (e.ranks.empty() || std::count(e.ranks.begin(), e.ranks.end(), first_rank) > 0))
+    if (e.stage == stage && (e.ranks.empty() || std::count(e.ranks.begin(), e.ranks.end(), rank) > 0))
       out.push_back(&e);
   std::stable_sort(out.begin(), out.end(), [](const TraceEvent* a, const TraceEvent* b) { return a->start < b->start; });
   return out;

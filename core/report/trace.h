@@ -65,9 +65,10 @@ struct Trace {
   double wall_seconds = 0;  // the engine's own run time
 };
 
-// The events of the device that stands for `stage` (its first rank:
-// `first_rank`), in start order.
-std::vector<const TraceEvent*> RepresentativeEvents(const Trace& trace, int64_t stage, int64_t first_rank);
+// The events of device `rank`, which stands for `stage`
+// (Plan::RepresentativeRank), in start order; events with no ranks stand for
+// every device of their stage.
+std::vector<const TraceEvent*> RepresentativeEvents(const Trace& trace, int64_t stage, int64_t rank);
 
 nlohmann::json ToJson(const TraceEvent& event);
 // Throws nlohmann's errors on a malformed event, std::invalid_argument on an unknown lane or kind.

@@ -43,10 +43,11 @@ void IgnoreStrategies(const RunSpec& run, Graph& graph) {
 // data_parallel: MindSpore runs no parallel pass; every device runs the
 // whole network on its own batch slice (a loss averages that slice, a
 // masked-LM gather picks from it), and devices meet only in the gradient
-// AllReduce. So the layouts keep their batch split but no operator-level
-// communication.
-void RunOnOwnBatch(std::vector<OpLayout>& layouts) {
-  for (OpLayout& layout : layouts) {
+// AllReduce. So the layouts keep their batch split but no operator
+// communicates or redistributes.
+void RunOnOwnBatch(ShardedGraph& sharded) {
+  sharded.own_batch = true;
+  for (OpLayout& layout : sharded.layouts) {
     layout.forward_comm.clear();
     layout.backward_comm.clear();
   }
@@ -130,7 +131,7 @@ ShardedGraph ChooseStrategies(const RunSpec& run, const Graph& graph) {
     IgnoreStrategies(run, out.graph);
     choice.mode = ToString(p.parallel_mode);
     out.layouts = InferGraphLayouts(out.graph, options.stage_devices);
-    if (p.parallel_mode == ParallelMode::kDataParallel) RunOnOwnBatch(out.layouts);
+    if (p.parallel_mode == ParallelMode::kDataParallel) RunOnOwnBatch(out);
     Evaluate(out.graph, options, out.layouts, &choice);
   } else {
     const bool semi_auto = p.parallel_mode == ParallelMode::kSemiAutoParallel;
@@ -168,6 +169,7 @@ ShardedGraph ApplyGivenStrategies(const RunSpec& run, const Graph& graph, const 
   for (size_t i = 0; i < strategies.size(); ++i) out.graph.mutable_op(static_cast<int>(i)).strategy = strategies[i];
   out.choice.mode = "given";
   out.layouts = InferGraphLayouts(out.graph, run.parallel.devices_per_stage(), ReshapeStrategy::kAsGiven);
+  if (run.parallel.parallel_mode == ParallelMode::kDataParallel) RunOnOwnBatch(out);
   return out;
 }
 

@@ -3,11 +3,14 @@
 #include <algorithm>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "core/analytical/analytical_engine.h"
 #include "core/flow/prepared_run.h"
+#include "core/report/rank_view.h"
 #include "core/report/run_summary.h"
 #include "core/report/step_result.h"
+#include "core/util/json_reader.h"
 #include "tests/test_util.h"
 
 namespace shardlab {
@@ -103,6 +106,78 @@ TEST_CASE("host-device training keeps host-placed parameters and their optimizer
   CHECK(m.parameters == Approx(all - host_tables));
   CHECK(m.host >= host_tables * 3);  // the table, its gradient and at least its Adam moments' share
   CHECK(m.peak < m.parameters + m.gradients + m.optimizer_states + m.activations + m.communication_buffers + 1);
+}
+
+TEST_CASE("global_rank selects the rank whose groups, slices and timeline the report shows") {
+  RunSpec run = Shipped("tiny-gpt-cpu-mp2-pp2");  // 4 devices: model parallel 2 x 2 stages
+  run.parallel.global_rank = 3;
+  const PreparedRun p = Prepare(run);
+  const RankView three = ViewRank(p.run, p.sharded, p.plan, 3);
+  const RankView two = ViewRank(p.run, p.sharded, p.plan, 2);
+  CHECK(three.stage == 1);
+  // Its groups are the ones that hold it: the model-parallel pair [2, 3].
+  REQUIRE_FALSE(three.groups.empty());
+  for (const RankGroup& g : three.groups) {
+    CHECK(std::count(g.ranks.begin(), g.ranks.end(), 3) == 1);
+    CHECK_FALSE(g.collectives.empty());
+  }
+  CHECK(std::any_of(three.groups.begin(), three.groups.end(),
+                    [](const RankGroup& g) { return g.ranks == std::vector<int64_t>{2, 3}; }));
+  // Its slices: stage 1's parameters; where a weight is split, rank 3 holds the other half from rank 2.
+  REQUIRE(three.slices.size() == two.slices.size());
+  REQUIRE_FALSE(three.slices.empty());
+  int split = 0;
+  for (size_t i = 0; i < three.slices.size(); ++i) {
+    const RankSlice &a = three.slices[i], &b = two.slices[i];
+    CHECK(a.parameter == b.parameter);
+    CHECK(a.slice == b.slice);
+    for (size_t d = 0; d < a.shape.size(); ++d) CHECK(a.offset[d] + a.slice[d] <= a.shape[d]);
+    if (a.slice != a.shape) {
+      ++split;
+      CHECK(a.offset != b.offset);
+    }
+  }
+  CHECK(split > 0);
+  // The step's figures for stage 1 come from rank 3's timeline; stage 0 keeps its first rank.
+  CHECK(p.plan.RepresentativeRank(1) == 3);
+  CHECK(p.plan.RepresentativeRank(0) == 0);
+  CHECK_THAT(FormatRankView(three), Catch::Contains("global_rank 3: stage 1") && Catch::Contains("[2,3]"));
+  CHECK(ToJson(three)["slices"].size() == three.slices.size());
+  CHECK_THROWS_WITH(ViewRank(p.run, p.sharded, p.plan, 4), Catch::Contains("rank 4 is not one of the run's 4 devices"));
+}
+
+TEST_CASE("data_parallel never redistributes: every device runs the network on its own batch") {
+  // A Transpose moves the batch split to the columns; the ReLU after it splits its rows again.
+  nlohmann::json doc = {
+      {"name", "dp-transpose"},
+      {"cluster", testing::SourcePath("configs/clusters/dgx-a100-hdr.json")},
+      {"model",
+       {{"name", "t"},
+        {"graph", nlohmann::json::parse(R"({"name": "t",
+           "tensors": [{"name": "x", "kind": "input", "shape": [8, 16], "dtype": "float32"},
+                       {"name": "w", "kind": "parameter", "shape": [16, 16], "dtype": "float32"}],
+           "operators": [{"name": "mm", "type": "MatMul", "inputs": ["x", "w"]},
+                         {"name": "t", "type": "Transpose", "inputs": ["mm"], "attrs": {"perm": [1, 0]}},
+                         {"name": "act", "type": "ReLU", "inputs": ["t"]}]})")}}},
+      {"parallel", {{"parallel_mode", "semi_auto_parallel"}, {"device_num", 8}, {"global_batch_size", 8}}}};
+  auto redistributions = [](const Plan& plan) {
+    int n = 0;
+    for (const StageProgram& stage : plan.stages)
+      for (const auto* tasks : {&stage.forward, &stage.backward})
+        for (const Task& t : *tasks) n += t.name.find("/redistribute.") != std::string::npos;
+    return n;
+  };
+  // Semi-auto parallel lays the ReLU out by rows and redistributes into it.
+  CHECK(redistributions(Prepare(ReadRunSpec(JsonNode(doc, "dp.json"))).plan) > 0);
+  doc["parallel"]["parallel_mode"] = "data_parallel";
+  const PreparedRun dp = Prepare(ReadRunSpec(JsonNode(doc, "dp.json")));
+  CHECK(dp.sharded.own_batch);
+  CHECK(redistributions(dp.plan) == 0);
+  // So do the shipped data-parallel runs.
+  for (const char* name : {"bert-large-a100-8", "resnet50-ascend-8", "tiny-gpt-cpu-dp4", "wide-deep-host-ascend-8"}) {
+    INFO(name);
+    CHECK(redistributions(Prepare(Shipped(name)).plan) == 0);
+  }
 }
 
 }  // namespace

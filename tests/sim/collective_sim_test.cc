@@ -184,6 +184,24 @@ TEST_CASE("SimGrid runs gradient_accumulation_shard's ReduceScatters after every
   CHECK(Summarize(plan, simulated).step_seconds == Approx(Summarize(plan, analytical).step_seconds).epsilon(0.03));
 }
 
+TEST_CASE("SimGrid traces global_rank's device and reads its stage's figures from it") {
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/pangu-alpha-13b-ascend-512.json"));
+  run.model.params.Set("layers", int64_t{4});
+  run.parallel.global_rank = 300;  // stage 1 (ranks 256..511), server 37
+  const Plan plan = Prepare(run).plan;
+  const Trace trace = RunSimGrid(plan, run.cluster, Fidelity::kAggregated, TraceRequest{});
+  bool focus = false, first_of_stage = false;
+  for (const TraceEvent& e : trace.events) {
+    if (e.stage != 1 || !e.IsPass()) continue;
+    focus = focus || std::count(e.ranks.begin(), e.ranks.end(), 300) > 0;
+    first_of_stage = first_of_stage || std::count(e.ranks.begin(), e.ranks.end(), 256) > 0;
+  }
+  CHECK(focus);
+  CHECK_FALSE(first_of_stage);  // an untraced device: only the representatives are, without a trace request
+  const StepResult step = Summarize(plan, trace);
+  CHECK(step.stages[1].forward_seconds > 0);
+}
+
 TEST_CASE("the SimGrid step of an interleaved run matches the analytical engine") {
   RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/pangu-alpha-13b-ascend-512.json"));
   run.model.params.Set("layers", int64_t{4});
