@@ -86,13 +86,7 @@ CollectiveFit FitOneCollective(std::vector<std::pair<double, double>> samples) {
   for (const auto& s : larger)
     if (s.second > 2 * fit.link.floor) above.push_back(s);
   const auto& fitted = above.size() >= 2 ? above : larger.size() >= 2 ? larger : samples;
-  Eigen::MatrixXd x(static_cast<Eigen::Index>(fitted.size()), 2);
-  Eigen::VectorXd y(static_cast<Eigen::Index>(fitted.size()));
-  for (size_t i = 0; i < fitted.size(); ++i) {
-    x.row(static_cast<Eigen::Index>(i)) << 1, fitted[i].first;
-    y(static_cast<Eigen::Index>(i)) = fitted[i].second;
-  }
-  const RobustFit f = FitRobust(x, y);
+  const RobustFit f = FitRobustLine(fitted);
   fit.latency = f.coefficients(0);
   fit.seconds_per_byte = f.coefficients(1);
   // A floor well above the line at the smallest size is the machine's; else there is none.
@@ -177,13 +171,7 @@ void FitGemm(const JsonNode& file, Calibration* c) {
   c->gemm = GemmFit{dtype, 1 / f.coefficients(1), f.coefficients(2) / f.coefficients(1), f.coefficients(0),
                     QualityOf(f)};
   if (copies.size() >= 2) {
-    Eigen::MatrixXd cx(static_cast<Eigen::Index>(copies.size()), 2);
-    Eigen::VectorXd cy(static_cast<Eigen::Index>(copies.size()));
-    for (size_t i = 0; i < copies.size(); ++i) {
-      cx.row(static_cast<Eigen::Index>(i)) << 1, copies[i].first;
-      cy(static_cast<Eigen::Index>(i)) = copies[i].second;
-    }
-    const RobustFit cf = FitRobust(cx, cy);
+    const RobustFit cf = FitRobustLine(copies);
     if (cf.coefficients(1) > 0) c->copy = CopyFit{1 / cf.coefficients(1), cf.coefficients(0), QualityOf(cf)};
   }
 }

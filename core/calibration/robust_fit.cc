@@ -68,4 +68,14 @@ RobustFit FitRobust(const Eigen::MatrixXd& x, const Eigen::VectorXd& y) {
   return fit;
 }
 
+RobustFit FitRobustLine(const std::vector<std::pair<double, double>>& points) {
+  Eigen::MatrixXd x(static_cast<Eigen::Index>(points.size()), 2);
+  Eigen::VectorXd y(static_cast<Eigen::Index>(points.size()));
+  for (size_t i = 0; i < points.size(); ++i) {
+    x.row(static_cast<Eigen::Index>(i)) << 1, points[i].first;
+    y(static_cast<Eigen::Index>(i)) = points[i].second;
+  }
+  return FitRobust(x, y);
+}
+
 }  // namespace shardlab

@@ -5,6 +5,7 @@
 // column whose coefficient comes out negative is dropped and the rest refitted.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include <Eigen/Core>
@@ -21,5 +22,8 @@ struct RobustFit {
 
 // Fits y ~ X * c with y > 0.
 RobustFit FitRobust(const Eigen::MatrixXd& x, const Eigen::VectorXd& y);
+
+// Fits the line y ~ c0 + c1 * x through (x, y) points.
+RobustFit FitRobustLine(const std::vector<std::pair<double, double>>& points);
 
 }  // namespace shardlab
