@@ -10,6 +10,7 @@
 #include "cli/progress.h"
 #include "cli/run_evaluation.h"
 #include "core/flow/prepared_run.h"
+#include "core/util/interrupt.h"
 #include "sim/simulate.h"
 
 namespace shardlab::cli {
@@ -64,7 +65,7 @@ int Compare(const CompareArgs& args) {
     variants.push_back(std::move(v));
   }
   if (args.engine != "analytical") {
-    CatchInterrupt();
+    StopOnInterrupt();
     EvaluationOptions options;
     options.jobs = args.jobs > 0 ? static_cast<int>(args.jobs) : AvailableCores();
     options.start_seconds = start;
@@ -75,6 +76,7 @@ int Compare(const CompareArgs& args) {
           return fmt::format("{:.17g}", sim::SimulateStep(variants[i].prepared, Engine::kSimGrid).step_seconds);
         },
         options, world);
+    if (StopRequested()) throw Stopped();
     if (!world.root()) return 0;
     for (size_t i = 0; i < variants.size(); ++i)
       if (results[i].status == ChildJobResult::Status::kOk) variants[i].simgrid = std::stod(results[i].output);

@@ -1,13 +1,19 @@
 // The shardlab command line: parses arguments with CLI11 and dispatches to the
 // commands in cli/. Exit codes: 0 success, 1 user error (one line on stderr),
 // 2 usage error.
+#include <charconv>
+#include <cmath>
 #include <iostream>
+
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "core/util/interrupt.h"
+#include "core/util/quote.h"
 #include "sim/engine_info.h"
 
 namespace {
@@ -15,12 +21,30 @@ namespace {
 constexpr int kUserError = 1;
 constexpr int kUsageError = 2;
 
+// A finite number of at least `min` (above it when `strict`). CLI11's own
+// number checks let nan through and print their range with DBL_MAX's digits.
+CLI::Validator FiniteNumber(double min, bool strict) {
+  const std::string description = fmt::format("NUMBER {} {}", strict ? ">" : ">=", min);
+  return CLI::Validator(
+      [min, strict](std::string& text) -> std::string {
+        double value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value))
+          return "expected a finite number, got " + shardlab::Quoted(text);
+        if (strict ? value <= min : value < min)
+          return fmt::format("expected a number {} {}, got {}", strict ? "above" : "of at least", min, text);
+        return std::string();
+      },
+      description);
+}
+
 std::string VersionText() { return std::string("shardlab 0.1.0 (SimGrid ") + shardlab::SimGridVersion() + ")"; }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   namespace cli = shardlab::cli;
+  shardlab::InstallInterruptHandlers();
   CLI::App app{"shardlab: simulate distributed deep-learning training on Ascend and GPU clusters"};
   app.set_version_flag("--version", VersionText());
   app.require_subcommand(1);
@@ -112,13 +136,13 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--max-buckets", tune.max_buckets, "most buckets the search considers")
       ->check(CLI::Range(2, 4096));
   tune_cmd->add_option("--time-budget", tune.time_budget, "seconds after which no more verifications start")
-      ->check(CLI::NonNegativeNumber);
+      ->check(FiniteNumber(0, false));
   tune_cmd->add_option("--verify", tune.verify, "tuned candidates verified with the engine")
       ->check(CLI::Range(0, 1000));
   tune_cmd
       ->add_option("--verify-margin", tune.verify_margin,
                    "verify only candidates within this fraction of the fast model's best (default 0.1)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(FiniteNumber(0, false));
   tune_cmd->add_option("--jobs", tune.jobs, "simulations at once (default: every core)")->check(CLI::Range(0, 1024));
   tune_cmd->add_option("--engine", tune.engine, "engine that verifies: simgrid (default) or analytical")
       ->check(CLI::IsMember({"simgrid", "analytical"}));
@@ -195,7 +219,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   bench_gemm_cmd->add_option("--run", bench.run_file, "also measure the per-device GEMMs of this run's plan");
   bench_gemm_cmd->add_option("--peak", bench.peak, "FLOP/s the efficiency is against (default: the best measured)")
-      ->check(CLI::PositiveNumber);
+      ->check(FiniteNumber(0, true));
   add_bench_options(bench_gemm_cmd);
 
   cli::CalibrateArgs calibrate;
@@ -257,8 +281,10 @@ int main(int argc, char** argv) {
     }
     if (*calibrate_cmd) return cli::Calibrate(calibrate);
     if (*validate_run_cmd) return cli::ValidateRun(validate_run);
+  } catch (const shardlab::Stopped&) {
+    return shardlab::StopExitCode();
   } catch (const std::exception& e) {
-    std::cerr << "shardlab: error: " << e.what() << "\n";
+    std::cerr << "shardlab: error: " << shardlab::OneLine(e.what()) << "\n";
     return kUserError;
   }
   return kUsageError;

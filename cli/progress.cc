@@ -1,20 +1,11 @@
 #include "cli/progress.h"
 
-#include <csignal>
 #include <iostream>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 namespace shardlab::cli {
-namespace {
-
-volatile std::sig_atomic_t interrupted = 0;
-
-void OnInterrupt(int) { interrupted = 1; }
-
-}  // namespace
-
 Progress::Progress(std::string label, size_t total)
     : label_(std::move(label)),
       total_(total),
@@ -39,12 +30,5 @@ void Progress::Done(const std::string& item, const std::string& best) {
 void Progress::Finish() {
   if (terminal_ && done_ > 0) std::cerr << "\n";
 }
-
-void CatchInterrupt() {
-  interrupted = 0;
-  std::signal(SIGINT, OnInterrupt);
-}
-
-bool Interrupted() { return interrupted != 0; }
 
 }  // namespace shardlab::cli

@@ -1,7 +1,6 @@
 // Progress of a long command on stderr: a redrawn bar with the best result
 // so far and an ETA on a terminal, one plain line per finished item
-// otherwise. Ctrl-C becomes a request to stop that the command polls, so it
-// can still write its best result.
+// otherwise.
 #pragma once
 
 #include <chrono>
@@ -24,9 +23,5 @@ class Progress {
   bool terminal_ = false;
   std::chrono::steady_clock::time_point start_;
 };
-
-// After this, SIGINT sets a flag instead of ending the process.
-void CatchInterrupt();
-bool Interrupted();
 
 }  // namespace shardlab::cli

@@ -4,6 +4,7 @@
 
 #include "cli/progress.h"
 #include "core/flow/prepared_run.h"
+#include "core/util/interrupt.h"
 #include "sim/simulate.h"
 
 namespace shardlab::cli {
@@ -41,7 +42,7 @@ std::vector<ChildJobResult> EvaluateEverywhere(size_t count, const std::function
   std::vector<ChildJobResult> results(count);
   ChildJobOptions child;
   child.parallel = options.jobs;
-  child.stop = [] { return Interrupted(); };
+  child.stop = [] { return StopRequested(); };
   if (options.time_budget > 0)
     child.may_launch = [&] { return SteadySeconds() - options.start_seconds < options.time_budget; };
   child.on_done = [&](size_t k, const ChildJobResult& r) {

@@ -3,8 +3,10 @@
 // A sweep file names the base run, the grid (a key of the run file, dotted
 // for nested keys, with the list of values it takes) and the engine. Points
 // run in child processes on every core, and across ranks under `mpirun`.
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,6 +15,7 @@
 #include "cli/progress.h"
 #include "cli/run_evaluation.h"
 #include "core/util/atomic_file.h"
+#include "core/util/interrupt.h"
 #include "core/util/json_reader.h"
 #include "core/util/paths.h"
 
@@ -120,6 +123,25 @@ const char* kMetrics[] = {"step_seconds",
                           "peak_memory_gib",
                           "out_of_memory"};
 
+// A grid key the run file does not have fails every point alike: it is the
+// sweep file's error, reported there before anything runs.
+void CheckGridKeys(const SweepSpec& spec, const nlohmann::json& base, const std::string& sweep_file) {
+  const nlohmann::json doc = PointRun(spec, base, std::vector<size_t>(spec.grid.size(), 0));
+  try {
+    ReadRunSpec(JsonNode(doc, spec.run_file));
+  } catch (const ConfigError& e) {
+    if (e.file() != spec.run_file) return;
+    for (const Axis& axis : spec.grid) {
+      std::string pointer = "/" + axis.key;
+      std::replace(pointer.begin(), pointer.end(), '.', '/');
+      if (e.pointer() == pointer && std::string(e.what()).find("unknown key") != std::string::npos) {
+        const nlohmann::json sweep = ReadJsonFile(sweep_file);
+        JsonNode(sweep, sweep_file).Child("grid").Child(axis.key).Fail(std::string("not a key of the run file: ") + e.what());
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int Sweep(const SweepArgs& args) {
@@ -132,7 +154,9 @@ int Sweep(const SweepArgs& args) {
   size_t points = 1;
   for (const Axis& axis : spec.grid) points *= axis.values.size();
 
-  CatchInterrupt();
+  CheckGridKeys(spec, base, args.sweep_file);
+
+  StopOnInterrupt();
   Progress progress("sweep", points);
   EvaluationOptions options;
   options.jobs = args.jobs > 0 ? static_cast<int>(args.jobs) : AvailableCores();
@@ -199,7 +223,10 @@ int Sweep(const SweepArgs& args) {
     std::cerr << fmt::format("wrote {} ({} points, {} failed, {:.1f} s)\n", spec.out_file, points, failed,
                              SteadySeconds() - start);
   }
-  return Interrupted() ? 130 : 0;
+  if (StopRequested()) return StopExitCode();
+  if (failed == points)
+    throw std::runtime_error(fmt::format("every point of the sweep failed; the first: {}", results[0].output));
+  return 0;
 }
 
 }  // namespace shardlab::cli

@@ -20,6 +20,7 @@
 #include "core/report/svg_chart.h"
 #include "core/search/fusion_tuner.h"
 #include "core/util/atomic_file.h"
+#include "core/util/interrupt.h"
 
 namespace shardlab::cli {
 namespace {
@@ -98,7 +99,7 @@ int TuneFusion(const TuneFusionArgs& args) {
   const FusionProblem& problem = search.problem;
   const double search_seconds = SteadySeconds() - start;
 
-  CatchInterrupt();
+  StopOnInterrupt();
   const int jobs = args.jobs > 0 ? static_cast<int>(args.jobs) : AvailableCores();
   Progress progress(fmt::format("verifying with {}", args.engine), to_verify.size());
   EvaluationOptions options;
@@ -170,7 +171,7 @@ int TuneFusion(const TuneFusionArgs& args) {
   out["gradients"] = search.gradients;
   out["search_seconds"] = search_seconds;
   out["verify_seconds"] = verify_seconds;
-  out["interrupted"] = Interrupted();
+  out["interrupted"] = StopRequested();
   out["candidates"] = nlohmann::json::array();
   for (size_t i = 0; i < candidates.size(); ++i) {
     const FusionCandidate& c = candidates[i];
@@ -202,7 +203,7 @@ int TuneFusion(const TuneFusionArgs& args) {
     }
   if (args.json) {
     std::cout << out.dump(2) << "\n";
-    return Interrupted() ? 130 : 0;
+    return StopRequested() ? StopExitCode() : 0;
   }
 
   std::cout << fmt::format("tune-fusion {}: {} fusion by {}, {} gradients{}\n", run.name, args.op,
@@ -213,7 +214,7 @@ int TuneFusion(const TuneFusionArgs& args) {
   std::cout << fmt::format("  fast model: {} candidates in {:.2f} s; {} verified with {} in {:.1f} s ({} at once{})\n",
                            candidates.size(), search_seconds, to_verify.size(), args.engine, verify_seconds, jobs,
                            world.size() > 1 ? fmt::format(", {} MPI ranks", world.size()) : "");
-  if (Interrupted()) std::cout << "  interrupted: the results below are those finished before Ctrl-C\n";
+  if (StopRequested()) std::cout << "  interrupted: the results below are those finished before Ctrl-C\n";
   std::cout << fmt::format("\n  {:<38} {:>8} {:>12} {:>12} {:>12} {:>10}\n", "candidate", "buckets", "fast model",
                            args.engine, "exposed comm", "vs default");
   for (size_t i = 0; i < candidates.size(); ++i) {
@@ -251,7 +252,7 @@ int TuneFusion(const TuneFusionArgs& args) {
   if (op != Collective::kAllGather) std::cout << "\n" << TimelineChart(problem, winner_estimate);
   if (!args.out_file.empty()) std::cout << "wrote " << args.out_file << "\n";
   if (!args.plot_file.empty()) std::cout << "wrote " << args.plot_file << "\n";
-  return Interrupted() ? 130 : 0;
+  return StopRequested() ? StopExitCode() : 0;
 }
 
 }  // namespace shardlab::cli

@@ -18,6 +18,7 @@
 #include "core/flow/prepared_run.h"
 #include "core/util/atomic_file.h"
 #include "core/util/child_jobs.h"
+#include "core/util/interrupt.h"
 #include "exec/plan_executor.h"
 #include "exec/rank_launcher.h"
 #include "sim/simulate.h"
@@ -36,6 +37,10 @@ int ValidateRun(const ValidateRunArgs& args) {
   if (!args.calibration_file.empty())
     ApplyCalibration(LoadCalibrationFile(args.calibration_file),
                      std::filesystem::absolute(args.calibration_file).lexically_normal().string(), &run.cluster);
+  if (run.parallel.device_num > exec::kMaxLocalRanks)
+    throw std::runtime_error(fmt::format("{}: the run has {} devices; validate-run executes one process per device "
+                                         "on this machine, at most {}",
+                                         args.run_file, run.parallel.device_num, exec::kMaxLocalRanks));
   const PreparedRun prepared = Prepare(run);
   const Plan& plan = prepared.plan;
   const int64_t ranks = args.ranks > 0 ? args.ranks : plan.devices;
@@ -51,6 +56,7 @@ int ValidateRun(const ValidateRunArgs& args) {
   options.warmup_steps = static_cast<int>(args.warmup);
   options.steps = static_cast<int>(args.steps);
   spdlog::info("executing {} on {} {} ranks", args.run_file, ranks, args.backend);
+  StopOnInterrupt();  // a signal stops the ranks and removes their rendezvous folder
   std::string device;
   const auto outputs = exec::RunRanks(launch, [&](exec::RankContext& c) {
     nlohmann::json j = exec::ToJson(exec::ExecutePlan(plan, c.rank, c.world, c.runtime, options));
@@ -68,8 +74,10 @@ int ValidateRun(const ValidateRunArgs& args) {
   // Simulated: the analytical engine here, SimGrid in a child.
   const StepResult analytical = sim::SimulateStep(prepared, Engine::kAnalytical, sim::TraceRequest{true, {}});
   ChildJobOptions child;
+  child.stop = [] { return StopRequested(); };
   const auto simgrid_job = RunInChildProcesses(
       {0}, [&](size_t) { return std::to_string(sim::SimulateStep(prepared, Engine::kSimGrid).step_seconds); }, child);
+  if (StopRequested()) throw Stopped();
   if (simgrid_job[0].status != ChildJobResult::Status::kOk)
     throw std::runtime_error("SimGrid failed: " + simgrid_job[0].output);
   const double simgrid = std::stod(simgrid_job[0].output);

@@ -1,12 +1,17 @@
 #include "exec/rank_launcher.h"
 
+#include <cerrno>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include "core/util/child_jobs.h"
+#include "core/util/interrupt.h"
 #include "exec/cpu_runtime.h"
 #ifdef SHARDLAB_HAVE_GLOO
 #include "exec/gloo_communicator.h"
@@ -19,12 +24,31 @@
 namespace shardlab::exec {
 namespace {
 
+constexpr const char* kRendezvousPrefix = "shardlab-ranks-";
+
+// Removes the rendezvous directories of launchers that were killed before
+// they could (their name carries the launcher's process id).
+void RemoveAbandonedRendezvous(const std::filesystem::path& folder) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(kRendezvousPrefix, 0) != 0) continue;
+    const long pid = std::strtol(name.c_str() + std::strlen(kRendezvousPrefix), nullptr, 10);
+    if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::error_code ignored;
+    std::filesystem::remove_all(entry.path(), ignored);
+  }
+}
+
 // A rendezvous directory removed when the run ends.
 class TempDirectory {
  public:
   TempDirectory() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "shardlab-ranks-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot create a rendezvous directory in /tmp");
+    const std::filesystem::path folder = std::filesystem::temp_directory_path();
+    RemoveAbandonedRendezvous(folder);
+    std::string pattern = (folder / fmt::format("{}{}-XXXXXX", kRendezvousPrefix, ::getpid())).string();
+    if (!mkdtemp(pattern.data()))
+      throw std::runtime_error("cannot create a rendezvous directory in " + folder.string());
     path_ = pattern;
   }
   ~TempDirectory() {
@@ -92,6 +116,9 @@ bool BackendAvailable(const std::string& backend, std::string* why) {
 
 std::vector<std::string> RunRanks(const LaunchOptions& options,
                                   const std::function<std::string(RankContext&)>& body) {
+  if (options.ranks > kMaxLocalRanks)
+    throw std::runtime_error(fmt::format("{} ranks: the executor runs one process per rank on this machine, at most {}",
+                                         options.ranks, kMaxLocalRanks));
   std::string why;
   if (!BackendAvailable(options.backend, &why)) throw std::runtime_error(why);
   TempDirectory dir;
@@ -103,13 +130,16 @@ std::vector<std::string> RunRanks(const LaunchOptions& options,
   jobs.on_done = [&failed](size_t, const ChildJobResult& r) {
     if (r.status != ChildJobResult::Status::kOk) failed = true;
   };
-  jobs.stop = [&failed] { return failed; };
+  jobs.stop = [&failed] { return failed || StopRequested(); };
   const auto results = RunInChildProcesses(
       ranks, [&](size_t rank) { return RunRank(options, dir.path(), static_cast<int>(rank), body); }, jobs);
-  std::vector<std::string> outputs;
-  for (size_t r = 0; r < results.size(); ++r) {
+  if (StopRequested()) throw Stopped();
+  // The first rank that failed on its own, not one stopped because of it.
+  for (size_t r = 0; r < results.size(); ++r)
     if (results[r].status == ChildJobResult::Status::kFailed)
       throw std::runtime_error(fmt::format("rank {}: {}", r, results[r].output));
+  std::vector<std::string> outputs;
+  for (size_t r = 0; r < results.size(); ++r) {
     if (results[r].status != ChildJobResult::Status::kOk)
       throw std::runtime_error(fmt::format("rank {} was stopped after another rank failed", r));
     outputs.push_back(results[r].output);

@@ -22,6 +22,9 @@ struct RankContext {
   Runtime& runtime;
 };
 
+// The most ranks one machine runs (one process each).
+inline constexpr int kMaxLocalRanks = 64;
+
 struct LaunchOptions {
   std::string backend = "gloo";  // gloo: CPU runtime + Gloo; nccl: CUDA runtime + NCCL (GPU rank % GPUs)
   int ranks = 1;

@@ -9,6 +9,8 @@
 #include <simgrid/s4u/NetZone.hpp>
 #include <xbt/log.h>
 
+#include "core/util/interrupt.h"
+
 namespace shardlab::sim {
 
 namespace sg4 = simgrid::s4u;
@@ -137,6 +139,7 @@ ClusterPlatform::ClusterPlatform(const ClusterSpec& cluster, int64_t devices) {
   char name[] = "shardlab";
   char* argv[] = {name, nullptr};
   engine_ = std::make_unique<sg4::Engine>(&argc, argv);
+  InstallInterruptHandlers();  // the engine replaced SIGINT's handler with one that crashes in shutdown
   xbt_log_control_set("root.thres:critical");
   // Links behave as alpha-beta pipes: no TCP slow-start factors, no reverse
   // ACK traffic, no window bound on long routes.

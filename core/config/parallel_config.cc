@@ -74,6 +74,9 @@ ParallelOptimizerConfig ReadParallelOptimizerConfig(const JsonNode& node) {
   config.gradient_accumulation_shard = reader.Bool("gradient_accumulation_shard", true);
   config.parallel_optimizer_threshold = reader.Int("parallel_optimizer_threshold", 64, 0, INT32_MAX);
   config.optimizer_weight_shard_size = reader.Int("optimizer_weight_shard_size", -1, -1, kMaxDevices);
+  if (config.optimizer_weight_shard_size == 0)
+    node.Child("optimizer_weight_shard_size")
+        .Fail("expected -1 (shard over the whole data-parallel group) or a group size of 1 or more, got 0");
   reader.Finish();
   return config;
 }

@@ -35,6 +35,23 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
     parallel_node.Child("device_num")
         .Fail(fmt::format("cluster \"{}\" has {} devices, device_num asks for {}", run.cluster.name,
                           run.cluster.device_count(), p.device_num));
+  if (run.model.graph) {
+    std::vector<bool> used(p.pipeline_stages, false);
+    for (const Operator& op : run.model.graph->operators()) {
+      if (op.pipeline_stage >= p.pipeline_stages)
+        root.Child("model").Fail(fmt::format(
+            "operator \"{}\" of model \"{}\" is in pipeline_stage {}, but the run has pipeline_stages {} (stages "
+            "0..{})",
+            op.name, run.model.name, op.pipeline_stage, p.pipeline_stages, p.pipeline_stages - 1));
+      used[op.pipeline_stage] = true;
+    }
+    for (int64_t stage = 0; stage < p.pipeline_stages; ++stage)
+      if (!used[stage])
+        parallel_node.Child("pipeline_stages")
+            .Fail(fmt::format("pipeline stage {} of {} has no operator of model \"{}\" (its operators' "
+                              "pipeline_stage values reach {})",
+                              stage, p.pipeline_stages, run.model.name, run.model.graph->stage_count() - 1));
+  }
   const auto& values = run.model.params.values();
   if (values.count("dtype") || run.model.graph) {
     const DType dtype = ComputeDType(run.model);
@@ -97,7 +114,17 @@ Graph BuildRunGraph(const RunSpec& run) {
   options.pipeline_stages = run.parallel.pipeline_stages;
   options.recompute = run.parallel.recompute;
   const nlohmann::json empty = nlohmann::json::object();
-  return BuildModelGraph(run.model, options, JsonNode(empty, run.file, "/model"));
+  Graph graph = BuildModelGraph(run.model, options, JsonNode(empty, run.file, "/model"));
+  // A split index past the last gradient splits nothing: a config written for another model.
+  const auto gradients = static_cast<int64_t>(graph.Parameters().size());
+  const FusionSetting& allreduce = run.parallel.comm_fusion.allreduce;
+  if (allreduce.mode == FusionSetting::Mode::kIndex && allreduce.indices.back() >= gradients - 1)
+    JsonNode(empty, run.file, "/parallel")
+        .Fail(fmt::format("the AllReduce fusion split index {} (all_reduce_fusion_config or comm_fusion) is not "
+                          "below the last of model \"{}\"'s {} gradients: index i ends a bucket after gradient i, "
+                          "so the indices must be below {}",
+                          allreduce.indices.back(), run.model.name, gradients, gradients - 1));
+  return graph;
 }
 
 nlohmann::json ToJson(const RunSpec& run) {

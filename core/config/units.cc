@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "core/util/quote.h"
+
 namespace shardlab {
 namespace {
 
@@ -58,6 +60,20 @@ const char* BaseUnit(Quantity kind) {
   return "";
 }
 
+std::pair<double, double> PlausibleRange(Quantity kind) {
+  switch (kind) {
+    case Quantity::kBytes:
+      return {1, 1125899906842624.0};  // 1 B .. 1 PiB
+    case Quantity::kBytesPerSecond:
+      return {1, 1e16};  // 1 B/s .. 10 PB/s
+    case Quantity::kSeconds:
+      return {1e-15, 1e6};  // 1 fs .. 11.6 days
+    case Quantity::kFlopsPerSecond:
+      return {1, 1e20};  // 1 FLOP/s .. 100 EFLOP/s
+  }
+  return {0, 0};
+}
+
 }  // namespace
 
 bool ParseQuantity(const std::string& text, Quantity kind, double* value) {
@@ -89,6 +105,12 @@ double ReadQuantity(const JsonNode& node, Quantity kind, bool zero_allowed) {
   }
   if (!std::isfinite(value) || value < 0 || (value == 0 && !zero_allowed))
     node.Fail(fmt::format("expected a {} quantity, got {}", zero_allowed ? "non-negative" : "positive", node.Describe()));
+  // Far outside what hardware has, a value is a typo, and it would turn the
+  // simulated step into inf or 0 s.
+  const auto [low, high] = PlausibleRange(kind);
+  if (value != 0 && (value < low || value > high))
+    node.Fail(fmt::format("expected {}a value from {} to {}, got {}", zero_allowed ? "0 or " : "",
+                          FormatQuantity(low, kind), FormatQuantity(high, kind), node.Describe()));
   return value;
 }
 
@@ -119,6 +141,7 @@ std::string FormatQuantity(double value, Quantity kind) {
 }
 
 std::vector<double> ParseSizeRange(const std::string& text, const std::string& option) {
+  constexpr double kMaxBytes = 1099511627776.0;  // 1 TiB: far past any one collective's buffer
   auto parse = [&](const std::string& part) {
     double v = 0;
     // A plain number is in bytes, as JSON numbers are; written text needs its unit.
@@ -128,8 +151,9 @@ std::vector<double> ParseSizeRange(const std::string& text, const std::string& o
     } else if (!ParseQuantity(part, Quantity::kBytes, &v)) {
       v = 0;
     }
-    if (v < 1)
-      throw std::runtime_error(option + ": \"" + part + "\" is not a size such as 8B, 64KiB, 1GiB or 4096 (bytes)");
+    if (!(v >= 1))
+      throw std::runtime_error(option + ": " + Quoted(part) + " is not a size such as 8B, 64KiB, 1GiB or 4096 (bytes)");
+    if (v > kMaxBytes) throw std::runtime_error(option + ": " + Quoted(part) + " is larger than the limit of 1 TiB");
     return v;
   };
   size_t split = text.find(".."), skip = 2;

@@ -106,11 +106,6 @@ int Graph::AddOperator(Operator op, std::vector<std::string> output_names) {
   if (!type)
     throw GraphError("operator \"" + op.name + "\" has unknown type \"" + op.type + "\"" +
                      DidYouMean(op.type, OpTypeNames()));
-  const int arity = static_cast<int>(op.inputs.size());
-  if (arity < type->min_inputs || arity > type->max_inputs)
-    throw GraphError("operator \"" + op.name + "\" (" + op.type + ") takes " + std::to_string(type->min_inputs) +
-                     (type->max_inputs != type->min_inputs ? ".." + std::to_string(type->max_inputs) : "") +
-                     " inputs, got " + std::to_string(arity));
   for (int input : op.inputs)
     if (input < 0 || input >= static_cast<int>(tensors_.size()))
       throw GraphError("operator \"" + op.name + "\" uses a tensor that does not exist yet");

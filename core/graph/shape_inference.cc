@@ -6,6 +6,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/graph/op_types.h"
+#include "core/util/quote.h"
+#include "core/util/suggest.h"
+
 namespace shardlab {
 namespace {
 
@@ -93,6 +97,22 @@ std::vector<int64_t> NormalizedAxes(const Operator& op, int64_t rank, std::vecto
 }
 
 std::vector<TensorType> InferOutputs(const Operator& op, const std::vector<TensorType>& in) {
+  const OpTypeInfo* type = FindOpType(op.type);
+  if (!type) Fail(op, "unknown type \"" + op.type + "\"" + DidYouMean(op.type, OpTypeNames()));
+  const int arity = static_cast<int>(in.size());
+  if (arity < type->min_inputs || arity > type->max_inputs)
+    Fail(op, fmt::format("takes {}{} input{}, got {}", type->min_inputs,
+                         type->max_inputs != type->min_inputs ? ".." + std::to_string(type->max_inputs) : "",
+                         type->max_inputs == 1 ? "" : "s", arity));
+  for (const auto& attr : op.attrs) {
+    const std::string& name = attr.first;
+    if (name == "primitive_target" ||
+        std::find(type->attrs.begin(), type->attrs.end(), name) != type->attrs.end())
+      continue;
+    Fail(op, fmt::format("unknown attribute {}{}; {} takes {}", Quoted(name), DidYouMean(name, type->attrs), op.type,
+                         type->attrs.empty() ? "only primitive_target"
+                                             : fmt::format("{} and primitive_target", fmt::join(type->attrs, ", "))));
+  }
   const std::string& t = op.type;
   if (t == "MatMul") return {InferMatMul(op, in[0], in[1], false)};
   if (t == "BatchMatMul") return {InferMatMul(op, in[0], in[1], true)};
@@ -175,6 +195,7 @@ std::vector<TensorType> InferOutputs(const Operator& op, const std::vector<Tenso
   if (t == "OneHot") {
     const int64_t depth = op.IntAttr("depth", 0);
     if (depth < 1) Fail(op, "depth must be >= 1");
+    if (op.IntAttr("axis", -1) != -1) Fail(op, "only axis -1 (the one-hot dimension last) is supported");
     Shape out = in[0].shape;
     out.push_back(depth);
     return {{out, DTypeAttr(op, DType::kFloat32)}};

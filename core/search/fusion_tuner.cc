@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -12,6 +11,7 @@
 #include "core/plan/lowering.h"
 #include "core/report/step_result.h"
 #include "core/util/atomic_file.h"
+#include "core/util/input_file.h"
 #include "core/util/json_reader.h"
 #include "core/util/paths.h"
 
@@ -253,9 +253,9 @@ nlohmann::ordered_json FusionSettingJson(const FusionSetting& s) {
 }
 
 void WriteTunedRunFile(const std::string& in, const std::string& out, Collective op, const FusionSetting& s) {
-  ReadJsonFile(in);  // reports a malformed file with its position
-  std::ifstream file(in);
-  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(file);  // keeps the author's key order
+  const std::string text = ReadInputFile(in);
+  ParseJsonText(text, in);  // reports a malformed file with its position
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(text);  // keeps the author's key order
   auto& parallel = doc["parallel"];
   const std::string key = ToString(op);
   const bool has_comm_fusion_entry = parallel.contains("comm_fusion") && parallel["comm_fusion"].contains(key);

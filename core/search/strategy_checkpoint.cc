@@ -1,14 +1,13 @@
 #include "core/search/strategy_checkpoint.h"
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/search/strategy_proto.h"
 #include "core/util/atomic_file.h"
+#include "core/util/input_file.h"
 #include "core/util/json_reader.h"
 
 namespace shardlab {
@@ -51,9 +50,7 @@ void SaveStrategyCheckpoint(const std::string& path, const ShardedGraph& sharded
 
 std::map<std::string, Strategy> LoadStrategyCheckpoint(const std::string& path) {
   if (IsProtobufCheckpoint(path)) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error(path + ": cannot open the strategy checkpoint");
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string bytes = ReadInputFile(path);
     ProtoStrategyMap map;
     try {
       map = DecodeStrategyMap(bytes);

@@ -10,6 +10,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 namespace shardlab {
@@ -82,9 +83,13 @@ std::vector<ChildJobResult> RunInChildProcesses(const std::vector<size_t>& indic
       std::cout.flush();
       std::cerr.flush();
       std::fflush(nullptr);
+      const pid_t parent = getpid();
       const pid_t pid = fork();
       if (pid < 0) throw std::runtime_error("cannot fork a child process");
       if (pid == 0) {
+        // A child dies with its parent, also when the parent is killed outright.
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(1);
         close(fds[0]);
         for (const Running& r : running) close(r.fd);
         RunChild(fds[1], indices[next], job);

@@ -1,10 +1,13 @@
 // The one exception type for mistakes a user can make in a config file: it
 // names the file, the JSON pointer of the offending value and what was
-// expected, so the CLI can print it as a single line.
+// expected, so the CLI can print it as a single line (control characters
+// escaped, a runaway value cut: see quote.h).
 #pragma once
 
 #include <stdexcept>
 #include <string>
+
+#include "core/util/quote.h"
 
 namespace shardlab {
 
@@ -19,8 +22,9 @@ class ConfigError : public std::runtime_error {
 
  private:
   static std::string Format(const std::string& file, const std::string& pointer, const std::string& message) {
-    std::string where = file.empty() ? "<inline>" : file;
-    return where + ": " + (pointer.empty() ? "/" : pointer) + ": " + message;
+    // File and pointer come from the user too (a key may be anything): printable and short.
+    const std::string where = file.empty() ? "<inline>" : OneLine(file, 400);
+    return where + ": " + (pointer.empty() ? "/" : OneLine(pointer, 160)) + ": " + OneLine(message);
   }
 
   std::string file_;

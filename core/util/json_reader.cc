@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "core/util/input_file.h"
 #include "core/util/suggest.h"
 
 namespace shardlab {
@@ -45,14 +44,7 @@ nlohmann::json ParseJsonText(const std::string& text, const std::string& file) {
   }
 }
 
-nlohmann::json ReadJsonFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, "", "cannot open the file (does it exist and is it readable?)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw ConfigError(path, "", "cannot read the file");
-  return ParseJsonText(text.str(), path);
-}
+nlohmann::json ReadJsonFile(const std::string& path) { return ParseJsonText(ReadInputFile(path), path); }
 
 JsonNode::JsonNode(const nlohmann::json& value, std::string file, std::string pointer)
     : value_(&value), file_(std::move(file)), pointer_(std::move(pointer)) {}
@@ -64,11 +56,7 @@ std::string JsonNode::Describe() const {
   if (v.is_null()) return "null";
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_number()) return "the number " + v.dump();
-  if (v.is_string()) {
-    std::string s = v.get<std::string>();
-    if (s.size() > 40) s = s.substr(0, 37) + "...";
-    return "the string \"" + s + "\"";
-  }
+  if (v.is_string()) return "the string " + Quoted(v.get<std::string>(), 40);
   if (v.is_array()) return "a list";
   return "an object";
 }
@@ -103,7 +91,7 @@ std::string JsonNode::AsEnum(const std::vector<std::string>& allowed) const {
   if (!value_->is_string()) Fail("expected one of " + Join(allowed) + ", got " + Describe());
   std::string v = value_->get<std::string>();
   if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
-    Fail("expected one of " + Join(allowed) + ", got \"" + v + "\"" + DidYouMean(v, allowed));
+    Fail("expected one of " + Join(allowed) + ", got " + Quoted(v) + DidYouMean(v, allowed));
   return v;
 }
 
@@ -199,7 +187,7 @@ void ObjectReader::Finish() {
   for (const auto& [key, value] : node_.json().items()) {
     if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
     std::string hint = DidYouMean(key, known_);
-    node_.Child(key).Fail("unknown key \"" + key + "\"" + (hint.empty() ? "; valid keys: " + Join(known_) : hint));
+    node_.Child(key).Fail("unknown key " + Quoted(key) + (hint.empty() ? "; valid keys: " + Join(known_) : hint));
   }
 }
 

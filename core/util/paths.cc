@@ -16,7 +16,7 @@ std::string ResolveRelativeTo(const std::string& naming_file, const std::string&
 std::string RebaseRelative(const std::string& path, const std::string& from_file, const std::string& to_file) {
   if (path.empty() || fs::path(path).is_absolute()) return path;
   const fs::path target = fs::absolute(ResolveRelativeTo(from_file, path));
-  const fs::path folder = fs::absolute(fs::path(to_file).parent_path()).lexically_normal();
+  const fs::path folder = fs::absolute(to_file).parent_path().lexically_normal();
   return target.lexically_normal().lexically_relative(folder).string();
 }
 

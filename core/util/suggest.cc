@@ -26,6 +26,11 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string>& 
   std::string best;
   int best_distance = 0;
   for (const auto& candidate : candidates) {
+    // The distance is at least the length difference: a far longer or shorter
+    // word is no typo of this candidate (and a huge word costs nothing).
+    const size_t longer = std::max(word.size(), candidate.size());
+    const size_t difference = longer - std::min(word.size(), candidate.size());
+    if (difference > std::max<size_t>(2, longer / 3)) continue;
     const int d = EditDistance(word, candidate);
     if (best.empty() || d < best_distance) {
       best = candidate;

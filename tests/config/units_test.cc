@@ -41,6 +41,17 @@ TEST_CASE("ReadQuantity takes base-unit numbers and names the units on error") {
       Catch::Contains("positive"));
 }
 
+TEST_CASE("quantities far outside what hardware has are typos, not simulated as inf or 0 s") {
+  testing::Doc doc(R"({"tiny": 1e-320, "huge": 1e30, "zero": 0, "fine": "25 GB/s"})");
+  const auto tiny =
+      testing::ExpectConfigError([&] { ReadQuantity(doc.root().Child("tiny"), Quantity::kBytesPerSecond); });
+  CHECK(tiny.pointer() == "/tiny");
+  CHECK_THAT(std::string(tiny.what()), Catch::Contains("a value from 1 B/s to"));
+  CHECK_THROWS(ReadQuantity(doc.root().Child("huge"), Quantity::kBytesPerSecond));
+  CHECK(ReadQuantity(doc.root().Child("zero"), Quantity::kSeconds, true) == 0);
+  CHECK(ReadQuantity(doc.root().Child("fine"), Quantity::kBytesPerSecond) == 25e9);
+}
+
 TEST_CASE("FormatQuantity picks a readable unit") {
   CHECK(FormatQuantity(32.0 * 1024 * 1024 * 1024, Quantity::kBytes) == "32 GiB");
   CHECK(FormatQuantity(12.5e9, Quantity::kBytesPerSecond) == "12.5 GB/s");
@@ -55,6 +66,8 @@ TEST_CASE("command-line sizes take units or plain bytes") {
   CHECK(ParseSizeRange("1024..4KiB", "--bytes") == std::vector<double>{1024.0, 2048.0, 4096.0});
   CHECK_THROWS_WITH(ParseSizeRange("12x", "--bytes"), Catch::Contains("--bytes: \"12x\" is not a size"));
   CHECK_THROWS_WITH(ParseSizeRange("0", "--bytes"), Catch::Contains("is not a size"));
+  CHECK_THROWS_WITH(ParseSizeRange("1e20B", "--bytes"), Catch::Contains("larger than the limit of 1 TiB"));
+  CHECK_THROWS_WITH(ParseSizeRange("nanB", "--bytes"), Catch::Contains("is not a size"));
 }
 
 }  // namespace shardlab

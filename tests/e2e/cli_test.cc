@@ -209,6 +209,13 @@ TEST_CASE("layout commands reject bad input with one line and exit 1") {
        "over 32 and 4 devices"},
       {"devices --matrix '[2,2,3]' --rank 12", "not below the 12 devices"},
       {"devices --matrix '[2,2,3]' --tensor-map '[3,0]'", "--tensor-map: /0: expected an integer in -1..2"},
+      // Too few inputs for the operator (it crashed once for 33 of 34 operator types).
+      {"layout --op MatMul --inputs '[[128,64]]' --strategy '[[2,1]]' --devices 8", "takes 2 inputs, got 1"},
+      {"layout --op Add --inputs '[[128,64]]' --strategy '[[2,1]]' --devices 8", "takes 2 inputs, got 1"},
+      {"layout --op ReLU --inputs '[]' --strategy '[]' --devices 8", "takes 1 input, got 0"},
+      {"layout --op MatMul --inputs '[[128,64],[64,32]]' --attrs '{\"transposee_b\":true}' --strategy "
+       "'[[2,1],[1,4]]'",
+       "did you mean 'transpose_b'"},
   };
   for (const auto& c : cases) {
     INFO(c.args);

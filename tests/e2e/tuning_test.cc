@@ -130,6 +130,15 @@ TEST_CASE("a sweep file with a bad grid fails with its JSON path") {
   const CliResult r = Run("sweep '" + bad.string() + "'");
   CHECK(r.rc == 1);
   CHECK_THAT(r.err, Catch::Contains("/grid/parallel.device_num") && Catch::Contains("non-empty list"));
+  // A grid key the run does not have is the sweep file's error, found before anything runs.
+  std::ofstream(bad)
+      << R"({"run": ")" << SHARDLAB_SOURCE_DIR
+      << R"(/configs/runs/seed-ffn-ascend-8.json", "grid": {"parallel.global_bach_size": [8]}, "engine": "analytical"})";
+  const CliResult typo = Run("sweep '" + bad.string() + "'");
+  CHECK(typo.rc == 1);
+  CHECK(typo.out.empty());
+  CHECK_THAT(typo.err, Catch::Contains(bad.string() + ": /grid/parallel.global_bach_size: not a key of the run file") &&
+                           Catch::Contains("did you mean 'global_batch_size'"));
 }
 
 }  // namespace

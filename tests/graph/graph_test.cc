@@ -1,6 +1,8 @@
 #include "core/graph/graph.h"
 
 #include "core/graph/graph_builder.h"
+#include "core/graph/op_types.h"
+#include "core/graph/shape_inference.h"
 #include "core/ops/flops.h"
 #include "tests/test_util.h"
 
@@ -61,7 +63,7 @@ TEST_CASE("graph names are unique and operator types known") {
   CHECK_THROWS_WITH(g.AddOperator(op), Catch::Contains("did you mean 'ReLU'"));
   op.type = "ReLU";
   op.inputs = {0, 0};
-  CHECK_THROWS_WITH(g.AddOperator(op), Catch::Contains("takes 1 inputs, got 2"));
+  CHECK_THROWS_WITH(g.AddOperator(op), Catch::Contains("takes 1 input, got 2"));
   op.inputs = {5};
   CHECK_THROWS_WITH(g.AddOperator(op), Catch::Contains("does not exist"));
   op.inputs = {0};
@@ -70,6 +72,26 @@ TEST_CASE("graph names are unique and operator types known") {
   CHECK(g.tensor(g.op(index).outputs[0]).producer == index);
   CHECK(g.Consumers(0) == std::vector<int>{index});
   CHECK_THROWS_WITH(g.AddOperator(op), Catch::Contains("used twice"));
+}
+
+TEST_CASE("shape inference checks the input count and the attributes of every operator type") {
+  // InferOutputs is what `shardlab layout` calls directly: the count is its check, not the graph's.
+  Operator op;
+  op.name = "mm";
+  op.type = "MatMul";
+  CHECK_THROWS_WITH(InferOutputs(op, {{{128, 64}, DType::kFloat16}}), Catch::Contains("takes 2 inputs, got 1"));
+  for (const OpTypeInfo& type : OpTypes()) {
+    INFO(type.name);
+    op.type = type.name;
+    const std::vector<TensorType> too_many(static_cast<size_t>(type.max_inputs) + 1, {{4, 4}, DType::kFloat32});
+    CHECK_THROWS_WITH(InferOutputs(op, too_many), Catch::Contains("input"));
+  }
+  op.type = "MatMul";
+  op.attrs["transposee_b"] = true;
+  CHECK_THROWS_WITH(InferOutputs(op, {{{128, 64}, DType::kFloat16}, {{64, 32}, DType::kFloat16}}),
+                    Catch::Contains("unknown attribute \"transposee_b\" (did you mean 'transpose_b'?)"));
+  op.attrs = {{"primitive_target", std::string("CPU")}, {"transpose_b", true}};
+  CHECK(InferOutputs(op, {{{128, 64}, DType::kFloat16}, {{32, 64}, DType::kFloat16}})[0].shape == Shape{128, 32});
 }
 
 TEST_CASE("operator work counts GEMM, convolution and element-wise FLOPs") {

@@ -1,6 +1,13 @@
 #include "core/util/json_reader.h"
-#include "core/util/paths.h"
 
+#include <filesystem>
+#include <fstream>
+
+#include <sys/stat.h>
+
+#include "core/util/input_file.h"
+#include "core/util/paths.h"
+#include "core/util/quote.h"
 #include "core/util/suggest.h"
 #include "tests/test_util.h"
 
@@ -83,6 +90,42 @@ TEST_CASE("a path in a file is relative to that file's folder; absolute ones and
   CHECK(RebaseRelative("../clusters/c.json", "configs/runs/a.json", "configs/runs/tuned/b.json") ==
         "../../clusters/c.json");
   CHECK(RebaseRelative("/abs.json", "a/b.json", "c/d.json") == "/abs.json");
+  // A file named without a folder lives in the working folder.
+  CHECK(RebaseRelative("../clusters/c.json", "configs/runs/a.json", "tuned.json") == "configs/clusters/c.json");
+}
+
+TEST_CASE("input files must be regular files within the size cap") {
+  CHECK_THROWS_WITH(ReadJsonFile("/dev/zero"), Catch::Contains("/dev/zero: /: expected a regular file, this is a "
+                                                               "character device"));
+  CHECK_THROWS_WITH(ReadJsonFile(testing::SourcePath("configs")), Catch::Contains("this is a folder"));
+  const std::filesystem::path fifo = std::filesystem::temp_directory_path() / "shardlab-input-fifo";
+  std::filesystem::remove(fifo);
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(ReadJsonFile(fifo.string()), Catch::Contains("this is a FIFO"));  // at once, no writer needed
+  std::filesystem::remove(fifo);
+  const std::filesystem::path big = std::filesystem::temp_directory_path() / "shardlab-input-big.json";
+  std::ofstream(big) << std::string(2048, ' ') << "{}";
+  CHECK(ReadInputFile(big.string()).size() == 2050);
+  CHECK_THROWS_WITH(ReadInputFile(big.string(), 1024), Catch::Contains("input files are limited to 1024 bytes"));
+  std::filesystem::remove(big);
+}
+
+TEST_CASE("user text in messages is escaped and cut") {
+  CHECK(Quoted("plain") == "\"plain\"");
+  CHECK(Quoted("a\nb\x1b[31m\"") == "\"a\\nb\\x1b[31m\\\"\"");
+  CHECK(Quoted(std::string(100, 'k'), 10) == "\"kkkkkkkkkk...\" (100 characters)");
+  CHECK(OneLine("two\nlines") == "two\\nlines");
+  CHECK(OneLine(std::string(50, 'x'), 20) == std::string(20, 'x') + "... (30 more characters)");
+  // A huge unknown key costs no edit distance and prints a short line.
+  nlohmann::json doc = {{std::string(1 << 22, 'q'), 1}};
+  ObjectReader reader(JsonNode(doc, "big.json"));
+  try {
+    reader.Finish();
+    FAIL("expected an error");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()).size() < 1000);
+    CHECK_THAT(std::string(e.what()), Catch::Contains("(4194304 characters)"));
+  }
 }
 
 }  // namespace
