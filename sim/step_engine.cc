@@ -9,8 +9,10 @@
 #include <stdexcept>
 #include <tuple>
 
+#include <fmt/format.h>
 #include <simgrid/s4u/Engine.hpp>
 
+#include "core/analytical/analytical_engine.h"
 #include "core/layout/device_matrix.h"
 #include "core/plan/pass_steps.h"
 #include "core/plan/pipeline_schedule.h"
@@ -502,6 +504,8 @@ class Engine {
 
 Trace RunSimGrid(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, const TraceRequest& trace,
                  SimGridStats* stats) {
+  CheckTaskRuns(plan, kMaxSimGridTaskRuns, "SimGrid",
+                fmt::format("about a minute; the analytical engine takes up to {}", kMaxAnalyticalTaskRuns));
   const auto wall_start = std::chrono::steady_clock::now();
   Engine engine(plan, cluster, fidelity, trace);
   Trace result = engine.Run(stats);

@@ -41,6 +41,7 @@ PassTimes Sum(const StageProgram& stage) {
 }  // namespace
 
 Trace RunAnalytical(const Plan& plan) {
+  CheckTaskRuns(plan, kMaxAnalyticalTaskRuns, "analytical", "about 1 GiB of memory and 3 s");
   const auto wall_start = std::chrono::steady_clock::now();
   Trace trace;
   trace.engine = "analytical";

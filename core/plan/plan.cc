@@ -1,5 +1,9 @@
 #include "core/plan/plan.h"
 
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace shardlab {
@@ -21,6 +25,26 @@ nlohmann::json ToJson(const MemoryBreakdown& m) {
           {"peak", m.peak},
           {"dominant", m.dominant},
           {"dominant_bytes", m.dominant_bytes}};
+}
+
+int64_t TaskRunsPerStep(const Plan& plan) {
+  int64_t runs = 0;
+  for (const StageProgram& stage : plan.stages)
+    runs += static_cast<int64_t>(stage.forward.size() + stage.backward.size()) * plan.micro_batches;
+  return runs;
+}
+
+void CheckTaskRuns(const Plan& plan, int64_t limit, const std::string& engine, const std::string& cost) {
+  const int64_t runs = TaskRunsPerStep(plan);
+  if (runs <= limit) return;
+  int64_t largest = 0;
+  for (const StageProgram& stage : plan.stages)
+    largest = std::max(largest, static_cast<int64_t>(stage.forward.size() + stage.backward.size()));
+  throw std::runtime_error(fmt::format(
+      "this step would run {} tasks ({} stage{} x {} micro-batch{} x up to {} tasks each), more than the {} engine's "
+      "limit of {} ({}): lower micro_batch_num or the model's size",
+      runs, plan.stages.size(), plan.stages.size() == 1 ? "" : "s", plan.micro_batches,
+      plan.micro_batches == 1 ? "" : "es", largest, engine, limit, cost));
 }
 
 }  // namespace shardlab

@@ -129,4 +129,14 @@ struct Plan {
 
 nlohmann::json ToJson(const MemoryBreakdown& m);
 
+// The work an engine does for one step: every stage runs its forward and
+// backward tasks once per micro-batch. Engines refuse a plan whose count
+// passes their limit (CheckTaskRuns) before they allocate anything.
+int64_t TaskRunsPerStep(const Plan& plan);
+
+// Throws std::runtime_error saying how much work the plan asks for and how to
+// lower it when TaskRunsPerStep(plan) > limit; `engine` and `cost` name the
+// engine and what the limit stands for in its messages.
+void CheckTaskRuns(const Plan& plan, int64_t limit, const std::string& engine, const std::string& cost);
+
 }  // namespace shardlab

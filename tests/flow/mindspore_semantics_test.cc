@@ -181,5 +181,17 @@ TEST_CASE("data_parallel never redistributes: every device runs the network on i
   }
 }
 
+TEST_CASE("the analytical engine refuses a step whose task count passes its limit") {
+  // A million micro-batches of GPT-3 would take minutes and gigabytes: refused before any work.
+  RunSpec run = Shipped("gpt3-175b-ascend-4096");
+  run.parallel.micro_batch_num = 1 << 20;
+  run.parallel.global_batch_size = int64_t{1} << 25;
+  run.model.params.Set("batch", run.parallel.micro_batch_size());
+  const PreparedRun prepared = Prepare(run);
+  CHECK(TaskRunsPerStep(prepared.plan) > kMaxAnalyticalTaskRuns);
+  CHECK_THROWS_WITH(RunAnalytical(prepared.plan), Catch::Contains("x 1048576 micro-batches") &&
+                                                      Catch::Contains("analytical engine's limit of 40000000"));
+}
+
 }  // namespace
 }  // namespace shardlab

@@ -1,6 +1,7 @@
 // SimGrid runs of expanded collectives against their closed forms. One
 // SimGrid engine per process: every test case runs in its own ctest process.
 #include <algorithm>
+#include <filesystem>
 #include <map>
 
 #include <catch2/catch.hpp>
@@ -234,6 +235,21 @@ TEST_CASE("SimGrid simulates a step whose data-parallel size does not divide a s
   const StepResult analytical = Summarize(prepared.plan, RunAnalytical(prepared.plan));
   CHECK(simulated.step_seconds > 0);
   CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.2));
+}
+
+TEST_CASE("SimGrid refuses a step whose task count passes its limit while every shipped run is within it") {
+  for (const auto& entry : std::filesystem::directory_iterator(testing::SourcePath("configs/runs"))) {
+    INFO(entry.path().filename().string());
+    CHECK(TaskRunsPerStep(Prepare(LoadRunFile(entry.path().string())).plan) <= kMaxSimGridTaskRuns);
+  }
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/gpt3-175b-ascend-4096.json"));
+  run.parallel.micro_batch_num = 512;
+  run.parallel.global_batch_size = 512 * 64;
+  run.model.params.Set("batch", run.parallel.micro_batch_size());
+  const Plan plan = Prepare(run).plan;
+  // Refused before the engine starts (no SimGrid engine is created).
+  CHECK_THROWS_WITH(RunSimGrid(plan, run.cluster, Fidelity::kAggregated, TraceRequest{}),
+                    Catch::Contains("x 512 micro-batches") && Catch::Contains("SimGrid engine's limit of 3000000"));
 }
 
 }  // namespace
