@@ -109,7 +109,9 @@ int Redistribute(const RedistributeArgs& args) {
 }
 
 int Devices(const DevicesArgs& args) {
-  const Shape dims = JsonArg("--matrix", args.matrix).node().AsIntList(1, 4096);
+  const JsonArg matrix_arg("--matrix", args.matrix);
+  const Shape dims = matrix_arg.node().AsIntList(1, 4096);
+  if (const std::string problem = DeviceMatrixProblem(dims); !problem.empty()) matrix_arg.node().Fail(problem);
   const DeviceMatrix matrix(dims);
   if (args.rank >= matrix.size())
     throw std::runtime_error(

@@ -6,12 +6,24 @@
 
 namespace shardlab {
 
-DeviceMatrix::DeviceMatrix(Shape dims, std::vector<int64_t> ranks) : dims_(std::move(dims)), ranks_(std::move(ranks)) {
+std::string DeviceMatrixProblem(const Shape& dims) {
+  if (dims.size() > kMaxDeviceMatrixDims)
+    return "a device matrix has at most " + std::to_string(kMaxDeviceMatrixDims) + " dimensions, this one " +
+           std::to_string(dims.size());
   int64_t size = 1;
-  for (int64_t d : dims_) {
-    if (d < 1) throw std::invalid_argument("device matrix dimensions must be >= 1");
+  for (int64_t d : dims) {
+    if (d < 1) return "device matrix dimensions must be >= 1";
+    if (d > kMaxDeviceMatrixDevices / size)
+      return "a device matrix holds at most " + std::to_string(kMaxDeviceMatrixDevices) + " devices";
     size *= d;
   }
+  return "";
+}
+
+DeviceMatrix::DeviceMatrix(Shape dims, std::vector<int64_t> ranks) : dims_(std::move(dims)), ranks_(std::move(ranks)) {
+  if (const std::string problem = DeviceMatrixProblem(dims_); !problem.empty()) throw std::invalid_argument(problem);
+  int64_t size = 1;
+  for (int64_t d : dims_) size *= d;
   if (ranks_.empty()) {
     ranks_.resize(size);
     for (int64_t i = 0; i < size; ++i) ranks_[i] = i;

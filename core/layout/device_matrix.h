@@ -5,11 +5,21 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/layout/tensor_map.h"
 
 namespace shardlab {
+
+// The largest device matrix shardlab takes (a cluster's devices at most, in
+// no more dimensions than anyone splits tensors over).
+inline constexpr size_t kMaxDeviceMatrixDims = 16;
+inline constexpr int64_t kMaxDeviceMatrixDevices = 131072;
+
+// Why `dims` is no device matrix (an entry below 1, too many dimensions or
+// devices), or "" when it is one.
+std::string DeviceMatrixProblem(const Shape& dims);
 
 class DeviceMatrix {
  public:

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/layout/device_matrix.h"
+
 namespace shardlab {
 namespace {
 
@@ -62,8 +64,8 @@ TensorLayout::TensorLayout(Shape device_arrangement, TensorMap tensor_map, Shape
       tensor_map_(std::move(tensor_map)),
       tensor_shape_(std::move(tensor_shape)) {
   const int64_t rank = static_cast<int64_t>(device_arrangement_.size());
-  for (int64_t d : device_arrangement_)
-    if (d < 1) throw LayoutError(fmt::format("device matrix {} has an entry < 1", device_arrangement_));
+  if (const std::string problem = DeviceMatrixProblem(device_arrangement_); !problem.empty())
+    throw LayoutError(fmt::format("device matrix [{}]: {}", fmt::join(device_arrangement_, ","), problem));
   if (tensor_map_.size() != tensor_shape_.size())
     throw LayoutError(fmt::format("tensor map {} has {} entries but the tensor has {} dimensions", tensor_map_,
                                   tensor_map_.size(), tensor_shape_.size()));

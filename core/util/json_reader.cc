@@ -149,7 +149,15 @@ std::optional<JsonNode> ObjectReader::Optional(const std::string& key) {
 }
 
 JsonNode ObjectReader::Required(const std::string& key) {
-  if (!Has(key)) node_.Fail("missing required key \"" + key + "\"");
+  if (!Has(key)) {
+    // A key of this object that is a typo of the missing one is the likely cause.
+    std::string typo;
+    if (node_.json().is_object())
+      for (const auto& item : node_.json().items())
+        if (ClosestMatch(item.key(), {key}) == key) typo = item.key();
+    node_.Fail("missing required key \"" + key + "\"" +
+               (typo.empty() ? "" : " (is " + Quoted(typo) + " a misspelling of it?)"));
+  }
   return node_.Child(key);
 }
 

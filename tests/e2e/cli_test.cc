@@ -209,6 +209,9 @@ TEST_CASE("layout commands reject bad input with one line and exit 1") {
        "over 32 and 4 devices"},
       {"devices --matrix '[2,2,3]' --rank 12", "not below the 12 devices"},
       {"devices --matrix '[2,2,3]' --tensor-map '[3,0]'", "--tensor-map: /0: expected an integer in -1..2"},
+      // It segfaulted (the product overflowed) and took 40 s for 60,000 ones.
+      {"devices --matrix '[4096,4096,4096,4096,4096,4096]'", "--matrix: /: a device matrix holds at most 131072"},
+      {"devices --matrix '[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]'", "at most 16 dimensions, this one 17"},
       // Too few inputs for the operator (it crashed once for 33 of 34 operator types).
       {"layout --op MatMul --inputs '[[128,64]]' --strategy '[[2,1]]' --devices 8", "takes 2 inputs, got 1"},
       {"layout --op Add --inputs '[[128,64]]' --strategy '[[2,1]]' --devices 8", "takes 2 inputs, got 1"},

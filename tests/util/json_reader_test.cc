@@ -110,6 +110,14 @@ TEST_CASE("input files must be regular files within the size cap") {
   std::filesystem::remove(big);
 }
 
+TEST_CASE("a missing required key names the key of the object that misspells it") {
+  const nlohmann::json doc = {{"clustr", "a.json"}, {"name", "x"}};
+  ObjectReader reader(JsonNode(doc, "run.json"));
+  CHECK_THROWS_WITH(reader.Required("cluster"),
+                    Catch::Contains("missing required key \"cluster\" (is \"clustr\" a misspelling of it?)"));
+  CHECK_THROWS_WITH(reader.Required("model"), Catch::EndsWith("missing required key \"model\""));
+}
+
 TEST_CASE("user text in messages is escaped and cut") {
   CHECK(Quoted("plain") == "\"plain\"");
   CHECK(Quoted("a\nb\x1b[31m\"") == "\"a\\nb\\x1b[31m\\\"\"");
