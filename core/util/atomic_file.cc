@@ -91,13 +91,14 @@ void Publish(int fd, bool unnamed, const std::string& temporary, const fs::path&
 
 void WriteFileAtomically(const std::string& path, const std::string& content) {
   if (path.empty()) Fail("\"\"", "no file name");
-  const fs::path target = FollowLinks(path);
+  // stat follows every link: /dev/stdout ends at a pipe or a terminal.
   struct stat existing = {};
-  if (::stat(target.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode)) {
+  if (::stat(path.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode)) {
     if (S_ISFIFO(existing.st_mode) || S_ISCHR(existing.st_mode))
-      return WriteThrough(target, content, path, S_ISFIFO(existing.st_mode));
+      return WriteThrough(path, content, path, S_ISFIFO(existing.st_mode));
     Fail(path, S_ISDIR(existing.st_mode) ? "it is a folder" : "it is not a regular file");
   }
+  const fs::path target = FollowLinks(path);
   const fs::path folder = target.parent_path();
   std::string temporary = TemporaryName(folder);
   int fd = ::open(folder.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
