@@ -2,9 +2,7 @@
 
 #include <algorithm>
 
-#include "core/graph/op_types.h"
 #include "core/graph/shape_inference.h"
-#include "core/util/suggest.h"
 
 namespace shardlab {
 
@@ -102,10 +100,7 @@ int Graph::AddParameter(const std::string& name, Shape shape, DType dtype) {
 int Graph::AddOperator(Operator op, std::vector<std::string> output_names) {
   if (op.name.empty()) throw GraphError("an operator needs a name");
   if (operator_index_.count(op.name)) throw GraphError("operator name \"" + op.name + "\" is used twice");
-  const OpTypeInfo* type = FindOpType(op.type);
-  if (!type)
-    throw GraphError("operator \"" + op.name + "\" has unknown type \"" + op.type + "\"" +
-                     DidYouMean(op.type, OpTypeNames()));
+  // InferOutputs checks the type, the input count and the attributes.
   for (int input : op.inputs)
     if (input < 0 || input >= static_cast<int>(tensors_.size()))
       throw GraphError("operator \"" + op.name + "\" uses a tensor that does not exist yet");

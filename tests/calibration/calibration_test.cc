@@ -144,5 +144,16 @@ TEST_CASE("a cluster file names its calibration file") {
   CHECK(run.cluster.device.compute_efficiency == 1);
 }
 
+TEST_CASE("the H100 calibration measured on a lent GPU loads with a bfloat16 GEMM fit below the datasheet peak") {
+  const Calibration c = LoadCalibrationFile(SourcePath("configs/calibration/h100-sxm5-1gpu.json"));
+  REQUIRE(c.gemm);
+  CHECK(c.gemm->dtype == "bfloat16");
+  // Random operands (zero-filled ones measured 884 TFLOP/s); the H100 SXM5 datasheet says 989.
+  CHECK(c.gemm->peak_flops > 600e12);
+  CHECK(c.gemm->peak_flops < 989e12);
+  REQUIRE(c.copy);
+  CHECK(c.copy->bandwidth > 2e12);
+}
+
 }  // namespace
 }  // namespace shardlab
