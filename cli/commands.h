@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/ops/layout_queries.h"
+
 namespace shardlab::cli {
 
 struct SimulateArgs {
@@ -30,27 +32,11 @@ int GraphCommand(const GraphArgs& args);
 // Lists the model builders and their parameters.
 int Models();
 
-// JSON arguments are parsed here, not in main, so their errors name the option.
-struct LayoutArgs {
-  std::string op;
-  std::string inputs;    // [[128,64],[64,32]]
-  std::string strategy;  // [[2,1],[1,4]]
-  std::string attrs;     // {"transpose_b": true}
-  std::string weights;   // [1]: inputs that are parameters; "" = the family's default
-  std::string dtype = "float32";
-  int64_t devices = 8;
-  int64_t rank = 0;
-};
+// JSON arguments are parsed in core/ops/layout_queries.h, so their errors name the option.
+using LayoutArgs = OpLayoutQuery;
 int Layout(const LayoutArgs& args);
 
-struct RedistributeArgs {
-  std::string shape;  // [512,1024]
-  std::string from;   // {"device_matrix":[8,4],"tensor_map":[1,0]}
-  std::string to;
-  bool enable_alltoall = false;
-  std::string dtype = "float32";
-  int64_t rank = 0;
-};
+using RedistributeArgs = RedistributionQuery;
 int Redistribute(const RedistributeArgs& args);
 
 struct CollectiveArgs {
@@ -115,11 +101,7 @@ struct SweepArgs {
 };
 int Sweep(const SweepArgs& args);
 
-struct DevicesArgs {
-  std::string matrix;      // [2,2,3]
-  std::string tensor_map;  // [-1,0]; "" = none
-  int64_t rank = 0;
-};
+using DevicesArgs = DeviceGroupsQuery;
 int Devices(const DevicesArgs& args);
 
 struct BenchArgs {

@@ -253,8 +253,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : kUsageError;
+    // --help and --version print and succeed; a usage mistake is one line like every other error.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "shardlab: error: " << shardlab::OneLine(e.what()) << " (see --help)\n";
+    return kUsageError;
   }
 
   auto logger = spdlog::stderr_color_st("shardlab");

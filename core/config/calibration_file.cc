@@ -6,8 +6,10 @@
 
 #include <fmt/format.h>
 
+#include "core/config/units.h"
 #include "core/graph/dtype.h"
 #include "core/util/json_reader.h"
+#include "core/util/quote.h"
 
 namespace shardlab {
 namespace {
@@ -30,6 +32,17 @@ FitQuality ReadQuality(const JsonNode& node) {
   q.outliers = static_cast<int>(r.Int("outliers", 0, 0, 1 << 30));
   r.Finish();
   return q;
+}
+
+// A fitted figure in base units: 0 where the fit has none (unless
+// `zero_allowed` is false), else within the plausible range of its kind.
+double ReadFitted(const JsonNode& node, Quantity kind, bool zero_allowed = true) {
+  const auto [low, high] = PlausibleRange(kind);
+  const double v = node.AsNumber(0, high);
+  if (v < low && (v != 0 || !zero_allowed))
+    node.Fail(fmt::format("expected {}a value in [{:g}, {:g}] {}, got {:g}", zero_allowed ? "0 (not fitted) or " : "",
+                          low, high, BaseUnit(kind), v));
+  return v;
 }
 
 }  // namespace
@@ -86,11 +99,12 @@ Calibration ReadCalibration(const JsonNode& node) {
       f.algorithm = er.Required("algorithm").AsString();
       f.scope = *ParseNetworkScope(er.Required("scope").AsEnum(NetworkScopeNames()));
       f.ranks = static_cast<int>(er.RequiredInt("ranks", 1, 4096));
-      f.latency = er.Required("latency").AsNumber(0, kMax);
-      f.seconds_per_byte = er.Required("seconds_per_byte").AsNumber(0, kMax);
-      f.link.bandwidth = er.Required("link_bandwidth").AsNumber(0, kMax);
-      f.link.latency = er.Required("link_latency").AsNumber(0, kMax);
-      f.link.floor = er.Number("floor", 0, 0, kMax);
+      f.latency = ReadFitted(er.Required("latency"), Quantity::kSeconds);
+      // At most a second per byte: the slowest plausible rate, 1 B/s.
+      f.seconds_per_byte = er.Required("seconds_per_byte").AsNumber(0, 1);
+      f.link.bandwidth = ReadFitted(er.Required("link_bandwidth"), Quantity::kBytesPerSecond);
+      f.link.latency = ReadFitted(er.Required("link_latency"), Quantity::kSeconds);
+      if (auto floor = er.Optional("floor")) f.link.floor = ReadFitted(*floor, Quantity::kSeconds);
       f.quality = ReadQuality(er.Required("fit"));
       if (auto large = er.Optional("fit_1MiB_and_more")) f.large = ReadQuality(*large);
       er.Finish();
@@ -100,10 +114,10 @@ Calibration ReadCalibration(const JsonNode& node) {
     ObjectReader gr(*g);
     GemmFit f;
     f.dtype = gr.Required("dtype").AsString();
-    if (!ParseDType(f.dtype)) g->Child("dtype").Fail("\"" + f.dtype + "\" is not a dtype");
-    f.peak_flops = gr.Required("peak_flops").AsNumber(1, kMax);
-    f.half_size = gr.Required("half_size").AsNumber(0, kMax);
-    f.overhead = gr.Required("overhead").AsNumber(0, kMax);
+    if (!ParseDType(f.dtype)) g->Child("dtype").Fail(Quoted(f.dtype) + " is not a dtype");
+    f.peak_flops = ReadFitted(gr.Required("peak_flops"), Quantity::kFlopsPerSecond, false);
+    f.half_size = gr.Required("half_size").AsNumber(0, PlausibleRange(Quantity::kBytes).second);
+    f.overhead = ReadFitted(gr.Required("overhead"), Quantity::kSeconds);
     f.quality = ReadQuality(gr.Required("fit"));
     gr.Finish();
     c.gemm = f;
@@ -111,8 +125,8 @@ Calibration ReadCalibration(const JsonNode& node) {
   if (auto m = r.Optional("memory")) {
     ObjectReader mr(*m);
     CopyFit f;
-    f.bandwidth = mr.Required("bandwidth").AsNumber(1, kMax);
-    f.overhead = mr.Required("overhead").AsNumber(0, kMax);
+    f.bandwidth = ReadFitted(mr.Required("bandwidth"), Quantity::kBytesPerSecond, false);
+    f.overhead = ReadFitted(mr.Required("overhead"), Quantity::kSeconds);
     f.quality = ReadQuality(mr.Required("fit"));
     mr.Finish();
     c.copy = f;

@@ -7,9 +7,11 @@
 
 #include "core/config/calibration_file.h"
 #include "core/config/units.h"
+#include "core/util/input_file.h"
 #include "core/util/json_reader.h"
 #include "core/util/paths.h"
 #include "core/util/suggest.h"
+#include "core/util/quote.h"
 
 namespace shardlab {
 namespace {
@@ -29,7 +31,7 @@ DeviceSpec ReadDevice(const JsonNode& node) {
     const auto node_value = peak_reader.Required(name);
     auto dtype = ParseDType(name);
     if (!dtype)
-      node_value.Fail("\"" + name + "\" is not a dtype" + DidYouMean(name, DTypeNames()) +
+      node_value.Fail(Quoted(name) + " is not a dtype" + DidYouMean(name, DTypeNames()) +
                       "; peak_flops maps dtypes to FLOP/s");
     d.peak_flops[*dtype] = ReadQuantity(node_value, Quantity::kFlopsPerSecond);
   }
@@ -142,8 +144,9 @@ ClusterSpec ReadClusterSpec(const JsonNode& node) {
   c.inter_server = ReadInterServer(r.Required("inter_server"), c.servers, c.devices_per_server);
   if (auto calibration = r.Optional("calibration")) {
     const std::string path = ResolveRelativeTo(node.file(), calibration->AsString());
-    if (!std::filesystem::exists(path))
-      calibration->Fail("calibration file " + path + " does not exist (write one with `shardlab calibrate`)");
+    if (const std::string problem = InputFileProblem(path); !problem.empty())
+      calibration->Fail("the calibration file " + Quoted(path, 400) + " " + problem +
+                        (problem == "does not exist" ? " (write one with `shardlab calibrate`)" : ""));
     ApplyCalibration(LoadCalibrationFile(path), std::filesystem::absolute(path).lexically_normal().string(), &c);
   }
   r.Finish();

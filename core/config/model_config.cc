@@ -59,11 +59,18 @@ void ApplyModelParams(ModelSpec& model, const JsonNode& node) {
 
 Graph BuildModelGraph(const ModelSpec& model, const BuildOptions& options, const JsonNode& where) {
   if (model.graph) return *model.graph;
+  Graph graph;
   try {
-    return FindModelBuilder(model.builder)->build(model.name, model.params, options);
+    graph = FindModelBuilder(model.builder)->build(model.name, model.params, options);
   } catch (const GraphError& e) {
     where.Fail(fmt::format("cannot build model \"{}\" ({}): {}", model.name, model.builder, e.what()));
   }
+  // The builder derives its strategies from the parameters given here.
+  for (size_t i = 0; i < graph.operators().size(); ++i) {
+    Operator& op = graph.mutable_op(static_cast<int>(i));
+    if (op.strategy) op.strategy_source = where.location();
+  }
+  return graph;
 }
 
 DType ComputeDType(const ModelSpec& model) {

@@ -10,6 +10,7 @@
 #include "core/util/json_reader.h"
 #include "core/util/paths.h"
 #include "core/util/warning.h"
+#include "core/util/quote.h"
 
 namespace shardlab {
 namespace {
@@ -109,8 +110,8 @@ const char* ToString(SearchMode mode) { return kSearchModes[static_cast<int>(mod
 SearchMode ParseSearchMode(const std::string& name) {
   const auto it = std::find(kSearchModes.begin(), kSearchModes.end(), name);
   if (it == kSearchModes.end())
-    throw std::invalid_argument("unknown search mode \"" + name +
-                                "\" (dynamic_programming, recursive_programming or sharding_propagation)");
+    throw std::runtime_error("unknown search mode " + Quoted(name) +
+                             " (dynamic_programming, recursive_programming or sharding_propagation)");
   return static_cast<SearchMode>(it - kSearchModes.begin());
 }
 

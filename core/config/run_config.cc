@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/util/input_file.h"
 #include "core/util/json_reader.h"
 #include "core/util/paths.h"
+#include "core/util/quote.h"
 
 namespace shardlab {
 namespace {
@@ -23,8 +25,8 @@ struct Section {
 Section OpenSection(const JsonNode& node) {
   if (node.json().is_object()) return {};
   const std::string path = ResolveRelativeTo(node.file(), node.AsString());
-  if (!fs::exists(path)) node.Fail("file \"" + path + "\" does not exist");
-  if (!fs::is_regular_file(path)) node.Fail("\"" + path + "\" is not a regular file");
+  if (const std::string problem = InputFileProblem(path); !problem.empty())
+    node.Fail("the file " + Quoted(path, 400) + " " + problem);
   return {ReadJsonFile(path), path};
 }
 

@@ -46,6 +46,9 @@ std::string UnitList(Quantity kind) {
   return out;
 }
 
+
+}  // namespace
+
 const char* BaseUnit(Quantity kind) {
   switch (kind) {
     case Quantity::kBytes:
@@ -73,8 +76,6 @@ std::pair<double, double> PlausibleRange(Quantity kind) {
   }
   return {0, 0};
 }
-
-}  // namespace
 
 bool ParseQuantity(const std::string& text, Quantity kind, double* value) {
   const char* begin = text.data();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/util/json_reader.h"
@@ -11,6 +12,13 @@
 namespace shardlab {
 
 enum class Quantity { kBytes, kBytesPerSecond, kSeconds, kFlopsPerSecond };
+
+// "bytes", "bytes/s", "seconds" or "FLOP/s".
+const char* BaseUnit(Quantity kind);
+
+// The range a quantity of `kind` must lie in to describe a machine (1 B/s ..
+// 10 PB/s, 1 fs .. 11.6 days, ...); outside it a value is a mistake.
+std::pair<double, double> PlausibleRange(Quantity kind);
 
 // Parses "<number> <unit>" (the space is optional). Returns false when the
 // text is not a quantity of that kind.

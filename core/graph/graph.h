@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/graph/dtype.h"
+#include "core/util/config_error.h"
 
 namespace shardlab {
 
@@ -58,6 +59,10 @@ struct Operator {
   std::vector<int> outputs;  // tensor indices
   Attrs attrs;
   std::optional<Strategy> strategy;  // set with `shard` by the user or a model builder
+  // Where `strategy` was configured (a model file's `shard`, a checkpoint
+  // entry, the builder parameters), so that a strategy breaking a rule is a
+  // ConfigError there; empty for strategies a search chose.
+  SourceLocation strategy_source;
   bool recompute = false;
   int64_t pipeline_stage = 0;
 

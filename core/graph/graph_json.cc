@@ -73,6 +73,7 @@ void ReadOperator(Graph& graph, const JsonNode& node) {
     Strategy strategy;
     for (const auto& tuple : shard->AsArray()) strategy.push_back(tuple.AsIntList(1, 4096));
     op.strategy = std::move(strategy);
+    op.strategy_source = shard->location();
   }
   op.recompute = reader.Bool("recompute", false);
   op.pipeline_stage = reader.Int("pipeline_stage", 0, 0, 4095);

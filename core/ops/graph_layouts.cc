@@ -33,8 +33,7 @@ std::vector<OpLayout> InferGraphLayouts(const Graph& graph, int64_t stage_device
     const std::vector<int> weights = ParameterInputs(graph, op);
     const bool is_reshape = op.type == "Reshape" || op.type == "Flatten";
     if (is_reshape && op.strategy && reshape == ReshapeStrategy::kFollowsInput)
-      throw LayoutError(
-          fmt::format("operator \"{}\": a {} strategy cannot be configured; it follows its input", op.name, op.type));
+      FailConfiguredStrategy(op, fmt::format("a {} strategy cannot be configured; it follows its input", op.type));
     Strategy strategy;
     if (op.strategy) {
       strategy = *op.strategy;
@@ -46,11 +45,18 @@ std::vector<OpLayout> InferGraphLayouts(const Graph& graph, int64_t stage_device
     try {
       layouts.push_back(InferOpLayout(op, inputs, outputs, strategy, stage_devices, weights));
     } catch (const LayoutError& e) {
+      if (op.strategy) FailConfiguredStrategy(op, e.what());
       throw LayoutError(fmt::format("operator \"{}\": {}", op.name, e.what()));
     }
   }
   CheckSharedParameters(graph, layouts);
   return layouts;
+}
+
+void FailConfiguredStrategy(const Operator& op, const std::string& problem) {
+  const std::string message = fmt::format("operator \"{}\": {}", op.name, problem);
+  if (op.strategy_source.empty()) throw LayoutError(message);
+  throw ConfigError(op.strategy_source, message);
 }
 
 void CheckSharedParameters(const Graph& graph, const std::vector<OpLayout>& layouts) {

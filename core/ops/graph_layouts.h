@@ -20,9 +20,15 @@ enum class ReshapeStrategy {
 };
 
 // One OpLayout per operator, in graph order. Errors (a strategy that breaks a
-// rule, inconsistent shared parameters) are LayoutErrors naming the operator.
+// rule, inconsistent shared parameters) name the operator; a configured
+// strategy's error is a ConfigError where it was written (see below).
 std::vector<OpLayout> InferGraphLayouts(const Graph& graph, int64_t stage_devices,
                                         ReshapeStrategy reshape = ReshapeStrategy::kFollowsInput);
+
+// The error for an operator whose configured strategy breaks a rule: a
+// ConfigError at the place the strategy was written (Operator::strategy_source),
+// a LayoutError naming the operator when no file wrote it.
+[[noreturn]] void FailConfiguredStrategy(const Operator& op, const std::string& problem);
 
 // Throws LayoutError when a parameter is laid out differently by two of its users.
 void CheckSharedParameters(const Graph& graph, const std::vector<OpLayout>& layouts);

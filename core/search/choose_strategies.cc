@@ -29,6 +29,7 @@ void IgnoreStrategies(const RunSpec& run, Graph& graph) {
     Operator& op = graph.mutable_op(static_cast<int>(i));
     configured += op.strategy.has_value();
     op.strategy.reset();
+    op.strategy_source = {};
   }
   if (configured > 0)
     Warn(fmt::format("{}: parallel_mode {} ignores the shard strategies of {} operators (they count only in "
@@ -60,7 +61,10 @@ void ApplyCheckpoint(const std::string& path, ReshapeStrategy reshape, Graph& gr
   for (size_t i = 0; i < graph.operators().size(); ++i) {
     Operator& op = graph.mutable_op(static_cast<int>(i));
     if (FollowsInput(op) && reshape == ReshapeStrategy::kFollowsInput) continue;
-    if (auto it = loaded.find(op.name); it != loaded.end()) op.strategy = it->second;
+    if (auto it = loaded.find(op.name); it != loaded.end()) {
+      op.strategy = it->second.strategy;
+      op.strategy_source = it->second.source;
+    }
   }
 }
 
@@ -166,7 +170,11 @@ ShardedGraph ApplyGivenStrategies(const RunSpec& run, const Graph& graph, const 
     throw LayoutError(fmt::format("{} strategies given for the {} operators of {}", strategies.size(),
                                   graph.operators().size(), run.name));
   ShardedGraph out{graph, {}, {}};
-  for (size_t i = 0; i < strategies.size(); ++i) out.graph.mutable_op(static_cast<int>(i)).strategy = strategies[i];
+  for (size_t i = 0; i < strategies.size(); ++i) {
+    Operator& op = out.graph.mutable_op(static_cast<int>(i));
+    op.strategy = strategies[i];
+    op.strategy_source = {};  // a result document's, checked when it was written
+  }
   out.choice.mode = "given";
   out.layouts = InferGraphLayouts(out.graph, run.parallel.devices_per_stage(), ReshapeStrategy::kAsGiven);
   if (run.parallel.parallel_mode == ParallelMode::kDataParallel) RunOnOwnBatch(out);

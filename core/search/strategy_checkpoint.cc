@@ -48,17 +48,18 @@ void SaveStrategyCheckpoint(const std::string& path, const ShardedGraph& sharded
   WriteFileAtomically(path, nlohmann::json{{"operators", operators}, {"parameters", parameters}}.dump(2) + "\n");
 }
 
-std::map<std::string, Strategy> LoadStrategyCheckpoint(const std::string& path) {
+std::map<std::string, LoadedStrategy> LoadStrategyCheckpoint(const std::string& path) {
   if (IsProtobufCheckpoint(path)) {
     const std::string bytes = ReadInputFile(path);
     ProtoStrategyMap map;
     try {
       map = DecodeStrategyMap(bytes);
     } catch (const std::runtime_error& e) {
-      throw std::runtime_error(path + ": not a MindSpore strategy checkpoint (ParallelStrategyMap): " + e.what());
+      throw ConfigError(path, "", std::string("not a MindSpore strategy checkpoint (ParallelStrategyMap): ") + e.what());
     }
-    std::map<std::string, Strategy> strategies;
-    for (auto& [name, entry] : map.items) strategies[name] = std::move(entry.second);
+    std::map<std::string, LoadedStrategy> strategies;
+    for (auto& [name, entry] : map.items)
+      strategies[name] = {std::move(entry.second), {path, "/parallel_strategy_item/" + EscapePointerToken(name)}};
     return strategies;
   }
   const nlohmann::json doc = ReadJsonFile(path);
@@ -68,15 +69,16 @@ std::map<std::string, Strategy> LoadStrategyCheckpoint(const std::string& path) 
   r.Optional("parameters");
   r.Finish();
   if (!operators.json().is_object()) operators.Fail("expected an object of operator names");
-  std::map<std::string, Strategy> strategies;
+  std::map<std::string, LoadedStrategy> strategies;
   for (const auto& [name, value] : operators.json().items()) {
     ObjectReader op(operators.Child(name));
+    const JsonNode strategy = op.Required("strategy");
     Strategy s;
-    for (const JsonNode& tuple : op.Required("strategy").AsArray()) s.push_back(tuple.AsIntList(1, 1 << 20));
+    for (const JsonNode& tuple : strategy.AsArray()) s.push_back(tuple.AsIntList(1, 1 << 20));
     op.Optional("type");
     op.Optional("device_matrix");
     op.Finish();
-    strategies[name] = s;
+    strategies[name] = {s, strategy.location()};
   }
   return strategies;
 }

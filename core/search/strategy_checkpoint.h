@@ -17,8 +17,15 @@ namespace shardlab {
 // "slice_shape"}}}.
 void SaveStrategyCheckpoint(const std::string& path, const ShardedGraph& sharded);
 
-// Operator name -> strategy. A missing, unreadable or malformed file is an
-// error naming the file.
-std::map<std::string, Strategy> LoadStrategyCheckpoint(const std::string& path);
+// One operator's strategy in a loaded checkpoint, and where the file has it
+// (JSON: /operators/<name>/strategy; protobuf: /parallel_strategy_item/<name>).
+struct LoadedStrategy {
+  Strategy strategy;
+  SourceLocation source;
+};
+
+// Operator name -> strategy. A missing, unreadable or malformed file is a
+// ConfigError naming the file.
+std::map<std::string, LoadedStrategy> LoadStrategyCheckpoint(const std::string& path);
 
 }  // namespace shardlab

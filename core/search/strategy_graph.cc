@@ -8,6 +8,7 @@
 #include "core/cost/collective_cost.h"
 #include "core/cost/compute_cost.h"
 #include "core/layout/redistribution.h"
+#include "core/ops/graph_layouts.h"
 
 namespace shardlab {
 namespace {
@@ -103,7 +104,7 @@ StrategyGraph::StrategyGraph(const Graph& graph, const SearchOptions& options) :
       try {
         c.layout = InferOpLayout(op, inputs, outputs, s, options.stage_devices, weights);
       } catch (const LayoutError& e) {
-        if (node.configured) throw LayoutError(fmt::format("operator \"{}\": {}", op.name, e.what()));
+        if (node.configured) FailConfiguredStrategy(op, e.what());
         continue;
       }
       c.cost = OperatorCost(c.layout, outputs.empty() ? DType::kFloat32 : outputs[0].dtype);

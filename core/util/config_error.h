@@ -11,11 +11,22 @@
 
 namespace shardlab {
 
+// Where a value was written: a file and the JSON pointer of the value in it
+// (in a protobuf file, the path of the field, written the same way).
+struct SourceLocation {
+  std::string file;
+  std::string pointer;
+
+  bool empty() const { return file.empty() && pointer.empty(); }
+};
+
 class ConfigError : public std::runtime_error {
  public:
   // `pointer` is an RFC 6901 JSON pointer ("" means the whole document).
   ConfigError(std::string file, std::string pointer, const std::string& message)
       : std::runtime_error(Format(file, pointer, message)), file_(std::move(file)), pointer_(std::move(pointer)) {}
+  ConfigError(const SourceLocation& where, const std::string& message)
+      : ConfigError(where.file, where.pointer, message) {}
 
   const std::string& file() const { return file_; }
   const std::string& pointer() const { return pointer_; }

@@ -29,6 +29,20 @@ std::string Size(int64_t bytes) {
 
 }  // namespace
 
+std::string InputFileProblem(const std::string& path, int64_t max_bytes) {
+  if (path.empty()) return "is an empty name";
+  struct stat info = {};
+  if (::stat(path.c_str(), &info) != 0) {
+    if (errno == ENOENT) return "does not exist";
+    if (errno == ENAMETOOLONG) return "has a name too long for the file system";
+    return std::string("cannot be read: ") + std::strerror(errno);
+  }
+  if (!S_ISREG(info.st_mode)) return "is " + Describe(info.st_mode) + ", not a regular file";
+  if (info.st_size > max_bytes)
+    return fmt::format("is {}; input files are limited to {}", Size(info.st_size), Size(max_bytes));
+  return "";
+}
+
 std::string ReadInputFile(const std::string& path, int64_t max_bytes) {
   if (path.empty()) throw ConfigError("\"\"", "", "no file name given");
   // O_NONBLOCK: opening a FIFO must not wait for a writer before we can refuse it.

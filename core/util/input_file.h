@@ -15,4 +15,9 @@ inline constexpr int64_t kMaxInputFileBytes = int64_t{256} << 20;
 // missing, unreadable, not a regular file or larger than `max_bytes`.
 std::string ReadInputFile(const std::string& path, int64_t max_bytes = kMaxInputFileBytes);
 
+// Why `path` cannot be read as an input file ("does not exist", "is a
+// folder", "is 300.0 MiB; input files are limited to 256.0 MiB", ...), or ""
+// when it can: for errors that point at the config value naming the file.
+std::string InputFileProblem(const std::string& path, int64_t max_bytes = kMaxInputFileBytes);
+
 }  // namespace shardlab

@@ -9,7 +9,6 @@
 #include "core/util/suggest.h"
 
 namespace shardlab {
-namespace {
 
 std::string EscapePointerToken(const std::string& key) {
   std::string out;
@@ -24,6 +23,8 @@ std::string EscapePointerToken(const std::string& key) {
   return out;
 }
 
+namespace {
+
 std::string Join(const std::vector<std::string>& items) {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + ("\"" + items[i] + "\"");
@@ -32,15 +33,53 @@ std::string Join(const std::vector<std::string>& items) {
 
 }  // namespace
 
+namespace {
+
+// Line and column (1-based) of byte `offset` (0-based) of `text`.
+std::string Position(const std::string& text, size_t offset) {
+  offset = std::min(offset, text.size());
+  size_t line = 1, line_start = 0;
+  for (size_t i = 0; i < offset; ++i)
+    if (text[i] == '\n') ++line, line_start = i + 1;
+  return fmt::format("line {}, column {}", line, offset - line_start + 1);
+}
+
+// The parser's reason in our words: nlohmann writes "syntax error while
+// parsing value - invalid literal; last read: '1x'"; we keep what is wrong
+// and quote what it read.
+std::string ParseReason(const std::string& what) {
+  std::string reason = what;
+  if (const size_t dash = reason.find(" - "); dash != std::string::npos) reason = reason.substr(dash + 3);
+  else if (const size_t colon = reason.rfind(": "); colon != std::string::npos) reason = reason.substr(colon + 2);
+  std::string near;
+  if (const size_t last = reason.find("; last read: '"); last != std::string::npos) {
+    near = reason.substr(last + 14);
+    if (!near.empty() && near.back() == '\'') near.pop_back();
+    reason = reason.substr(0, last);
+  }
+  return near.empty() ? reason : reason + ", after " + Quoted(near, 40);
+}
+
+}  // namespace
+
 nlohmann::json ParseJsonText(const std::string& text, const std::string& file) {
   try {
     return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(file, "",
+                      fmt::format("not valid JSON at {}: {}", Position(text, e.byte == 0 ? 0 : e.byte - 1),
+                                  ParseReason(e.what())));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number past double's range ("number overflow parsing '1e400'"), which the parser reports without a place.
+    std::string literal = e.what();
+    const size_t open = literal.find('\'');
+    literal = open == std::string::npos ? "" : literal.substr(open + 1, literal.find('\'', open + 1) - open - 1);
+    const size_t at = literal.empty() ? std::string::npos : text.find(literal);
+    throw ConfigError(file, "",
+                      fmt::format("not valid JSON{}: the number {} is beyond the range of a double",
+                                  at == std::string::npos ? "" : " at " + Position(text, at), Quoted(literal, 40)));
   } catch (const nlohmann::json::exception& e) {
-    // nlohmann's messages read "[json.exception.parse_error.101] parse error at line 3, ..." or, for a
-    // number past double's range, "[json.exception.out_of_range.406] number overflow parsing '1e999'".
-    std::string what = e.what();
-    const auto tag_end = what.find("] ");
-    throw ConfigError(file, "", "invalid JSON: " + (tag_end == std::string::npos ? what : what.substr(tag_end + 2)));
+    throw ConfigError(file, "", "not valid JSON");
   }
 }
 

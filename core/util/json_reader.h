@@ -20,6 +20,9 @@ nlohmann::json ParseJsonText(const std::string& text, const std::string& file);
 // Reads and parses a file; a missing or unreadable file is a ConfigError too.
 nlohmann::json ReadJsonFile(const std::string& path);
 
+// An object key as one JSON pointer token (RFC 6901: "~" -> "~0", "/" -> "~1").
+std::string EscapePointerToken(const std::string& key);
+
 // One JSON value and where it lives.
 class JsonNode {
  public:
@@ -28,6 +31,7 @@ class JsonNode {
   const nlohmann::json& json() const { return *value_; }
   const std::string& file() const { return file_; }
   const std::string& pointer() const { return pointer_; }
+  SourceLocation location() const { return {file_, pointer_}; }
 
   [[noreturn]] void Fail(const std::string& message) const;
   // "an object", "the string \"x\"", "the number 3", ... for messages.

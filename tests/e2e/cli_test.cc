@@ -100,7 +100,7 @@ TEST_CASE("user errors exit 1 with one line naming file and JSON path") {
   std::ofstream(bad) << "{ not json";
   r = Run("simulate '" + bad.string() + "'");
   CHECK(r.rc == 1);
-  CHECK_THAT(r.err, Catch::Contains("invalid JSON"));
+  CHECK_THAT(r.err, Catch::Contains("not valid JSON"));
   CHECK(Lines(r.err) == 1);
 }
 
@@ -197,7 +197,7 @@ TEST_CASE("layout commands reject bad input with one line and exit 1") {
       {"layout --op MatMul --inputs '[[128,64],[64,32]]' --strategy '[[2,1]]'", "strategy size 1 is not equal"},
       {"layout --op Matmul --inputs '[[128,64],[64,32]]' --strategy '[[2,1],[1,4]]'", "did you mean 'MatMul'"},
       {"layout --op MatMul --inputs '[[128,64],[32,32]]' --strategy '[[2,1],[1,4]]'", "reduction dimensions differ"},
-      {"layout --op MatMul --inputs '[[128,64],[64,32]]' --strategy '[[2,1],[1,4' ", "--strategy: /: invalid JSON"},
+      {"layout --op MatMul --inputs '[[128,64],[64,32]]' --strategy '[[2,1],[1,4' ", "--strategy: /: not valid JSON"},
       {"redistribute --shape '[512,1024]' --from '{\"device_matrix\":[8,4],\"tensor_map\":[2,0]}' "
        "--to '{\"device_matrix\":[2,16],\"tensor_map\":[1,0]}'",
        "names device dimension 2"},

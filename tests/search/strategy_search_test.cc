@@ -118,7 +118,7 @@ TEST_CASE("strategy checkpoints round-trip every operator's strategy") {
   const auto loaded = LoadStrategyCheckpoint(path);
   REQUIRE(loaded.size() == graph.operators().size());
   for (size_t i = 0; i < layouts.size(); ++i)
-    CHECK(loaded.at(graph.op(static_cast<int>(i)).name) == layouts[i].strategy);
+    CHECK(loaded.at(graph.op(static_cast<int>(i)).name).strategy == layouts[i].strategy);
 }
 
 TEST_CASE("protobuf strategy checkpoints use MindSpore's ParallelStrategyMap encoding") {
@@ -154,7 +154,7 @@ TEST_CASE("protobuf strategy checkpoints round-trip through files") {
   SaveStrategyCheckpoint(path, ShardedGraph{graph, layouts, {}});
   const auto loaded = LoadStrategyCheckpoint(path);
   for (size_t i = 0; i < layouts.size(); ++i)
-    CHECK(loaded.at(graph.op(static_cast<int>(i)).name) == layouts[i].strategy);
+    CHECK(loaded.at(graph.op(static_cast<int>(i)).name).strategy == layouts[i].strategy);
 }
 
 }  // namespace

@@ -1,0 +1,47 @@
+// What the fuzz targets share: the input as text, parsed as JSON under a
+// file name inside the repository (so relative references resolve as they
+// would for a shipped config), and the checks on a simulated step.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config/cluster_config.h"
+#include "core/cost/collective_cost.h"
+#include "core/util/json_reader.h"
+#include "tests/fuzz/fuzz_oracle.h"
+
+namespace shardlab::fuzz {
+
+inline std::string Text(const uint8_t* data, size_t size) { return std::string(reinterpret_cast<const char*>(data), size); }
+
+// A path inside the repository the fuzzers were built from.
+inline std::string SourcePath(const std::string& relative) { return std::string(SHARDLAB_SOURCE_DIR) + "/" + relative; }
+
+// The input as a JSON document, or nothing when the parser refuses it (cleanly).
+inline std::optional<nlohmann::json> ParseInput(const uint8_t* data, size_t size, const std::string& file) {
+  nlohmann::json doc;
+  if (!Accepts([&] { doc = ParseJsonText(Text(data, size), file); })) return std::nullopt;
+  return doc;
+}
+
+inline bool FiniteNonNegative(double v) { return std::isfinite(v) && v >= 0; }
+
+// An accepted cluster prices every collective on `size` ranks `stride` apart,
+// at every size, as a finite non-negative time.
+inline void PriceCollectives(const ClusterSpec& cluster, int64_t size, int64_t stride) {
+  const GroupPlacement group = PlaceStridedGroup(0, size, stride, cluster);
+  for (Collective c : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter, Collective::kAllToAll,
+                       Collective::kBroadcast, Collective::kSendRecv})
+    for (double bytes : {1.0, 65536.0, 1073741824.0}) {
+      const double seconds = CollectiveSeconds(c, ChooseAlgorithm(c, bytes, group, cluster), bytes, group, cluster);
+      Expect(FiniteNonNegative(seconds), std::string(ToString(c)) + " costs " + std::to_string(seconds) + " s");
+    }
+}
+
+}  // namespace shardlab::fuzz
