@@ -120,9 +120,9 @@ void CheckGridKeys(const SweepSpec& spec, const nlohmann::json& base) {
     for (const SweepAxis& axis : spec.grid) {
       std::string pointer = "/" + axis.key;
       std::replace(pointer.begin(), pointer.end(), '.', '/');
-      if (e.pointer() == pointer && std::string(e.what()).find("unknown key") != std::string::npos)
+      if (e.pointer() == pointer && e.message().find("unknown key") != std::string::npos)
         throw ConfigError(spec.file, "/grid/" + EscapePointerToken(axis.key),
-                          std::string("not a key of the run file: ") + e.what());
+                          "not a key of the run file " + Quoted(spec.run_file, 400) + ": " + e.message());
     }
   }
 }

@@ -24,12 +24,17 @@ class ConfigError : public std::runtime_error {
  public:
   // `pointer` is an RFC 6901 JSON pointer ("" means the whole document).
   ConfigError(std::string file, std::string pointer, const std::string& message)
-      : std::runtime_error(Format(file, pointer, message)), file_(std::move(file)), pointer_(std::move(pointer)) {}
+      : std::runtime_error(Format(file, pointer, message)),
+        file_(std::move(file)),
+        pointer_(std::move(pointer)),
+        message_(message) {}
   ConfigError(const SourceLocation& where, const std::string& message)
       : ConfigError(where.file, where.pointer, message) {}
 
   const std::string& file() const { return file_; }
   const std::string& pointer() const { return pointer_; }
+  // What was expected, without the file and pointer.
+  const std::string& message() const { return message_; }
 
  private:
   static std::string Format(const std::string& file, const std::string& pointer, const std::string& message) {
@@ -40,6 +45,7 @@ class ConfigError : public std::runtime_error {
 
   std::string file_;
   std::string pointer_;
+  std::string message_;
 };
 
 }  // namespace shardlab

@@ -11,8 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/analytical/analytical_engine.h"
 #include "core/config/cluster_config.h"
 #include "core/cost/collective_cost.h"
+#include "core/flow/prepared_run.h"
+#include "core/report/step_result.h"
 #include "core/util/json_reader.h"
 #include "tests/fuzz/fuzz_oracle.h"
 
@@ -42,6 +45,17 @@ inline void PriceCollectives(const ClusterSpec& cluster, int64_t size, int64_t s
       const double seconds = CollectiveSeconds(c, ChooseAlgorithm(c, bytes, group, cluster), bytes, group, cluster);
       Expect(FiniteNonNegative(seconds), std::string(ToString(c)) + " costs " + std::to_string(seconds) + " s");
     }
+}
+
+// A run through the whole flow (graph, strategies, plan) and one analytical
+// step: an accepted run must take a finite, positive time.
+inline void SimulateStep(const RunSpec& run) {
+  Accepts([&] {
+    const PreparedRun prepared = Prepare(run);
+    const StepResult step = Summarize(prepared.plan, RunAnalytical(prepared.plan));
+    Expect(std::isfinite(step.step_seconds) && step.step_seconds > 0,
+           "step time " + std::to_string(step.step_seconds) + " s");
+  });
 }
 
 }  // namespace shardlab::fuzz

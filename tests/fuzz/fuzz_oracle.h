@@ -14,7 +14,6 @@
 #include <system_error>
 
 #include "core/util/config_error.h"
-#include "core/util/quote.h"
 
 namespace shardlab::fuzz {
 
@@ -63,13 +62,8 @@ bool Accepts(Fn&& fn) {
     return true;
   } catch (const std::system_error& e) {  // filesystem_error and the like: a library's own words
     Reject("raw system error", e.what());
-  } catch (const ConfigError& e) {
-    // What follows "file: pointer: " (both the user's text).
-    const size_t prefix = (e.file().empty() ? std::string("<inline>") : OneLine(e.file(), 400)).size() + 2 +
-                          (e.pointer().empty() ? std::string("/") : OneLine(e.pointer(), 160)).size() + 2;
-    const std::string what = e.what();
-    if (IsRawLibraryMessage(WithoutQuotedValues(what.substr(std::min(prefix, what.size())))))
-      Reject("raw library text in an error", what);
+  } catch (const ConfigError& e) {  // its file and pointer are the user's text
+    if (IsRawLibraryMessage(WithoutQuotedValues(e.message()))) Reject("raw library text in an error", e.what());
     return false;
   } catch (const std::runtime_error& e) {  // GraphError, LayoutError and plain user errors
     if (IsRawLibraryMessage(WithoutQuotedValues(e.what()))) Reject("raw library text in an error", e.what());

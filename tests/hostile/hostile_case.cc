@@ -359,14 +359,16 @@ HostileCase OutputTarget(Context& c) {
 HostileCase CliNumber(Context& c) {
   const std::string bert = c.Config("runs/bert-large-a100-8.json");
   const std::string cluster = c.Config("clusters/dgx-a100-hdr.json");
-  const std::string bad = c.draw.Pick(std::vector<std::string>{"nan", "inf", "-inf", "-1", "1e400", "", "1,5", "0x10"});
+  // Not a number of the option's kind, or out of its range ("0x10" and "1,5" would be
+  // valid: CLI11 reads hexadecimal integers, and --trace-ranks takes a list).
+  const std::string bad = c.draw.Pick(std::vector<std::string>{"nan", "inf", "-inf", "-1", "1e400", "", "ten"});
   const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
       {"tune-fusion --time-budget", {"tune-fusion", bert, "--jobs", "1", "--time-budget", bad}},
       {"tune-fusion --verify-margin", {"tune-fusion", bert, "--jobs", "1", "--verify-margin", bad}},
       {"tune-fusion --max-buckets", {"tune-fusion", bert, "--jobs", "1", "--max-buckets", bad}},
       {"collective --bytes", {"collective", "--cluster", cluster, "--bytes", bad + "B"}},
       {"collective --ranks", {"collective", "--cluster", cluster, "--ranks", bad}},
-      {"simulate --trace-ranks", {"simulate", bert, "--trace-ranks", bad}},
+      {"simulate --trace-ranks", {"simulate", bert, "--trace-ranks", bad.empty() ? "99999" : bad}},
       {"compare --jobs", {"compare", bert, "--jobs", bad}},
       {"validate-run --ranks", {"validate-run", bert, "--backend", "gloo", "--ranks", bad}},
   };
