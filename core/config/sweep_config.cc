@@ -7,6 +7,7 @@
 
 #include "core/config/run_config.h"
 #include "core/util/paths.h"
+#include "core/util/quote.h"
 
 namespace shardlab {
 namespace {
@@ -37,7 +38,8 @@ std::vector<size_t> SweepSpec::Coordinates(size_t index) const {
 std::string SweepSpec::PointName(size_t index) const {
   std::string name;
   const auto coords = Coordinates(index);
-  for (size_t a = 0; a < grid.size(); ++a) name += (a ? " " : "") + grid[a].key + "=" + GridValueText(grid[a].values[coords[a]]);
+  for (size_t a = 0; a < grid.size(); ++a)
+    name += (a ? " " : "") + grid[a].key + "=" + GridValueText(grid[a].values[coords[a]]);
   return name;
 }
 
@@ -54,8 +56,8 @@ nlohmann::json SweepSpec::PointRun(const nlohmann::json& base, size_t index) con
       const std::string part = key.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
       if (!node->is_object() && !node->is_null())
         throw ConfigError(file, "/grid/" + EscapePointerToken(key),
-                          fmt::format("the run file's \"{}\" is {}, not an object with the key \"{}\"",
-                                      key.substr(0, begin - 1), Describe(*node), part));
+                          fmt::format("the run file's {} is {}, not an object with the key {}",
+                                      Quoted(key.substr(0, begin - 1)), Describe(*node), Quoted(part)));
       if (dot == std::string::npos) {
         (*node)[part] = grid[a].run_values[coords[a]];
         break;

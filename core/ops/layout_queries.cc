@@ -30,7 +30,8 @@ struct JsonArg {
 constexpr int64_t kMaxQueryDevices = 4096;
 
 void CheckRange(const char* option, int64_t value, int64_t min, int64_t max) {
-  if (value < min || value > max) throw std::runtime_error(fmt::format("{} {} is not in {}..{}", option, value, min, max));
+  if (value < min || value > max)
+    throw std::runtime_error(fmt::format("{} {} is not in {}..{}", option, value, min, max));
 }
 
 DType ParseDTypeArg(const std::string& name) {
@@ -135,12 +136,9 @@ nlohmann::json AnswerDeviceGroups(const DeviceGroupsQuery& args) {
                       {"ranks", ranks}});
     rank_groups.push_back(ranks);
   }
-  nlohmann::json j = {{"device_matrix", dims},
-                      {"devices", matrix.size()},
-                      {"rank", args.rank},
-                      {"coordinates", matrix.Coordinates(args.rank)},
-                      {"groups", groups},
-                      {"rank_groups", rank_groups}};
+  nlohmann::json j = {{"device_matrix", dims}, {"devices", matrix.size()},
+                      {"rank", args.rank},     {"coordinates", matrix.Coordinates(args.rank)},
+                      {"groups", groups},      {"rank_groups", rank_groups}};
   if (!args.tensor_map.empty()) {
     const JsonArg arg("--tensor-map", args.tensor_map);
     const TensorMap map = arg.node().AsIntList(-1, static_cast<int64_t>(dims.size()) - 1);

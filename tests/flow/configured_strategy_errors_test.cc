@@ -55,8 +55,8 @@ TEST_CASE("a model's shard strategy that breaks a rule names the run file and th
 
 TEST_CASE("a checkpoint's strategy that breaks a rule names the checkpoint and its entry") {
   SECTION("JSON") {
-    const std::string ckpt = WriteFile(
-        "bad.ckpt.json", R"({"operators": {"mm": {"type": "MatMul", "strategy": [[2, 4], [2, 1]]}}})");
+    const std::string ckpt =
+        WriteFile("bad.ckpt.json", R"({"operators": {"mm": {"type": "MatMul", "strategy": [[2, 4], [2, 1]]}}})");
     nlohmann::json run = MatMulRun(nullptr);
     run["parallel"]["strategy_ckpt_load_file"] = ckpt;
     const ConfigError e = PrepareError(run);

@@ -29,7 +29,8 @@ SHARDLAB_FUZZ_TARGET(calibration) {
   for (ClusterSpec cluster : clusters) {
     if (!Accepts([&] { ApplyCalibration(calibration, file, &cluster); })) continue;
     PriceCollectives(cluster, std::min<int64_t>(cluster.devices_per_server, 8), 1);
-    if (cluster.servers > 1) PriceCollectives(cluster, std::min<int64_t>(cluster.servers, 8), cluster.devices_per_server);
+    if (cluster.servers > 1)
+      PriceCollectives(cluster, std::min<int64_t>(cluster.servers, 8), cluster.devices_per_server);
   }
   return 0;
 }

@@ -4,10 +4,9 @@
 // the loaded strategies must simulate to a finite, positive step time.
 #pragma once
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 #include <vector>
 
 #include "tests/fuzz/fuzz_inputs.h"

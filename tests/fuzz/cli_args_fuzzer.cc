@@ -49,8 +49,7 @@ SHARDLAB_FUZZ_TARGET(cli_args) {
     q.shape = Argument(input, "shape", "");
     q.from = Argument(input, "from", "");
     q.to = Argument(input, "to", "");
-    q.enable_alltoall = input.value("enable_alltoall", nlohmann::json(false)).is_boolean() &&
-                        input.value("enable_alltoall", nlohmann::json(false)).get<bool>();
+    q.enable_alltoall = input.contains("enable_alltoall") && input["enable_alltoall"] == true;
     q.dtype = Argument(input, "dtype", "float32");
     q.rank = Number(input, "rank", 0);
     accepted = Accepts([&] { answer = AnswerRedistribution(q); });

@@ -21,7 +21,9 @@
 
 namespace shardlab::fuzz {
 
-inline std::string Text(const uint8_t* data, size_t size) { return std::string(reinterpret_cast<const char*>(data), size); }
+inline std::string Text(const uint8_t* data, size_t size) {
+  return std::string(reinterpret_cast<const char*>(data), size);
+}
 
 // A path inside the repository the fuzzers were built from.
 inline std::string SourcePath(const std::string& relative) { return std::string(SHARDLAB_SOURCE_DIR) + "/" + relative; }
@@ -39,8 +41,8 @@ inline bool FiniteNonNegative(double v) { return std::isfinite(v) && v >= 0; }
 // at every size, as a finite non-negative time.
 inline void PriceCollectives(const ClusterSpec& cluster, int64_t size, int64_t stride) {
   const GroupPlacement group = PlaceStridedGroup(0, size, stride, cluster);
-  for (Collective c : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter, Collective::kAllToAll,
-                       Collective::kBroadcast, Collective::kSendRecv})
+  for (Collective c : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
+                       Collective::kAllToAll, Collective::kBroadcast, Collective::kSendRecv})
     for (double bytes : {1.0, 65536.0, 1073741824.0}) {
       const double seconds = CollectiveSeconds(c, ChooseAlgorithm(c, bytes, group, cluster), bytes, group, cluster);
       Expect(FiniteNonNegative(seconds), std::string(ToString(c)) + " costs " + std::to_string(seconds) + " s");

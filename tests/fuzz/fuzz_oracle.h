@@ -38,11 +38,22 @@ inline std::string WithoutQuotedValues(std::string_view message) {
 // Text that only a library writes: users must never see it.
 inline bool IsRawLibraryMessage(std::string_view message) {
   // Phrases of nlohmann_json, libstdc++ and std::filesystem that no message of ours uses.
-  static constexpr std::string_view kMarkers[] = {
-      "[json.exception", "parse error at",  "syntax error while parsing", "number overflow parsing",
-      "type must be",    "cannot use operator", "key '",                  "filesystem error",
-      "basic_string",    "std::",           "vector::",                   "map::at",
-      "bad_alloc",       "bad_optional",    "bad_variant",                "what():"};
+  static constexpr std::string_view kMarkers[] = {"[json.exception",
+                                                  "parse error at",
+                                                  "syntax error while parsing",
+                                                  "number overflow parsing",
+                                                  "type must be",
+                                                  "cannot use operator",
+                                                  "key '",
+                                                  "filesystem error",
+                                                  "basic_string",
+                                                  "std::",
+                                                  "vector::",
+                                                  "map::at",
+                                                  "bad_alloc",
+                                                  "bad_optional",
+                                                  "bad_variant",
+                                                  "what():"};
   if (message.empty()) return true;
   for (std::string_view marker : kMarkers)
     if (message.find(marker) != std::string_view::npos) return true;

@@ -23,16 +23,15 @@ size_t MutateStrategyMapInput(uint8_t* data, size_t size, size_t max_size, unsig
 }  // namespace shardlab::fuzz
 
 #if defined(SHARDLAB_FUZZ_REPLAY)
-#define SHARDLAB_FUZZ_TARGET(name)                                                                \
-  static int name##_entry(const uint8_t* data, size_t size);                                     \
-  [[maybe_unused]] static const bool name##_registered =                                         \
-      ::shardlab::fuzz::RegisterFuzzTarget(#name, name##_entry);                                 \
+#define SHARDLAB_FUZZ_TARGET(name)                                                                                  \
+  static int name##_entry(const uint8_t* data, size_t size);                                                        \
+  [[maybe_unused]] static const bool name##_registered = ::shardlab::fuzz::RegisterFuzzTarget(#name, name##_entry); \
   static int name##_entry(const uint8_t* data, size_t size)
 #define SHARDLAB_FUZZ_MUTATOR(mutate)
 #else
 #define SHARDLAB_FUZZ_TARGET(name) extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
-#define SHARDLAB_FUZZ_MUTATOR(mutate)                                                             \
+#define SHARDLAB_FUZZ_MUTATOR(mutate)                                                                     \
   extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned seed) { \
-    return ::shardlab::fuzz::mutate(data, size, max_size, seed);                                  \
+    return ::shardlab::fuzz::mutate(data, size, max_size, seed);                                          \
   }
 #endif

@@ -1,8 +1,8 @@
 // libFuzzer's custom mutators for the fuzz targets. A JSON input is parsed
 // and edited as a tree, one edit per call (json_tree_mutator.h); a protobuf
-// strategy checkpoint is decoded, edited as the same tree, and encoded again. What a tree cannot express (overflowing literals, broken
-// syntax, duplicate keys, stray bytes) comes from libFuzzer's byte-level
-// mutations, used for one call in five and for any input that does not parse.
+// strategy checkpoint is decoded, edited as the same tree, and encoded again. What a tree cannot express (overflowing
+// literals, broken syntax, duplicate keys, stray bytes) comes from libFuzzer's byte-level mutations, used for one call
+// in five and for any input that does not parse.
 #include <cstring>
 #include <string>
 

@@ -9,28 +9,27 @@
 //
 // Prints a table of the classes and their counts; exits 1 when any case
 // failed a check, after listing the failures (--keep saves their folders).
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <signal.h>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "tests/fuzz/fuzz_oracle.h"
 #include "tests/hostile/hostile_case.h"
@@ -53,7 +52,7 @@ struct Options {
 };
 
 struct Outcome {
-  int exit_code = -1;   // -1: killed by a signal
+  int exit_code = -1;  // -1: killed by a signal
   int signal = 0;
   bool hang = false;
   long max_rss_kib = 0;
@@ -144,7 +143,8 @@ Outcome RunCase(const Options& o, const HostileCase& h, const fs::path& dir) {
   const std::string err((std::istreambuf_iterator<char>(err_in)), std::istreambuf_iterator<char>());
   if (r.hang) r.problems.push_back("hang: still running after 10 s");
   if (!r.hang && (r.signal != 0 || r.exit_code >= 128 || r.exit_code < 0))
-    r.problems.push_back("crash: " + (r.signal ? "signal " + std::to_string(r.signal) : "exit " + std::to_string(r.exit_code)));
+    r.problems.push_back("crash: " +
+                         (r.signal ? "signal " + std::to_string(r.signal) : "exit " + std::to_string(r.exit_code)));
   if (r.max_rss_kib > kMemoryLimitKiB) r.problems.push_back("memory: " + std::to_string(r.max_rss_kib >> 10) + " MiB");
   if (fuzz::IsRawLibraryMessage(err) && !err.empty()) r.problems.push_back("raw library text on stderr");
   size_t error_lines = 0;
@@ -217,13 +217,20 @@ int Campaign(const Options& o) {
       row.max_seconds = std::max(row.max_seconds, seconds);
       row.max_rss_kib = std::max(row.max_rss_kib, r.max_rss_kib);
       for (const std::string& p : r.problems) {
-        if (p.rfind("crash", 0) == 0) ++row.crashes;
-        else if (p.rfind("hang", 0) == 0) ++row.hangs;
-        else if (p.rfind("memory", 0) == 0) ++row.memory;
-        else if (p.rfind("raw", 0) == 0) ++row.raw;
-        else if (p.rfind("invalid", 0) == 0) ++row.invalid_accepted;
-        else if (p.rfind("left", 0) == 0 || p.rfind("a process", 0) == 0) ++row.leftovers;
-        else ++row.other;
+        if (p.rfind("crash", 0) == 0)
+          ++row.crashes;
+        else if (p.rfind("hang", 0) == 0)
+          ++row.hangs;
+        else if (p.rfind("memory", 0) == 0)
+          ++row.memory;
+        else if (p.rfind("raw", 0) == 0)
+          ++row.raw;
+        else if (p.rfind("invalid", 0) == 0)
+          ++row.invalid_accepted;
+        else if (p.rfind("left", 0) == 0 || p.rfind("a process", 0) == 0)
+          ++row.leftovers;
+        else
+          ++row.other;
       }
       if (!r.problems.empty()) {
         std::string line = "case " + std::to_string(i) + " [" + h.klass + ": " + h.what + "]:";
@@ -232,7 +239,8 @@ int Campaign(const Options& o) {
         failures.push_back(line);
         if (!o.keep.empty()) {
           fs::create_directories(o.keep);
-          fs::copy(dir, fs::path(o.keep) / std::to_string(i), fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+          fs::copy(dir, fs::path(o.keep) / std::to_string(i),
+                   fs::copy_options::recursive | fs::copy_options::copy_symlinks);
         }
       }
       std::error_code ignored;
@@ -277,11 +285,16 @@ int main(int argc, char** argv) {
   shardlab::hostile::Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--binary") o.binary = std::filesystem::absolute(value).string();
-    else if (flag == "--count") o.count = std::stoull(value);
-    else if (flag == "--seed") o.seed = std::stoull(value);
-    else if (flag == "--jobs") o.jobs = std::stoi(value);
-    else if (flag == "--keep") o.keep = value;
+    if (flag == "--binary")
+      o.binary = std::filesystem::absolute(value).string();
+    else if (flag == "--count")
+      o.count = std::stoull(value);
+    else if (flag == "--seed")
+      o.seed = std::stoull(value);
+    else if (flag == "--jobs")
+      o.jobs = std::stoi(value);
+    else if (flag == "--keep")
+      o.keep = value;
     else {
       std::fprintf(stderr, "unknown option %s\n", flag.c_str());
       return 2;

@@ -22,7 +22,9 @@ class Draw {
   size_t Below(size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(random_); }
   bool OneIn(size_t n) { return Below(n) == 0; }
   template <typename T>
-  const T& Pick(const std::vector<T>& items) { return items[Below(items.size())]; }
+  const T& Pick(const std::vector<T>& items) {
+    return items[Below(items.size())];
+  }
   unsigned Seed() { return static_cast<unsigned>(random_()); }
 
  private:
@@ -52,10 +54,10 @@ json ShippedRun(const Context& c, const std::string& name) {
 }
 
 // Runs that simulate in well under a second.
-const std::vector<std::string> kSmallRuns = {"bert-large-a100-8", "resnet50-ascend-8", "seed-ffn-ascend-8",
-                                             "tiny-gpt-cpu-dp2", "tiny-gpt-cpu-mp2-pp2", "tiny-gpt-cpu-pp2",
-                                             "wide-deep-host-ascend-8", "bert-large-ascend-512",
-                                             "pangu-alpha-13b-ascend-512"};
+const std::vector<std::string> kSmallRuns = {
+    "bert-large-a100-8",       "resnet50-ascend-8",     "seed-ffn-ascend-8",
+    "tiny-gpt-cpu-dp2",        "tiny-gpt-cpu-mp2-pp2",  "tiny-gpt-cpu-pp2",
+    "wide-deep-host-ascend-8", "bert-large-ascend-512", "pangu-alpha-13b-ascend-512"};
 
 HostileCase Simulate(const std::string& klass, const std::string& what, const json& run, Verdict verdict) {
   HostileCase h{klass, what, {"simulate", "@run.json", "--out", "@out.json"}, {}, {"out.json"}, verdict};
@@ -78,7 +80,8 @@ json OnesLike(const json& shapes) {
   return strategy;
 }
 
-HostileCase Layout(const json& inputs, const json& strategy, const std::vector<std::string>& extra, const std::string& op) {
+HostileCase Layout(const json& inputs, const json& strategy, const std::vector<std::string>& extra,
+                   const std::string& op) {
   HostileCase h;
   h.args = {"layout", "--op", op, "--inputs", inputs.dump(), "--strategy", strategy.dump()};
   h.args.insert(h.args.end(), extra.begin(), extra.end());
@@ -104,23 +107,52 @@ HostileCase LayoutValues(Context& c) {
   json strategy = {{2, 1}, {1, 4}};
   std::vector<std::string> extra = {"--devices", "8"};
   const std::vector<std::function<std::string()>> breakers = {
-      [&] { strategy[0][0] = c.draw.Pick(std::vector<int64_t>{0, -1, 3, 6, int64_t{1} << 40}); return "strategy value"; },
-      [&] { strategy[1][1] = 16; return "strategy using more devices than the stage"; },
-      [&] { strategy.erase(1); return "one strategy tuple missing"; },
-      [&] { strategy[0] = {2}; return "strategy tuple shorter than the shape"; },
-      [&] { inputs[0][0] = c.draw.Pick(std::vector<int64_t>{0, -1, -128}); return "shape dimension"; },
-      [&] { inputs[1][0] = 65; return "contraction dimensions that differ"; },
-      [&] { extra = {"--devices", c.draw.Pick(std::vector<std::string>{"0", "-8", "5000", "1e3", "nan", "eight"})};
-            return "device count"; },
-      [&] { extra.insert(extra.end(), {"--rank", "8"}); return "rank past the devices"; },
-      [&] { extra.insert(extra.end(), {"--dtype", c.draw.Pick(std::vector<std::string>{"float17", "", "FLOAT16 "})});
-            return "dtype"; },
-      [&] { extra.insert(extra.end(), {"--attrs", c.draw.Pick(std::vector<std::string>{
-                                                      R"({"transposee_b": true})", R"({"transpose_b": 1})",
-                                                      R"([true])", R"({"transpose_b": true)"})});
-            return "attributes"; },
-      [&] { extra.insert(extra.end(), {"--weights", c.draw.Pick(std::vector<std::string>{"[5]", "[-1]", "[0.5]", "1"})});
-            return "weights"; },
+      [&] {
+        strategy[0][0] = c.draw.Pick(std::vector<int64_t>{0, -1, 3, 6, int64_t{1} << 40});
+        return "strategy value";
+      },
+      [&] {
+        strategy[1][1] = 16;
+        return "strategy using more devices than the stage";
+      },
+      [&] {
+        strategy.erase(1);
+        return "one strategy tuple missing";
+      },
+      [&] {
+        strategy[0] = {2};
+        return "strategy tuple shorter than the shape";
+      },
+      [&] {
+        inputs[0][0] = c.draw.Pick(std::vector<int64_t>{0, -1, -128});
+        return "shape dimension";
+      },
+      [&] {
+        inputs[1][0] = 65;
+        return "contraction dimensions that differ";
+      },
+      [&] {
+        extra = {"--devices", c.draw.Pick(std::vector<std::string>{"0", "-8", "5000", "1e3", "nan", "eight"})};
+        return "device count";
+      },
+      [&] {
+        extra.insert(extra.end(), {"--rank", "8"});
+        return "rank past the devices";
+      },
+      [&] {
+        extra.insert(extra.end(), {"--dtype", c.draw.Pick(std::vector<std::string>{"float17", "", "FLOAT16 "})});
+        return "dtype";
+      },
+      [&] {
+        extra.insert(extra.end(), {"--attrs", c.draw.Pick(std::vector<std::string>{R"({"transposee_b": true})",
+                                                                                   R"({"transpose_b": 1})", R"([true])",
+                                                                                   R"({"transpose_b": true)"})});
+        return "attributes";
+      },
+      [&] {
+        extra.insert(extra.end(), {"--weights", c.draw.Pick(std::vector<std::string>{"[5]", "[-1]", "[0.5]", "1"})});
+        return "weights";
+      },
   };
   const std::string what = c.draw.Pick(breakers)();
   HostileCase h = Layout(inputs, strategy, extra, "MatMul");
@@ -139,17 +171,50 @@ HostileCase Redistribute(Context& c) {
   std::vector<std::string> extra;
   std::string shape = "[512,1024]";
   const std::vector<std::function<std::string()>> breakers = {
-      [&] { to["device_matrix"] = {4, 4}; return "device counts that differ"; },
-      [&] { from["tensor_map"] = {2, 0}; return "tensor map past the matrix"; },
-      [&] { from["tensor_map"] = {1, 1}; return "tensor map naming a dimension twice"; },
-      [&] { from["tensor_map"] = {1}; return "tensor map shorter than the shape"; },
-      [&] { shape = "[500,1024]"; return "shape the split does not divide"; },
-      [&] { from["device_matrix"] = {0, 4}; return "zero in the device matrix"; },
-      [&] { from.erase("tensor_map"); return "missing tensor map"; },
-      [&] { from["tensor_mapp"] = {1, 0}; return "misspelled key"; },
-      [&] { extra = {"--rank", "32"}; return "rank past the devices"; },
-      [&] { shape = "[512,-1]"; return "negative dimension"; },
-      [&] { shape = ""; return "no shape anywhere"; },
+      [&] {
+        to["device_matrix"] = {4, 4};
+        return "device counts that differ";
+      },
+      [&] {
+        from["tensor_map"] = {2, 0};
+        return "tensor map past the matrix";
+      },
+      [&] {
+        from["tensor_map"] = {1, 1};
+        return "tensor map naming a dimension twice";
+      },
+      [&] {
+        from["tensor_map"] = {1};
+        return "tensor map shorter than the shape";
+      },
+      [&] {
+        shape = "[500,1024]";
+        return "shape the split does not divide";
+      },
+      [&] {
+        from["device_matrix"] = {0, 4};
+        return "zero in the device matrix";
+      },
+      [&] {
+        from.erase("tensor_map");
+        return "missing tensor map";
+      },
+      [&] {
+        from["tensor_mapp"] = {1, 0};
+        return "misspelled key";
+      },
+      [&] {
+        extra = {"--rank", "32"};
+        return "rank past the devices";
+      },
+      [&] {
+        shape = "[512,-1]";
+        return "negative dimension";
+      },
+      [&] {
+        shape = "";
+        return "no shape anywhere";
+      },
   };
   HostileCase h;
   h.what = c.draw.Pick(breakers)();
@@ -164,21 +229,52 @@ HostileCase Redistribute(Context& c) {
 HostileCase Devices(Context& c) {
   std::string matrix = "[2,2,3]", map, rank = "0";
   const std::vector<std::function<std::string()>> breakers = {
-      [&] { matrix = "[2,0,3]"; return "zero dimension"; },
-      [&] { matrix = "[2,-2]"; return "negative dimension"; },
-      [&] { matrix = "[4096,4096,4096,4096,4096,4096]"; return "product that overflows"; },
+      [&] {
+        matrix = "[2,0,3]";
+        return "zero dimension";
+      },
+      [&] {
+        matrix = "[2,-2]";
+        return "negative dimension";
+      },
+      [&] {
+        matrix = "[4096,4096,4096,4096,4096,4096]";
+        return "product that overflows";
+      },
       [&] {
         matrix = "[1";
         for (int i = 1; i < 60000; ++i) matrix += ",1";
         matrix += "]";
-        return "60,000 dimensions"; },
-      [&] { matrix = "[1024,1024]"; return "more devices than any cluster"; },
-      [&] { matrix = "[]"; return "no dimension"; },
-      [&] { map = "[3,0]"; return "tensor map past the matrix"; },
-      [&] { map = "[0,0]"; return "tensor map naming a dimension twice"; },
-      [&] { rank = "12"; return "rank past the devices"; },
-      [&] { matrix = "[2,2,3"; return "broken JSON"; },
-      [&] { matrix = "[2,2,1e400]"; return "overflowing number"; },
+        return "60,000 dimensions";
+      },
+      [&] {
+        matrix = "[1024,1024]";
+        return "more devices than any cluster";
+      },
+      [&] {
+        matrix = "[]";
+        return "no dimension";
+      },
+      [&] {
+        map = "[3,0]";
+        return "tensor map past the matrix";
+      },
+      [&] {
+        map = "[0,0]";
+        return "tensor map naming a dimension twice";
+      },
+      [&] {
+        rank = "12";
+        return "rank past the devices";
+      },
+      [&] {
+        matrix = "[2,2,3";
+        return "broken JSON";
+      },
+      [&] {
+        matrix = "[2,2,1e400]";
+        return "overflowing number";
+      },
   };
   HostileCase h;
   h.what = c.draw.Pick(breakers)();
@@ -206,26 +302,60 @@ HostileCase RunInvalidValue(Context& c) {
   json run = ShippedRun(c, c.draw.Pick(kSmallRuns));
   json& p = run["parallel"];
   const std::vector<std::function<std::string()>> breakers = {
-      [&] { p["device_num"] = c.draw.Pick(std::vector<json>{0, -8, 3.5, "8", int64_t{1} << 40, nullptr}); return "device_num"; },
-      [&] { p["global_batch_size"] = c.draw.Pick(std::vector<json>{0, -1, 1.5, "256"}); return "global_batch_size"; },
-      [&] { p["pipeline_stages"] = c.draw.Pick(std::vector<json>{0, -1, 5000}); return "pipeline_stages"; },
-      [&] { p["micro_batch_num"] = c.draw.Pick(std::vector<json>{0, -4}); return "micro_batch_num"; },
-      [&] { p["parallel_mode"] = c.draw.Pick(std::vector<json>{"semi_auto", "", 1}); return "parallel_mode"; },
-      [&] { p["all_reduce_fusion_config"] = c.draw.Pick(std::vector<json>{json{100000}, json{5, 3}, json{0}, json{-1}});
-            return "all_reduce_fusion_config"; },
-      [&] { p["enable_parallel_optimizer"] = true; p["optimizer_weight_shard_size"] = 0; return "optimizer_weight_shard_size 0"; },
+      [&] {
+        p["device_num"] = c.draw.Pick(std::vector<json>{0, -8, 3.5, "8", int64_t{1} << 40, nullptr});
+        return "device_num";
+      },
+      [&] {
+        p["global_batch_size"] = c.draw.Pick(std::vector<json>{0, -1, 1.5, "256"});
+        return "global_batch_size";
+      },
+      [&] {
+        p["pipeline_stages"] = c.draw.Pick(std::vector<json>{0, -1, 5000});
+        return "pipeline_stages";
+      },
+      [&] {
+        p["micro_batch_num"] = c.draw.Pick(std::vector<json>{0, -4});
+        return "micro_batch_num";
+      },
+      [&] {
+        p["parallel_mode"] = c.draw.Pick(std::vector<json>{"semi_auto", "", 1});
+        return "parallel_mode";
+      },
+      [&] {
+        p["all_reduce_fusion_config"] = c.draw.Pick(std::vector<json>{json{100000}, json{5, 3}, json{0}, json{-1}});
+        return "all_reduce_fusion_config";
+      },
+      [&] {
+        p["enable_parallel_optimizer"] = true;
+        p["optimizer_weight_shard_size"] = 0;
+        return "optimizer_weight_shard_size 0";
+      },
       [&] {  // a key misspelled by one letter
-            std::vector<std::string> keys;
-            for (const auto& item : p.items()) keys.push_back(item.key());
-            const std::string key = c.draw.Pick(keys);
-            json v = p[key];
-            p.erase(key);
-            p[key + "s"] = v;
-            return "misspelled parallel key " + key; },
-      [&] { run.erase(c.draw.Pick(std::vector<std::string>{"name", "cluster", "model", "parallel"})); return "required key missing"; },
-      [&] { run["cluster"] = c.draw.Pick(std::vector<json>{"", "/nonexistent.json", 7, json::array()}); return "cluster reference"; },
-      [&] { run["model_params"] = {{"hidden_sizee", 1}}; return "unknown model parameter"; },
-      [&] { run["simulation"] = {{"engine", "simgridd"}}; return "engine name"; },
+        std::vector<std::string> keys;
+        for (const auto& item : p.items()) keys.push_back(item.key());
+        const std::string key = c.draw.Pick(keys);
+        json v = p[key];
+        p.erase(key);
+        p[key + "s"] = v;
+        return "misspelled parallel key " + key;
+      },
+      [&] {
+        run.erase(c.draw.Pick(std::vector<std::string>{"name", "cluster", "model", "parallel"}));
+        return "required key missing";
+      },
+      [&] {
+        run["cluster"] = c.draw.Pick(std::vector<json>{"", "/nonexistent.json", 7, json::array()});
+        return "cluster reference";
+      },
+      [&] {
+        run["model_params"] = {{"hidden_sizee", 1}};
+        return "unknown model parameter";
+      },
+      [&] {
+        run["simulation"] = {{"engine", "simgridd"}};
+        return "engine name";
+      },
   };
   const std::string what = c.draw.Pick(breakers)();
   return Simulate("run: invalid value", what, run, Verdict::kRefuse);
@@ -236,15 +366,39 @@ HostileCase ClusterInvalidValue(Context& c) {
   json run = ShippedRun(c, c.draw.Pick(kSmallRuns));
   json cluster = json::parse(std::ifstream(run["cluster"].get<std::string>()));
   const std::vector<std::function<std::string()>> breakers = {
-      [&] { cluster["intra_server"]["link_bandwidth"] = c.draw.Pick(std::vector<json>{"1e-320 B/s", 0, "-5 GB/s", "0 GB/s", 1e-320});
-            return "intra-server bandwidth"; },
-      [&] { cluster["device"]["memory"] = c.draw.Pick(std::vector<json>{"0 B", "-1 GB", "1e30 B", "lots"}); return "device memory"; },
-      [&] { cluster["device"]["peak_flops"] = json::object(); return "no peak FLOP/s"; },
-      [&] { cluster["servers"] = c.draw.Pick(std::vector<json>{0, -1, int64_t{1} << 40}); return "server count"; },
-      [&] { cluster["devices_per_server"] = c.draw.Pick(std::vector<json>{0, 3.5, 100000}); return "devices per server"; },
-      [&] { cluster["device"]["kernel_overhead"] = c.draw.Pick(std::vector<json>{"-1 us", "1e9 s", "nan us"}); return "kernel overhead"; },
-      [&] { cluster["device"]["compute_efficiency"] = c.draw.Pick(std::vector<json>{0, -0.5, 1.5, "high"}); return "compute efficiency"; },
-      [&] { cluster["device"]["kind"] = "tpu"; return "device kind"; },
+      [&] {
+        cluster["intra_server"]["link_bandwidth"] =
+            c.draw.Pick(std::vector<json>{"1e-320 B/s", 0, "-5 GB/s", "0 GB/s", 1e-320});
+        return "intra-server bandwidth";
+      },
+      [&] {
+        cluster["device"]["memory"] = c.draw.Pick(std::vector<json>{"0 B", "-1 GB", "1e30 B", "lots"});
+        return "device memory";
+      },
+      [&] {
+        cluster["device"]["peak_flops"] = json::object();
+        return "no peak FLOP/s";
+      },
+      [&] {
+        cluster["servers"] = c.draw.Pick(std::vector<json>{0, -1, int64_t{1} << 40});
+        return "server count";
+      },
+      [&] {
+        cluster["devices_per_server"] = c.draw.Pick(std::vector<json>{0, 3.5, 100000});
+        return "devices per server";
+      },
+      [&] {
+        cluster["device"]["kernel_overhead"] = c.draw.Pick(std::vector<json>{"-1 us", "1e9 s", "nan us"});
+        return "kernel overhead";
+      },
+      [&] {
+        cluster["device"]["compute_efficiency"] = c.draw.Pick(std::vector<json>{0, -0.5, 1.5, "high"});
+        return "compute efficiency";
+      },
+      [&] {
+        cluster["device"]["kind"] = "tpu";
+        return "device kind";
+      },
   };
   const std::string what = c.draw.Pick(breakers)();
   run["cluster"] = cluster;
@@ -291,7 +445,7 @@ HostileCase SpecialFile(Context& c) {
   const CaseFile special = Special(c, &what);
   json run = ShippedRun(c, c.draw.Pick(kSmallRuns));
   const std::string role = c.draw.Pick(std::vector<std::string>{"run", "cluster", "model", "checkpoint", "calibration",
-                                                                 "sweep", "tune-fusion run", "validate-run run"});
+                                                                "sweep", "tune-fusion run", "validate-run run"});
   HostileCase h;
   h.klass = "files: special files";
   h.what = role + " is " + what;
@@ -332,9 +486,21 @@ HostileCase OutputTarget(Context& c) {
   std::string target = "@out.json";
   h.verdict = Verdict::kRefuse;
   switch (c.draw.Below(7)) {
-    case 0: h.what = "/dev/null"; target = "/dev/null"; h.verdict = Verdict::kEither; break;
-    case 1: h.what = "a FIFO nobody reads"; h.files["out.json"] = {CaseFile::Kind::kFifo, "", 0}; h.outputs = {"out.json"}; break;
-    case 2: h.what = "a folder"; h.files["out.json"] = {CaseFile::Kind::kFolder, "", 0}; h.outputs = {"out.json"}; break;
+    case 0:
+      h.what = "/dev/null";
+      target = "/dev/null";
+      h.verdict = Verdict::kEither;
+      break;
+    case 1:
+      h.what = "a FIFO nobody reads";
+      h.files["out.json"] = {CaseFile::Kind::kFifo, "", 0};
+      h.outputs = {"out.json"};
+      break;
+    case 2:
+      h.what = "a folder";
+      h.files["out.json"] = {CaseFile::Kind::kFolder, "", 0};
+      h.outputs = {"out.json"};
+      break;
     case 3:
       h.what = "a link to a file";
       h.files["target.json"] = {CaseFile::Kind::kText, "{}", 0};
@@ -342,8 +508,14 @@ HostileCase OutputTarget(Context& c) {
       h.outputs = {"out.json", "target.json"};
       h.verdict = Verdict::kEither;
       break;
-    case 4: h.what = "a folder that does not exist"; target = "@missing/out.json"; break;
-    case 5: h.what = "a 300-character name"; target = "@" + std::string(300, 'o'); break;
+    case 4:
+      h.what = "a folder that does not exist";
+      target = "@missing/out.json";
+      break;
+    case 5:
+      h.what = "a 300-character name";
+      target = "@" + std::string(300, 'o');
+      break;
     default:
       h.what = "a 250-character name";
       target = "@" + std::string(245, 'o') + ".json";
@@ -380,7 +552,8 @@ HostileCase CliNumber(Context& c) {
   h.verdict = Verdict::kRefuse;
   if (c.draw.OneIn(4)) {  // sizes past what any buffer is
     h.what = "collective --bytes 1e20B";
-    h.args = {"collective", "--cluster", cluster, "--bytes", c.draw.Pick(std::vector<std::string>{"1e20B", "2TiB", "1PiB:2PiB"})};
+    h.args = {"collective", "--cluster", cluster, "--bytes",
+              c.draw.Pick(std::vector<std::string>{"1e20B", "2TiB", "1PiB:2PiB"})};
   }
   return h;
 }
@@ -391,12 +564,16 @@ HostileCase SweepMutation(Context& c) {
   json sweep = ReadShipped(c, "sweeps/bert-large-clusters.json");
   sweep["run"] = c.Config("runs/bert-large-a100-8.json");
   sweep["engine"] = "analytical";
-  sweep["grid"] = {{"parallel.global_batch_size", {128, 256}}, {"parallel.all_reduce_fusion_config", {{100, 250}, {2}}}};
+  sweep["grid"] = {{"parallel.global_batch_size", {128, 256}},
+                   {"parallel.all_reduce_fusion_config", {{100, 250}, {2}}}};
   const size_t edits = 1 + c.draw.Below(2);
   for (size_t i = 0; i < edits; ++i) fuzz::MutateJsonTree(sweep, c.draw.Seed());
-  if (sweep.is_object() && sweep.contains("cluster") == false && sweep.contains("out")) sweep.erase("out");
-  HostileCase h{"sweep: random edits", std::to_string(edits) + " random edits", {"sweep", "@sweep.json", "--jobs", "1",
-                "--out", "@table.csv"}, {}, {"table.csv"}, Verdict::kEither};
+  HostileCase h{"sweep: random edits",
+                std::to_string(edits) + " random edits",
+                {"sweep", "@sweep.json", "--jobs", "1", "--out", "@table.csv"},
+                {},
+                {"table.csv"},
+                Verdict::kEither};
   h.files["sweep.json"] = {CaseFile::Kind::kText, Text(sweep), 0};
   return h;
 }
@@ -404,19 +581,45 @@ HostileCase SweepMutation(Context& c) {
 HostileCase SweepInvalid(Context& c) {
   json sweep = {{"run", c.Config("runs/bert-large-a100-8.json")}, {"engine", "analytical"}};
   const std::vector<std::function<std::string()>> breakers = {
-      [&] { sweep["grid"] = {{"paralel.global_batch_size", {8, 16}}}; return "grid key typo"; },
-      [&] { sweep["grid"] = {{"name.x", {1}}}; return "grid key through a string"; },
-      [&] { sweep["grid"] = {{"parallel..x", {1}}}; return "empty part in a grid key"; },
-      [&] { sweep["grid"] = {{"parallel.global_batch_size", json::array()}}; return "no values"; },
-      [&] { sweep["grid"] = json::object(); return "empty grid"; },
-      [&] { sweep["grid"] = {{"cluster", {7}}}; return "cluster that is not a path"; },
-      [&] { sweep["grid"] = {{"parallel.global_batch_size", {0, -1}}}; return "every point invalid"; },
-      [&] { sweep["engine"] = "simgridd"; sweep["grid"] = {{"parallel.global_batch_size", {8}}}; return "engine"; },
+      [&] {
+        sweep["grid"] = {{"paralel.global_batch_size", {8, 16}}};
+        return "grid key typo";
+      },
+      [&] {
+        sweep["grid"] = {{"name.x", {1}}};
+        return "grid key through a string";
+      },
+      [&] {
+        sweep["grid"] = {{"parallel..x", {1}}};
+        return "empty part in a grid key";
+      },
+      [&] {
+        sweep["grid"] = {{"parallel.global_batch_size", json::array()}};
+        return "no values";
+      },
+      [&] {
+        sweep["grid"] = json::object();
+        return "empty grid";
+      },
+      [&] {
+        sweep["grid"] = {{"cluster", {7}}};
+        return "cluster that is not a path";
+      },
+      [&] {
+        sweep["grid"] = {{"parallel.global_batch_size", {0, -1}}};
+        return "every point invalid";
+      },
+      [&] {
+        sweep["engine"] = "simgridd";
+        sweep["grid"] = {{"parallel.global_batch_size", {8}}};
+        return "engine";
+      },
       [&] {
         json a = json::array(), b = json::array();
         for (int i = 1; i <= 400; ++i) a.push_back(i), b.push_back(i);
         sweep["grid"] = {{"parallel.device_num", a}, {"parallel.global_batch_size", b}};
-        return "160,000 points"; },
+        return "160,000 points";
+      },
   };
   HostileCase h;
   h.what = c.draw.Pick(breakers)();
@@ -442,7 +645,8 @@ HostileCase CheckpointMutation(Context& c) {
     std::ifstream in(seeds + "proto/tiny-gpt-cpu-mp2-pp2.ckpt", std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (bytes.empty()) bytes = "\x08\x01";
-    for (size_t i = 0, n = 1 + c.draw.Below(4); i < n; ++i) bytes[c.draw.Below(bytes.size())] ^= static_cast<char>(1 << c.draw.Below(8));
+    for (size_t i = 0, n = 1 + c.draw.Below(4); i < n; ++i)
+      bytes[c.draw.Below(bytes.size())] ^= static_cast<char>(1 << c.draw.Below(8));
     run["parallel"]["strategy_ckpt_load_file"] = "ckpt.ckpt";
     h.files.erase("ckpt.json");
     h.files["run.json"].content = Text(run);
@@ -471,7 +675,10 @@ HostileCase HostileStrings(Context& c) {
   std::string what;
   Verdict verdict = Verdict::kRefuse;
   switch (c.draw.Below(5)) {
-    case 0: run[std::string(50u << 20, 'k')] = 1; what = "a 50 MB unknown key"; break;
+    case 0:
+      run[std::string(50u << 20, 'k')] = 1;
+      what = "a 50 MB unknown key";
+      break;
     case 4: {  // written as text: printing such a tree would recurse 100,000 deep here
       run["parallel"]["device_num"] = "DEEP";
       HostileCase h = Simulate("", "a list nested 100,000 deep", run, verdict);
@@ -479,9 +686,19 @@ HostileCase HostileStrings(Context& c) {
       text.replace(text.find("\"DEEP\""), 6, std::string(100000, '[') + std::string(100000, ']'));
       return h;
     }
-    case 1: run["parallel"]["parallel_mode"] = "\x1b[2J\x1b[31mred\nsecond line"; what = "escape codes in a value"; break;
-    case 2: run["name"] = std::string(1u << 20, 'n') + "\x1b[0m"; what = "a 1 MB name with an escape"; verdict = Verdict::kEither; break;
-    default: run["parallel"]["\x07\x1b]0;title\x07"] = 1; what = "escape codes in a key"; break;
+    case 1:
+      run["parallel"]["parallel_mode"] = "\x1b[2J\x1b[31mred\nsecond line";
+      what = "escape codes in a value";
+      break;
+    case 2:
+      run["name"] = std::string(1u << 20, 'n') + "\x1b[0m";
+      what = "a 1 MB name with an escape";
+      verdict = Verdict::kEither;
+      break;
+    default:
+      run["parallel"]["\x07\x1b]0;title\x07"] = 1;
+      what = "escape codes in a key";
+      break;
   }
   HostileCase h = Simulate("strings: size and escapes", what, run, verdict);
   return h;

@@ -18,11 +18,11 @@ enum class Verdict {
 // A file the case needs in its scratch folder, by name.
 struct CaseFile {
   enum class Kind {
-    kText,          // `content` written as is
-    kFifo,          // a named pipe nobody writes to (or reads from)
-    kFolder,        // an empty folder
-    kSymlink,       // a link to `content` (a path; may dangle or loop)
-    kSparse,        // a file of `size` bytes, all holes
+    kText,     // `content` written as is
+    kFifo,     // a named pipe nobody writes to (or reads from)
+    kFolder,   // an empty folder
+    kSymlink,  // a link to `content` (a path; may dangle or loop)
+    kSparse,   // a file of `size` bytes, all holes
   };
   Kind kind = Kind::kText;
   std::string content;
