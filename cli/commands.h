@@ -17,6 +17,7 @@ struct SimulateArgs {
   std::string trace_file;            // Chrome/Perfetto trace; "" = none
   std::vector<int64_t> trace_ranks;  // devices on the trace; empty = the default choice
   std::string engine;                // overrides the run's simulation.engine; "" = keep
+  std::string symmetry;              // overrides the run's simulation.symmetry; "" = keep
   bool json = false;                 // print JSON instead of text
 };
 int Simulate(const SimulateArgs& args);

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "core/config/simulation_options.h"
 #include "core/util/interrupt.h"
 #include "core/util/quote.h"
 #include "sim/engine_info.h"
@@ -65,6 +66,11 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   simulate_cmd->add_option("--engine", simulate.engine, "simgrid, analytical or both (default: the run's)")
       ->check(CLI::IsMember({"simgrid", "analytical", "both"}));
+  simulate_cmd
+      ->add_option("--symmetry", simulate.symmetry,
+                   "fold: SimGrid simulates one device per orbit of symmetric devices; off: every device "
+                   "(default: the run's)")
+      ->check(CLI::IsMember(shardlab::SymmetryNames()));
 
   cli::GraphArgs graph;
   auto* graph_cmd = app.add_subcommand("graph", "Summarise a model file: operators, parameters, FLOPs per sample");

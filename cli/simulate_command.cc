@@ -18,6 +18,7 @@ int Simulate(const SimulateArgs& args) {
   spdlog::info("loading run {}", args.run_file);
   RunSpec run = LoadRunFile(args.run_file);
   if (!args.engine.empty()) run.simulation.engine = ParseEngine(args.engine);
+  if (!args.symmetry.empty()) run.simulation.symmetry = ParseSymmetry(args.symmetry);
   const PreparedRun prepared = Prepare(run);
   spdlog::info("model graph: {} operators, {} tensors", prepared.graph.operators().size(),
                prepared.graph.tensors().size());
@@ -35,8 +36,8 @@ int Simulate(const SimulateArgs& args) {
   if (engine == Engine::kSimGrid || engine == Engine::kBoth) {
     sim::SimGridStats stats;
     results.push_back(sim::SimulateStep(prepared, Engine::kSimGrid, trace, &stats));
-    spdlog::info("simgrid: {} flows, {} collectives, {} timers in {:.2f} s", stats.flows, stats.collectives,
-                 stats.timers, results.back().wall_seconds);
+    spdlog::info("simgrid: {} devices simulated, {} flows, {} collectives, {} timers in {:.2f} s",
+                 stats.simulated_devices, stats.flows, stats.collectives, stats.timers, results.back().wall_seconds);
   }
   if (engine == Engine::kAnalytical || engine == Engine::kBoth)
     results.push_back(sim::SimulateStep(prepared, Engine::kAnalytical, trace));

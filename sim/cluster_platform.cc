@@ -1,5 +1,8 @@
 #include "sim/cluster_platform.h"
 
+#include <numeric>
+#include <stdexcept>
+
 #include <fmt/format.h>
 #include <simgrid/kernel/routing/NetPoint.hpp>
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>
@@ -27,7 +30,8 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
     auto link = [this](const std::string& name, double bandwidth, double latency) {
       sg4::Link* l = get_iface()->create_link(name, bandwidth);
       l->set_latency(latency);
-      return l;
+      links_.push_back(l);
+      return static_cast<int32_t>(links_.size() - 1);
     };
     for (int64_t d = 0; d < devices; ++d) {
       if (intra.kind == IntraServerFabric::Kind::kNvSwitch) {
@@ -37,7 +41,7 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
     }
     if (intra.kind == IntraServerFabric::Kind::kHccsMesh) {
       const int64_t g = intra.group_size;
-      mesh_.resize(servers_ * dps * g);
+      mesh_.assign(servers_ * dps * g, -1);
       for (int64_t d = 0; d < servers_ * dps; ++d)
         for (int64_t peer = 0; peer < g; ++peer)
           if (peer != d % g)
@@ -74,7 +78,8 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
     }
   }
 
-  void Route(int64_t a, int64_t b, std::vector<sg4::Link*>* links) const {
+  // The links from device a to device b, as indices into links().
+  void Route(int64_t a, int64_t b, std::vector<int32_t>* links) const {
     const int64_t dps = c_.devices_per_server;
     const int64_t sa = a / dps, sb = b / dps;
     if (sa == sb) {
@@ -108,13 +113,40 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
  protected:
   void get_local_route(const routing::NetPoint* src, const routing::NetPoint* dst, routing::Route* into,
                        double* latency) override {
-    std::vector<sg4::Link*> links;
+    std::vector<int32_t> links;
     Route(static_cast<int64_t>(src->id()), static_cast<int64_t>(dst->id()), &links);
-    for (sg4::Link* l : links) {
+    for (int32_t id : links) {
+      sg4::Link* l = links_[folded_.empty() ? id : folded_[id]];
       into->link_list_.push_back(l->get_impl());
       if (latency) *latency += l->get_latency();
     }
   }
+
+ public:
+  const std::vector<sg4::Link*>& links() const { return links_; }
+  int64_t servers() const { return servers_; }
+
+  // The links every route leaving or entering `device` through the network
+  // (or its NVSwitch ports) takes, by level: their images under a device
+  // permutation decide where it maps each link that depends on one end.
+  void EndpointLinks(int64_t device, std::vector<int32_t>* links) const {
+    links->clear();
+    if (!port_up_.empty()) {
+      links->push_back(port_up_[device]);
+      links->push_back(port_down_[device]);
+    }
+    links->push_back(nic_up_[Nic(device)]);
+    links->push_back(nic_down_[Nic(device)]);
+    links->push_back(leaf_up_[Leaf(device)]);
+    links->push_back(leaf_down_[Leaf(device)]);
+    if (!pod_up_.empty()) {
+      links->push_back(pod_up_[Leaf(device) / leaves_per_pod_]);
+      links->push_back(pod_down_[Leaf(device) / leaves_per_pod_]);
+    }
+  }
+
+  // Routes use folded[link] in place of link (empty: every link is its own).
+  void Fold(std::vector<int32_t> folded) { folded_ = std::move(folded); }
 
  private:
   int64_t Nic(int64_t device) const {
@@ -130,11 +162,15 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
 
   const ClusterSpec& c_;
   int64_t servers_ = 0, nics_ = 1, servers_per_leaf_ = 1, leaves_ = 1, leaves_per_pod_ = 1;
-  std::vector<sg4::Link*> port_up_, port_down_, mesh_, cross_, nic_up_, nic_down_, leaf_up_, leaf_down_, pod_up_,
+  std::vector<sg4::Link*> links_;
+  std::vector<int32_t> folded_;
+  // Indices into links_, per level of the fabric.
+  std::vector<int32_t> port_up_, port_down_, mesh_, cross_, nic_up_, nic_down_, leaf_up_, leaf_down_, pod_up_,
       pod_down_;
 };
 
-ClusterPlatform::ClusterPlatform(const ClusterSpec& cluster, int64_t devices) {
+ClusterPlatform::ClusterPlatform(const ClusterSpec& cluster, int64_t devices)
+    : devices_per_server_(cluster.devices_per_server) {
   int argc = 1;
   char name[] = "shardlab";
   char* argv[] = {name, nullptr};
@@ -155,11 +191,106 @@ ClusterPlatform::ClusterPlatform(const ClusterSpec& cluster, int64_t devices) {
 ClusterPlatform::~ClusterPlatform() = default;
 
 double ClusterPlatform::RouteLatency(int64_t from, int64_t to) const {
-  std::vector<sg4::Link*> links;
+  std::vector<int32_t> links;
   zone_->Route(from, to, &links);
   double latency = 0;
-  for (sg4::Link* l : links) latency += l->get_latency();
+  for (int32_t id : links) latency += zone_->links()[id]->get_latency();
   return latency;
+}
+
+std::string ClusterPlatform::CheckSymmetry(const DevicePermutation& g, std::vector<int32_t>* link_image) const {
+  const auto& links = zone_->links();
+  std::vector<int32_t> image(links.size(), -1);
+  std::string why;
+  auto map = [&](int32_t from, int32_t to) {
+    if (image[from] == to) return true;
+    if (image[from] != -1) {
+      why = fmt::format("link {} would map onto both {} and {}", links[from]->get_cname(),
+                        links[image[from]]->get_cname(), links[to]->get_cname());
+      return false;
+    }
+    if (links[from]->get_bandwidth() != links[to]->get_bandwidth() ||
+        links[from]->get_latency() != links[to]->get_latency()) {
+      why = fmt::format("link {} would map onto {}, whose bandwidth or latency differs", links[from]->get_cname(),
+                        links[to]->get_cname());
+      return false;
+    }
+    image[from] = to;
+    return true;
+  };
+  const int64_t devices = static_cast<int64_t>(hosts_.size());
+  const int64_t dps = devices_per_server_;
+  std::vector<int64_t> server_image(zone_->servers(), -1);
+  std::vector<int32_t> here, there;
+  for (int64_t d = 0; d < devices; ++d) {
+    const int64_t server = d / dps, image_server = g[d] / dps;
+    if (server_image[server] == -1) server_image[server] = image_server;
+    if (server_image[server] != image_server) return fmt::format("it splits server {} over two servers", server);
+    zone_->EndpointLinks(d, &here);
+    zone_->EndpointLinks(g[d], &there);
+    for (size_t i = 0; i < here.size(); ++i)
+      if (!map(here[i], there[i])) return why;
+  }
+  for (int64_t first = 0; first < devices; first += dps) {
+    const int64_t last = std::min(first + dps, devices);
+    for (int64_t a = first; a < last; ++a)
+      for (int64_t b = first; b < last; ++b) {
+        if (a == b) continue;
+        here.clear();
+        there.clear();
+        zone_->Route(a, b, &here);
+        zone_->Route(g[a], g[b], &there);
+        if (here.size() != there.size())
+          return fmt::format("the route from device {} to {} does not map onto the route between their images", a, b);
+        for (size_t i = 0; i < here.size(); ++i)
+          if (!map(here[i], there[i])) return why;
+      }
+  }
+  std::vector<char> taken(links.size(), 0);
+  for (int32_t to : image) {
+    if (to < 0) continue;
+    if (taken[to]) return fmt::format("two links would map onto {}", links[to]->get_cname());
+    taken[to] = 1;
+  }
+  std::vector<char> server_taken(server_image.size(), 0);
+  for (int64_t to : server_image) {
+    if (to < 0) continue;
+    if (server_taken[to]) return fmt::format("two servers would map onto server {}", to);
+    server_taken[to] = 1;
+  }
+  if (link_image) *link_image = std::move(image);
+  return {};
+}
+
+void ClusterPlatform::Fold(const std::vector<DevicePermutation>& generators, int64_t order) {
+  const auto& links = zone_->links();
+  std::vector<int32_t> root(links.size());
+  std::iota(root.begin(), root.end(), 0);
+  auto find = [&root](int32_t x) {
+    while (root[x] != x) x = root[x] = root[root[x]];
+    return x;
+  };
+  for (const DevicePermutation& g : generators) {
+    std::vector<int32_t> image;
+    const std::string why = CheckSymmetry(g, &image);
+    if (!why.empty()) throw std::logic_error("folding the platform by a permutation that is not a symmetry: " + why);
+    for (size_t l = 0; l < image.size(); ++l) {
+      if (image[l] < 0) continue;
+      const int32_t a = find(static_cast<int32_t>(l)), b = find(image[l]);
+      if (a != b) root[std::max(a, b)] = std::min(a, b);
+    }
+  }
+  std::vector<int64_t> orbit_size(links.size(), 0);
+  std::vector<int32_t> folded(links.size());
+  for (size_t l = 0; l < links.size(); ++l) {
+    folded[l] = find(static_cast<int32_t>(l));
+    ++orbit_size[folded[l]];
+  }
+  for (size_t l = 0; l < links.size(); ++l)
+    if (orbit_size[l] > 0)
+      links[l]->set_bandwidth(links[l]->get_bandwidth() * static_cast<double>(orbit_size[l]) /
+                              static_cast<double>(order));
+  zone_->Fold(std::move(folded));
 }
 
 }  // namespace shardlab::sim

@@ -5,9 +5,13 @@
 // than devices) into a fat tree whose leaf and pod switches are aggregated
 // up and down links carrying the oversubscribed capacity. Routes are computed
 // arithmetically by a custom zone, so 4096 hosts build in milliseconds.
+// A group of symmetries of the platform can fold it: the links of an orbit
+// become one, which one flow per device orbit loads as the orbit's flows
+// would load them all.
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/config/cluster_config.h"
@@ -18,6 +22,9 @@ class Host;
 }  // namespace simgrid::s4u
 
 namespace shardlab::sim {
+
+// A permutation of the devices: for each rank, the rank it maps to.
+using DevicePermutation = std::vector<int64_t>;
 
 class ClusterPlatform {
  public:
@@ -34,9 +41,22 @@ class ClusterPlatform {
   // Sum of the latencies on the route between two devices.
   double RouteLatency(int64_t from, int64_t to) const;
 
+  // Why `g` is not a symmetry of the platform: a symmetry maps every route
+  // onto the route between the images of its ends, link for link, each onto
+  // a link of the same bandwidth and latency, and no two links onto one.
+  // Empty when it is one; then `link_image` (when given) holds each link's image.
+  std::string CheckSymmetry(const DevicePermutation& g, std::vector<int32_t>* link_image = nullptr) const;
+  // Folds each orbit of links under the group that `generators` (symmetries)
+  // generate into its first link, whose bandwidth becomes the orbit's total
+  // over `order`. The group must act freely on the devices with `order`
+  // elements: then one flow per device orbit, its source the orbit's
+  // representative, loads each folded link as the orbit's flows load its links.
+  void Fold(const std::vector<DevicePermutation>& generators, int64_t order);
+
  private:
   std::unique_ptr<simgrid::s4u::Engine> engine_;
   std::vector<simgrid::s4u::Host*> hosts_;
+  int64_t devices_per_server_ = 1;
   class Zone;
   Zone* zone_ = nullptr;
 };

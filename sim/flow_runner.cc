@@ -62,17 +62,13 @@ void FlowRunner::After(double seconds, std::function<void()> done) {
 
 void FlowRunner::StartPhase(Running* r) {
   const Phase& phase = r->phases[r->phase];
-  r->pending = 0;
-  for (const Flow& f : phase.flows) {
-    if (f.src == f.dst) continue;
-    ++r->pending;
-  }
+  r->pending = std::count_if(phase.flows.begin(), phase.flows.end(), [this](const Flow& f) { return Runs(f); });
   if (r->pending == 0) {
     PhaseFinished(r);
     return;
   }
   for (const Flow& f : phase.flows) {
-    if (f.src == f.dst) continue;
+    if (!Runs(f)) continue;
     sg4::CommPtr comm = sg4::Comm::sendto_init(platform_.host(f.src), platform_.host(f.dst));
     // A zero-byte communication would never start; one byte stands for a pure synchronisation.
     comm->set_payload_size(static_cast<uint64_t>(std::max(1.0, std::round(f.bytes))));

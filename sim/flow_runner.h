@@ -23,14 +23,21 @@ class FlowRunner {
   // Runs `done` after `seconds` of simulated time (compute, folded latencies).
   void After(double seconds, std::function<void()> done);
 
+  // On a folded platform (ClusterPlatform::Fold) each flow orbit runs as its
+  // flow from the orbit's representative device; flows from other devices are
+  // left out. A phase's folded latency is still timed on its first flow.
+  void KeepFlowsFrom(std::vector<char> representative) { representative_ = std::move(representative); }
+
   int64_t flows_started() const { return flows_started_; }
 
  private:
   struct Running;
   void StartPhase(Running* r);
   void PhaseFinished(Running* r);
+  bool Runs(const Flow& f) const { return f.src != f.dst && (representative_.empty() || representative_[f.src]); }
 
   ClusterPlatform& platform_;
+  std::vector<char> representative_;  // per rank; empty: every flow runs
   int64_t flows_started_ = 0;
 };
 

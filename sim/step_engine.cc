@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <tuple>
 
@@ -13,11 +14,12 @@
 #include <simgrid/s4u/Engine.hpp>
 
 #include "core/analytical/analytical_engine.h"
-#include "core/layout/device_matrix.h"
 #include "core/plan/pass_steps.h"
 #include "core/plan/pipeline_schedule.h"
 #include "sim/cluster_platform.h"
 #include "sim/flow_runner.h"
+#include "sim/group_instances.h"
+#include "sim/step_symmetry.h"
 
 namespace shardlab::sim {
 namespace {
@@ -35,39 +37,39 @@ struct StagePrograms {
   // gradients are complete; and the last of those (the step's last backward).
   std::vector<bool> final_backward;
   size_t last_final_backward = 0;
-  // Per group spec: for each local index, (instance, members).
-  std::vector<std::vector<std::pair<int64_t, std::vector<int64_t>>>> groups;
-  // Lanes: devices that take part in exactly the same blocking collectives
-  // run in lockstep; when such a set sits inside one server it is simulated
-  // once, its blocking collectives in closed form (the server's fabric is
-  // private to it). Local indices per lane.
-  std::vector<std::vector<int64_t>> lanes;
+  // Per group spec: the representatives in each instance, whose arrivals
+  // start it (every member when nothing is folded).
+  std::vector<std::vector<int32_t>> arrivals;
 };
 
-// Union of the blocking collective groups of a stage, split back into single
-// devices where a set would span servers (its traffic must contend as flows).
-std::vector<std::vector<int64_t>> Lanes(const StageProgram& stage, const StagePrograms& p, int64_t devices_per_server) {
+// Lanes: devices that take part in exactly the same blocking collectives run
+// in lockstep; when such a set sits inside one server it is simulated once,
+// its blocking collectives in closed form (the server's fabric is private to
+// it). The union of the passes' collective groups, split back into single
+// devices where a set would span servers (its traffic must contend as
+// flows); local indices per lane.
+std::vector<std::vector<int64_t>> Lanes(const StageProgram& stage, const std::vector<GroupInstances>& groups,
+                                        int64_t devices_per_server) {
   const int64_t n = stage.devices;
   std::vector<int64_t> parent(n);
   for (int64_t i = 0; i < n; ++i) parent[i] = i;
-  std::function<int64_t(int64_t)> find = [&](int64_t x) { return parent[x] == x ? x : parent[x] = find(parent[x]); };
-  auto join_groups_of = [&](const std::vector<Task>& tasks) {
-    for (const Task& t : tasks) {
-      if (t.kind != Task::Kind::kCollective) continue;
-      for (int64_t l = 0; l < n; ++l)
-        for (int64_t member : p.groups[t.group][l].second) parent[find(member - stage.first_rank)] = find(l);
-    }
+  auto find = [&parent](int64_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
   };
   // The passes decide lockstep; step-start gathers and gradient buckets run
   // per device across lanes.
-  join_groups_of(stage.forward);
-  join_groups_of(stage.backward);
+  std::set<int> specs;
+  for (const auto* tasks : {&stage.forward, &stage.backward})
+    for (const Task& t : *tasks)
+      if (t.kind == Task::Kind::kCollective) specs.insert(t.group);
+  for (int spec : specs)
+    for (const auto& members : groups[spec].members)
+      for (int64_t m : members) parent[find(m - stage.first_rank)] = find(members.front() - stage.first_rank);
   // Passes without any collective (data parallel: every device on its own
   // batch) run the same program alone on every device: a server's devices
   // keep lockstep without meeting, so they form one lane.
-  const auto collective = [](const Task& t) { return t.kind == Task::Kind::kCollective; };
-  if (std::none_of(stage.forward.begin(), stage.forward.end(), collective) &&
-      std::none_of(stage.backward.begin(), stage.backward.end(), collective))
+  if (specs.empty())
     for (int64_t l = 0; l < n; ++l) {
       const int64_t server_start = (stage.first_rank + l) / devices_per_server * devices_per_server;
       parent[find(l)] = find(std::max<int64_t>(server_start - stage.first_rank, 0));
@@ -104,12 +106,17 @@ std::vector<std::vector<PassStep>> Split(const std::vector<Task>& tasks, int64_t
 
 class Engine {
  public:
-  Engine(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, const TraceRequest& trace)
+  Engine(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, Symmetry symmetry, const TraceRequest& trace)
       : plan_(plan), cluster_(cluster), fidelity_(fidelity), platform_(cluster, plan.devices), runner_(platform_) {
     S_ = static_cast<int64_t>(plan.stages.size());
     M_ = plan.micro_batches;
     V_ = plan.schedule == PipelineSchedule::kInterleaved ? plan.chunks : 1;
     D_ = plan.devices_per_stage;
+    shape_.plan = &plan;
+    shape_.devices_per_server = cluster.devices_per_server;
+    shape_.fidelity = fidelity;
+    shape_.lane_of_rank.resize(plan.devices);
+    std::vector<std::vector<std::vector<int64_t>>> lanes;  // per stage, local indices
     for (const StageProgram& stage : plan.stages) {
       StagePrograms p;
       p.order = StageSchedule(plan.training ? plan.schedule : PipelineSchedule::kGPipe, stage.stage, S_, M_, V_);
@@ -126,44 +133,63 @@ class Engine {
         p.final_backward[i] = true;
         p.last_final_backward = std::max(p.last_final_backward, i);
       }
-      std::vector<int64_t> ranks(D_);
-      for (int64_t i = 0; i < D_; ++i) ranks[i] = stage.first_rank + i;
-      for (const CommGroupSpec& spec : stage.groups) {
-        const DeviceMatrix matrix(spec.device_matrix, ranks);
-        std::vector<std::pair<int64_t, std::vector<int64_t>>> per_local(D_);
-        std::map<int64_t, int64_t> instance_of_first;
-        for (int64_t l = 0; l < D_; ++l) {
-          auto members = matrix.GroupAlongDims(stage.first_rank + l, spec.dims);
-          const int64_t first = *std::min_element(members.begin(), members.end());
-          auto [it, inserted] = instance_of_first.emplace(first, static_cast<int64_t>(instance_of_first.size()));
-          per_local[l] = {it->second, std::move(members)};
-        }
-        p.groups.push_back(std::move(per_local));
-      }
-      p.lanes = Lanes(stage, p, cluster.devices_per_server);
       programs_.push_back(std::move(p));
+      shape_.groups.push_back(StageGroupInstances(stage));
+      lanes.push_back(Lanes(stage, shape_.groups.back(), cluster.devices_per_server));
+      for (const auto& members : lanes.back()) {
+        for (int64_t m : members)
+          shape_.lane_of_rank[stage.first_rank + m] = static_cast<int64_t>(shape_.lane_size.size());
+        shape_.lane_size.push_back(static_cast<int64_t>(members.size()));
+      }
     }
-    lane_of_rank_.resize(plan.devices);
+    symmetry_ = symmetry == Symmetry::kFold ? FindStepSymmetry(shape_, platform_)
+                                            : NoSymmetry(plan.devices, "every device simulated: symmetry is off");
+    if (symmetry_.order > 1) {
+      platform_.Fold(symmetry_.generators, symmetry_.order);
+      std::vector<char> representative(plan.devices);
+      for (int64_t r = 0; r < plan.devices; ++r) representative[r] = symmetry_.IsRepresentative(r);
+      runner_.KeepFlowsFrom(std::move(representative));
+    }
+    for (int64_t s = 0; s < S_; ++s)
+      for (const GroupInstances& groups : shape_.groups[s]) {
+        std::vector<int32_t> arrivals;
+        for (const auto& members : groups.members)
+          arrivals.push_back(static_cast<int32_t>(std::count_if(
+              members.begin(), members.end(), [this](int64_t r) { return symmetry_.IsRepresentative(r); })));
+        programs_[s].arrivals.push_back(std::move(arrivals));
+      }
+    lane_of_rank_.assign(plan.devices, -1);
     for (int64_t s = 0; s < S_; ++s) {
-      for (const auto& members : programs_[s].lanes) {
+      for (const auto& members : lanes[s]) {
         Device d;
         d.stage = s;
-        d.local = members.front();
-        d.rank = s * D_ + d.local;
-        for (int64_t m : members) d.ranks.push_back(s * D_ + m);
+        for (int64_t m : members)
+          if (symmetry_.IsRepresentative(s * D_ + m)) d.ranks.push_back(s * D_ + m);
+        if (d.ranks.empty()) continue;  // simulated by its orbit's representatives
+        d.rank = d.ranks.front();
+        d.local = d.rank - s * D_;
         d.counters.assign(plan.stages[s].groups.size(), 0);
         for (int64_t r : d.ranks) lane_of_rank_[r] = static_cast<int64_t>(devices_.size());
-        // The stage's representative is always traced: Summarize reads the stage's figures from it.
-        d.traced = std::count(d.ranks.begin(), d.ranks.end(), plan.RepresentativeRank(s)) > 0;
-        if (trace.enabled) {
-          if (!trace.ranks.empty()) {
-            for (int64_t r : trace.ranks) d.traced = d.traced || std::count(d.ranks.begin(), d.ranks.end(), r) > 0;
-          } else {
-            d.traced = d.traced || plan.devices <= 64;
-          }
-        }
+        d.event_ranks = d.ranks;
         devices_.push_back(std::move(d));
       }
+    }
+    // The stage's representative is always traced: Summarize reads the
+    // stage's figures from it. A traced device that is folded into another's
+    // orbit is traced by the lane that simulates it; the lane's events stand for it.
+    std::vector<int64_t> traced;
+    for (int64_t s = 0; s < S_; ++s) traced.push_back(plan.RepresentativeRank(s));
+    if (trace.enabled && !trace.ranks.empty()) traced.insert(traced.end(), trace.ranks.begin(), trace.ranks.end());
+    if (trace.enabled && trace.ranks.empty() && plan.devices <= 64)
+      for (int64_t r = 0; r < plan.devices; ++r) traced.push_back(r);
+    for (int64_t r : traced) {
+      Device& d = devices_[lane_of_rank_[symmetry_.representative[r]]];
+      d.traced = true;
+      d.event_ranks.push_back(r);
+    }
+    for (Device& d : devices_) {
+      std::sort(d.event_ranks.begin(), d.event_ranks.end());
+      d.event_ranks.erase(std::unique(d.event_ranks.begin(), d.event_ranks.end()), d.event_ranks.end());
     }
   }
 
@@ -174,22 +200,26 @@ class Engine {
       if (!d.finished) throw std::logic_error("the simulated step did not finish on every device");
     Trace trace;
     trace.engine = "simgrid";
+    trace.detail = symmetry_.description;
     trace.events = std::move(events_);
     if (stats) {
       stats->flows = runner_.flows_started();
       stats->collectives = collectives_;
       stats->timers = timers_;
+      stats->simulated_devices = symmetry_.simulated_devices();
     }
     return trace;
   }
 
  private:
-  // A lane: one device, or the devices of one server that run in lockstep.
+  // A lane: one device, or the devices of one server that run in lockstep;
+  // when symmetric devices are folded, their representatives.
   struct Device {
     int64_t rank = 0, stage = 0, local = 0;  // of its first device
     std::vector<int64_t> ranks;
-    bool traced = false;    // its passes go on the timeline
-    size_t start_task = 0;  // step_start collectives done
+    bool traced = false;               // its passes go on the timeline
+    std::vector<int64_t> event_ranks;  // the devices its events stand for
+    size_t start_task = 0;             // step_start collectives done
     size_t item = 0;
     size_t step = 0;
     double pass_start = 0;
@@ -213,9 +243,8 @@ class Engine {
     double pass_compute = 0, pass_communication = 0;
   };
 
-  static TraceEvent Event(const Device& d, Lane lane, EventKind kind, std::string name, double start,
-                          double duration) {
-    return MakeEvent(d.stage, lane, kind, std::move(name), start, duration, d.ranks);
+  static TraceEvent Event(const Device& d, Lane lane, EventKind kind, std::string name, double start, double duration) {
+    return MakeEvent(d.stage, lane, kind, std::move(name), start, duration, d.event_ranks);
   }
 
   struct Barrier {
@@ -360,6 +389,8 @@ class Engine {
             item.forward ? StageOf(d).send_forward_bytes : plan_.stages[target_stage].send_forward_bytes;
         for (int64_t rank : d.ranks) {
           const int64_t peer = target_stage * D_ + rank % D_;
+          if (lane_of_rank_[peer] < 0)
+            throw std::logic_error("a pipeline transfer reaches a device that is not simulated");
           const InputKey key{devices_[lane_of_rank_[peer]].rank, item.forward, target_vs, item.micro_batch};
           Phase phase;
           phase.flows.push_back({rank, peer, bytes});
@@ -394,14 +425,12 @@ class Engine {
 
   // A collective inside a lane runs in closed form; otherwise each of the
   // lane's devices arrives at its group, and a group starts as flows once
-  // all its members have arrived. The lane resumes when all its groups are done.
+  // all its (representative) members have arrived. The lane resumes when all
+  // its groups are done.
   void Collective(Device& d, const Task& task, std::function<void()> resume) {
-    const auto& groups = programs_[d.stage].groups[task.group];
+    const GroupInstances& groups = shape_.groups[d.stage][task.group];
     const int64_t sequence = d.counters[task.group]++;
-    const auto& first_members = groups[d.local].second;
-    const bool inside = std::all_of(first_members.begin(), first_members.end(),
-                                    [&](int64_t r) { return lane_of_rank_[r] == lane_of_rank_[d.rank]; });
-    if (inside && d.ranks.size() > 1) {
+    if (shape_.InsideLane(groups.MembersOf(d.local))) {
       ++timers_;
       runner_.After(task.seconds, std::move(resume));
       return;
@@ -409,17 +438,24 @@ class Engine {
     auto pending = std::make_shared<int64_t>(static_cast<int64_t>(d.ranks.size()));
     auto shared_resume = std::make_shared<std::function<void()>>(std::move(resume));
     for (int64_t rank : d.ranks) {
-      const auto& [instance, members] = groups[rank % D_];
-      const auto key = std::make_tuple(d.stage, task.group, instance, sequence);
+      const int32_t instance = groups.of_local[rank % D_];
+      const auto key = std::make_tuple(d.stage, task.group, static_cast<int64_t>(instance), sequence);
       Barrier& b = barriers_[key];
       b.resumes.push_back([pending, shared_resume] {
         if (--*pending == 0) (*shared_resume)();
       });
-      if (++b.arrived < static_cast<int64_t>(members.size())) continue;
+      if (++b.arrived < programs_[d.stage].arrivals[task.group][instance]) continue;
       auto resumes = std::move(b.resumes);
       barriers_.erase(key);
       ++collectives_;
-      runner_.Run(ExpandCollective(task.collective, task.algorithm, task.comm_bytes, members,
+      if (symmetry_.closed_form.count({d.stage, task.group, task.collective, task.algorithm})) {
+        ++timers_;
+        runner_.After(task.seconds, [resumes = std::move(resumes)] {
+          for (const auto& r : resumes) r();
+        });
+        continue;
+      }
+      runner_.Run(ExpandCollective(task.collective, task.algorithm, task.comm_bytes, groups.members[instance],
                                    cluster_.devices_per_server, fidelity_),
                   [resumes = std::move(resumes)] {
                     for (const auto& r : resumes) r();
@@ -490,6 +526,8 @@ class Engine {
   ClusterPlatform platform_;
   FlowRunner runner_;
   int64_t S_ = 1, M_ = 1, V_ = 1, D_ = 1;
+  StepShape shape_;
+  StepSymmetry symmetry_;
   std::vector<StagePrograms> programs_;
   std::vector<Device> devices_;
   std::map<std::tuple<int64_t, int, int64_t, int64_t>, Barrier> barriers_;
@@ -502,12 +540,12 @@ class Engine {
 
 }  // namespace
 
-Trace RunSimGrid(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, const TraceRequest& trace,
-                 SimGridStats* stats) {
+Trace RunSimGrid(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, Symmetry symmetry,
+                 const TraceRequest& trace, SimGridStats* stats) {
   CheckTaskRuns(plan, kMaxSimGridTaskRuns, "SimGrid",
                 fmt::format("about a minute; the analytical engine takes up to {}", kMaxAnalyticalTaskRuns));
   const auto wall_start = std::chrono::steady_clock::now();
-  Engine engine(plan, cluster, fidelity, trace);
+  Engine engine(plan, cluster, fidelity, symmetry, trace);
   Trace result = engine.Run(stats);
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;

@@ -16,9 +16,10 @@
 
 namespace shardlab::sim {
 
-// Which devices the timeline records besides each stage's first (always
-// recorded: the step's figures come from it): by default every device of
-// runs of up to 64 devices; or the devices holding `ranks`.
+// Which devices the timeline records besides each stage's representative
+// (always recorded: the step's figures come from it): by default every device
+// of runs of up to 64 devices; or the devices holding `ranks`. A folded
+// device's events are its representative's, listing it among their ranks.
 struct TraceRequest {
   bool enabled = false;
   std::vector<int64_t> ranks;
@@ -28,6 +29,7 @@ struct SimGridStats {
   int64_t flows = 0;
   int64_t collectives = 0;
   int64_t timers = 0;
+  int64_t simulated_devices = 0;  // one per orbit of symmetric devices (StepSymmetry)
 };
 
 // The most task runs (TaskRunsPerStep) the engine takes on: about 19 us each
@@ -35,8 +37,10 @@ struct SimGridStats {
 inline constexpr int64_t kMaxSimGridTaskRuns = 3'000'000;
 
 // One SimGrid engine per process: call once per process. Throws when the plan
-// asks for more than kMaxSimGridTaskRuns.
-Trace RunSimGrid(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, const TraceRequest& trace,
-                 SimGridStats* stats = nullptr);
+// asks for more than kMaxSimGridTaskRuns. With Symmetry::kFold only one
+// device per orbit of symmetric devices is simulated (sim/step_symmetry.h);
+// the trace's detail says how many and why not fewer.
+Trace RunSimGrid(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, Symmetry symmetry,
+                 const TraceRequest& trace, SimGridStats* stats = nullptr);
 
 }  // namespace shardlab::sim

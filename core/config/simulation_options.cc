@@ -12,6 +12,7 @@ constexpr EnumNames<Engine, 3> kEngines({"simgrid", "analytical", "both"});
 constexpr EnumNames<StepMode, 2> kModes({"train", "infer"});
 constexpr EnumNames<PipelineSchedule, 3> kSchedules({"1f1b", "gpipe", "interleaved"});
 constexpr EnumNames<Fidelity, 2> kFidelities({"aggregated", "step"});
+constexpr EnumNames<Symmetry, 2> kSymmetries({"fold", "off"});
 constexpr EnumNames<Optimizer, 4> kOptimizers({"adam", "lamb", "momentum", "sgd"});
 
 template <typename Enum, size_t N>
@@ -26,6 +27,7 @@ const char* ToString(StepMode m) { return kModes[m]; }
 const char* ToString(PipelineSchedule s) { return kSchedules[s]; }
 const char* ToString(Fidelity f) { return kFidelities[f]; }
 const char* ToString(Optimizer o) { return kOptimizers[o]; }
+const char* ToString(Symmetry s) { return kSymmetries[s]; }
 
 std::vector<std::string> EngineNames() { return kEngines.All(); }
 Engine ParseEngine(const std::string& name) { return kEngines.Parse(name, "engine"); }
@@ -33,6 +35,8 @@ PipelineSchedule ParsePipelineSchedule(const std::string& name) {
   return kSchedules.Parse(name, "pipeline schedule");
 }
 Fidelity ParseFidelity(const std::string& name) { return kFidelities.Parse(name, "fidelity"); }
+Symmetry ParseSymmetry(const std::string& name) { return kSymmetries.Parse(name, "symmetry"); }
+std::vector<std::string> SymmetryNames() { return kSymmetries.All(); }
 
 SimulationOptions ReadSimulation(const JsonNode& node) {
   ObjectReader r(node);
@@ -43,6 +47,7 @@ SimulationOptions ReadSimulation(const JsonNode& node) {
   const auto chunks = r.Optional("virtual_pipeline_chunks");
   if (chunks) s.virtual_pipeline_chunks = chunks->AsInt(1, 64);
   s.fidelity = Read(r, "fidelity", s.fidelity, kFidelities);
+  s.symmetry = Read(r, "symmetry", s.symmetry, kSymmetries);
   s.optimizer = Read(r, "optimizer", s.optimizer, kOptimizers);
   if (auto algos = r.Optional("collective_algorithms")) {
     ObjectReader a(*algos);
@@ -72,6 +77,7 @@ nlohmann::json ToJson(const SimulationOptions& s) {
                       {"pipeline_schedule", ToString(s.pipeline_schedule)},
                       {"virtual_pipeline_chunks", s.virtual_pipeline_chunks},
                       {"fidelity", ToString(s.fidelity)},
+                      {"symmetry", ToString(s.symmetry)},
                       {"optimizer", ToString(s.optimizer)}};
   if (!s.collective_algorithms.empty()) {
     nlohmann::json& algorithms = j["collective_algorithms"];

@@ -40,6 +40,12 @@ enum class Fidelity {
   kStep,        // every ring step its own flows ("step")
 };
 
+// Whether SimGrid simulates one device per orbit of symmetric devices.
+enum class Symmetry {
+  kFold,  // one device per orbit, on the platform folded to match ("fold")
+  kOff,   // every device ("off"): slower, for checking the folded step
+};
+
 enum class Optimizer {
   kAdam,      // two float32 moments (+ a float32 master copy for 16-bit weights) ("adam")
   kLamb,      // as Adam ("lamb")
@@ -52,12 +58,15 @@ const char* ToString(StepMode m);
 const char* ToString(PipelineSchedule s);
 const char* ToString(Fidelity f);
 const char* ToString(Optimizer o);
+const char* ToString(Symmetry s);
 // The spellings, for command-line checks; the parsers throw
 // std::invalid_argument naming the accepted values.
 std::vector<std::string> EngineNames();
 Engine ParseEngine(const std::string& name);
 PipelineSchedule ParsePipelineSchedule(const std::string& name);
 Fidelity ParseFidelity(const std::string& name);
+Symmetry ParseSymmetry(const std::string& name);
+std::vector<std::string> SymmetryNames();
 
 struct SimulationOptions {
   Engine engine = Engine::kSimGrid;
@@ -65,6 +74,7 @@ struct SimulationOptions {
   PipelineSchedule pipeline_schedule = PipelineSchedule::k1F1B;
   int64_t virtual_pipeline_chunks = 1;  // model chunks per stage (interleaved only)
   Fidelity fidelity = Fidelity::kAggregated;
+  Symmetry symmetry = Symmetry::kFold;
   Optimizer optimizer = Optimizer::kAdam;
   // Forced algorithms; a collective not listed ("auto" in the file) is chosen per group.
   std::map<Collective, CollectiveAlgorithm> collective_algorithms;

@@ -36,6 +36,7 @@ std::string FormatStrategyChoice(const StrategyChoice& c) {
 std::string FormatStepReport(const RunSpec& run, const Plan& plan, const StepResult& r) {
   std::string out;
   out += fmt::format("  engine     {} ({:.0f} ms of simulation)\n", r.engine, 1e3 * r.wall_seconds);
+  if (!r.engine_detail.empty()) out += fmt::format("  devices    {}\n", r.engine_detail);
   out += fmt::format("  step time  {}  ({} samples: {:.1f} samples/s", Seconds(r.step_seconds), plan.samples_per_step,
                      r.samples_per_second);
   if (plan.tokens_per_step > 0) out += fmt::format(", {} tokens/s", FormatCount(r.tokens_per_second));

@@ -72,6 +72,7 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
 StepResult Summarize(const Plan& plan, Trace trace) {
   StepResult r;
   r.engine = trace.engine;
+  r.engine_detail = trace.detail;
   r.wall_seconds = trace.wall_seconds;
   for (int64_t s = 0; s < static_cast<int64_t>(plan.stages.size()); ++s) r.stages.push_back(SummarizeStage(plan, trace, s));
   r.events = std::move(trace.events);
@@ -179,6 +180,7 @@ nlohmann::json ToJson(const StepResult& r) {
           {"out_of_memory", r.out_of_memory},
           {"memory_message", r.memory_message},
           {"stages", stages}};
+  if (!r.engine_detail.empty()) j["engine_detail"] = r.engine_detail;
   if (!r.events.empty()) {
     nlohmann::json events = nlohmann::json::array();
     for (const TraceEvent& e : r.events) events.push_back(ToJson(e));
@@ -190,6 +192,7 @@ nlohmann::json ToJson(const StepResult& r) {
 StepResult StepResultFromJson(const nlohmann::json& j) {
   StepResult r;
   r.engine = j.at("engine");
+  r.engine_detail = j.value("engine_detail", "");
   r.step_seconds = j.at("step_seconds");
   r.samples_per_second = j.at("samples_per_second");
   r.tokens_per_second = j.at("tokens_per_second");

@@ -39,6 +39,7 @@ struct StageResult {
 
 struct StepResult {
   std::string engine;
+  std::string engine_detail;  // Trace::detail
   double step_seconds = 0;
   double samples_per_second = 0;
   double tokens_per_second = 0;

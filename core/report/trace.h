@@ -61,6 +61,7 @@ TraceEvent MakeEvent(int64_t stage, Lane lane, EventKind kind, std::string name,
 
 struct Trace {
   std::string engine;  // analytical | simgrid | measured
+  std::string detail;  // what the engine simulated, when it did not simulate every device alike
   std::vector<TraceEvent> events;
   double wall_seconds = 0;  // the engine's own run time
 };

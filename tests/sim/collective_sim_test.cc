@@ -151,8 +151,8 @@ TEST_CASE("the SimGrid step of an uncontended pipeline run matches the analytica
   run.parallel.parallel_optimizer_config.gradient_accumulation_shard = false;
   const Plan plan = Prepare(run).plan;
   SimGridStats stats;
-  const StepResult simulated =
-      Summarize(plan, RunSimGrid(plan, run.cluster, Fidelity::kAggregated, TraceRequest{true, {0, 256}}, &stats));
+  const StepResult simulated = Summarize(plan, RunSimGrid(plan, run.cluster, Fidelity::kAggregated, Symmetry::kFold,
+                                                          TraceRequest{true, {0, 256}}, &stats));
   const StepResult analytical = Summarize(plan, RunAnalytical(plan));
   CHECK(simulated.engine == "simgrid");
   CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.01));
@@ -164,12 +164,13 @@ TEST_CASE("the SimGrid step of an uncontended pipeline run matches the analytica
   CHECK(passes == 2 * 2 * 8);
 }
 
-TEST_CASE("SimGrid runs gradient_accumulation_shard's ReduceScatters after every micro-batch, as the analytical engine") {
+TEST_CASE(
+    "SimGrid runs gradient_accumulation_shard's ReduceScatters after every micro-batch, as the analytical engine") {
   RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/pangu-alpha-13b-ascend-512.json"));
   run.model.params.Set("layers", int64_t{4});
   run.parallel.parallel_optimizer_config.gradient_accumulation_shard = true;
   const Plan plan = Prepare(run).plan;
-  const Trace simulated = RunSimGrid(plan, run.cluster, Fidelity::kAggregated, TraceRequest{});
+  const Trace simulated = RunSimGrid(plan, run.cluster, Fidelity::kAggregated, Symmetry::kFold, TraceRequest{});
   const Trace analytical = RunAnalytical(plan);
   // One SimGrid run per process: compare each micro-batch's runs with the analytical engine's.
   auto per_micro_batch = [](const Trace& trace) {
@@ -190,7 +191,7 @@ TEST_CASE("SimGrid traces global_rank's device and reads its stage's figures fro
   run.model.params.Set("layers", int64_t{4});
   run.parallel.global_rank = 300;  // stage 1 (ranks 256..511), server 37
   const Plan plan = Prepare(run).plan;
-  const Trace trace = RunSimGrid(plan, run.cluster, Fidelity::kAggregated, TraceRequest{});
+  const Trace trace = RunSimGrid(plan, run.cluster, Fidelity::kAggregated, Symmetry::kFold, TraceRequest{});
   bool focus = false, first_of_stage = false;
   for (const TraceEvent& e : trace.events) {
     if (e.stage != 1 || !e.IsPass()) continue;
@@ -209,7 +210,8 @@ TEST_CASE("the SimGrid step of an interleaved run matches the analytical engine"
   run.parallel.parallel_optimizer_config.gradient_accumulation_shard = false;
   run.parallel.micro_batch_interleaved = 2;
   const Plan plan = Prepare(run).plan;
-  const StepResult simulated = Summarize(plan, RunSimGrid(plan, run.cluster, Fidelity::kAggregated, TraceRequest{}));
+  const StepResult simulated =
+      Summarize(plan, RunSimGrid(plan, run.cluster, Fidelity::kAggregated, Symmetry::kFold, TraceRequest{}));
   const StepResult analytical = Summarize(plan, RunAnalytical(plan));
   CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.01));
   CHECK(simulated.stages[0].exposed_communication_seconds ==
@@ -218,20 +220,20 @@ TEST_CASE("the SimGrid step of an interleaved run matches the analytical engine"
 
 TEST_CASE("SimGrid simulates a step whose data-parallel size does not divide a server (dp 3 on 12 A100)") {
   // Stage 1 holds ranks 6..11: its data-parallel groups straddle two servers unevenly.
-  const nlohmann::json doc = {
-      {"name", "gpt-a100-12-dp3"},
-      {"cluster", testing::SourcePath("configs/clusters/dgx-a100-hdr.json")},
-      {"model", testing::SourcePath("configs/models/gpt3-175b.json")},
-      {"model_params", {{"layers", 4}, {"data_parallel", 3}, {"model_parallel", 2}}},
-      {"parallel",
-       {{"parallel_mode", "semi_auto_parallel"},
-        {"device_num", 12},
-        {"pipeline_stages", 2},
-        {"micro_batch_num", 2},
-        {"global_batch_size", 12}}}};
+  const nlohmann::json doc = {{"name", "gpt-a100-12-dp3"},
+                              {"cluster", testing::SourcePath("configs/clusters/dgx-a100-hdr.json")},
+                              {"model", testing::SourcePath("configs/models/gpt3-175b.json")},
+                              {"model_params", {{"layers", 4}, {"data_parallel", 3}, {"model_parallel", 2}}},
+                              {"parallel",
+                               {{"parallel_mode", "semi_auto_parallel"},
+                                {"device_num", 12},
+                                {"pipeline_stages", 2},
+                                {"micro_batch_num", 2},
+                                {"global_batch_size", 12}}}};
   const PreparedRun prepared = Prepare(ReadRunSpec(JsonNode(doc, "dp3.json")));
-  const StepResult simulated =
-      Summarize(prepared.plan, RunSimGrid(prepared.plan, prepared.run.cluster, Fidelity::kAggregated, TraceRequest{}));
+  const StepResult simulated = Summarize(
+      prepared.plan,
+      RunSimGrid(prepared.plan, prepared.run.cluster, Fidelity::kAggregated, Symmetry::kFold, TraceRequest{}));
   const StepResult analytical = Summarize(prepared.plan, RunAnalytical(prepared.plan));
   CHECK(simulated.step_seconds > 0);
   CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.2));
@@ -248,7 +250,7 @@ TEST_CASE("SimGrid refuses a step whose task count passes its limit while every 
   run.model.params.Set("batch", run.parallel.micro_batch_size());
   const Plan plan = Prepare(run).plan;
   // Refused before the engine starts (no SimGrid engine is created).
-  CHECK_THROWS_WITH(RunSimGrid(plan, run.cluster, Fidelity::kAggregated, TraceRequest{}),
+  CHECK_THROWS_WITH(RunSimGrid(plan, run.cluster, Fidelity::kAggregated, Symmetry::kFold, TraceRequest{}),
                     Catch::Contains("x 512 micro-batches") && Catch::Contains("SimGrid engine's limit of 3000000"));
 }
 

@@ -1,0 +1,102 @@
+// SimGrid's symmetry folding (sim/step_symmetry.h) against every device
+// simulated: the same step, within 0.5%, on runs of up to 1024 devices over
+// every fabric shardlab ships, and on an oversubscribed fabric whose hot
+// links the fold must keep.
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tests/e2e/cli_runner.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using shardlab::testing::CliResult;
+using shardlab::testing::Run;
+using shardlab::testing::ScratchDir;
+using shardlab::testing::Slurp;
+
+const fs::path kConfigs = fs::path(SHARDLAB_SOURCE_DIR) / "configs";
+
+// A shipped run with its cluster and model read in place, `changes` merged over it.
+fs::path Variant(const std::string& base, const std::string& name, const json& changes) {
+  const fs::path file = kConfigs / "runs" / (base + ".json");
+  json doc = json::parse(Slurp(file));
+  for (const char* key : {"cluster", "model"})
+    doc[key] = json::parse(Slurp((file.parent_path() / doc.at(key).get<std::string>()).lexically_normal()));
+  doc["name"] = name;
+  doc.merge_patch(changes);
+  const fs::path path = ScratchDir() / "symmetry" / (name + ".json");
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << doc.dump(2) << "\n";
+  return path;
+}
+
+struct Step {
+  double seconds = 0;
+  std::string devices;  // what the engine simulated
+};
+
+Step Simulate(const fs::path& run, const std::string& symmetry) {
+  const CliResult r = Run("simulate '" + run.string() + "' --engine simgrid --json --symmetry " + symmetry);
+  INFO(run.filename().string() << " --symmetry " << symmetry << " exited " << r.rc << ": " << r.err);
+  REQUIRE(r.rc == 0);
+  const json result = json::parse(r.out).at("result");
+  return {result.at("step_seconds").get<double>(), result.value("engine_detail", "")};
+}
+
+TEST_CASE("folding symmetric devices keeps the step of runs up to 1024 devices within 0.5 percent") {
+  const std::vector<fs::path> runs = {
+      kConfigs / "runs/bert-large-ascend-512.json",
+      kConfigs / "runs/pangu-alpha-13b-ascend-512.json",
+      kConfigs / "runs/bert-large-a100-8.json",
+      kConfigs / "runs/wide-deep-host-ascend-8.json",
+      // Tensor parallel in a server, 16 stages, data parallel over servers: HCCS
+      // meshes and a two-level tree; NVSwitch and a rail-optimised three-level
+      // tree whose small AllReduces run as double binary trees.
+      Variant(
+          "gpt3-175b-ascend-4096", "gpt3-ascend-1024",
+          {{"model_params", {{"data_parallel", 8}}}, {"parallel", {{"device_num", 1024}, {"global_batch_size", 512}}}}),
+      Variant(
+          "gpt3-175b-h100-4096", "gpt3-h100-1024",
+          {{"model_params", {{"data_parallel", 8}}}, {"parallel", {{"device_num", 1024}, {"global_batch_size", 512}}}}),
+  };
+  for (const fs::path& run : runs) {
+    INFO(run.filename().string());
+    const Step folded = Simulate(run, "fold");
+    const Step every = Simulate(run, "off");
+    INFO(folded.devices);
+    CHECK(folded.devices.find("devices simulated") != std::string::npos);
+    CHECK(every.devices.find("symmetry is off") != std::string::npos);
+    CHECK(folded.seconds == Approx(every.seconds).epsilon(0.005));
+  }
+}
+
+TEST_CASE("an oversubscribed fabric's hot links slow the folded step as they slow every device's") {
+  // One server per leaf switch of a three-level tree: every pipeline transfer
+  // and data-parallel flow crosses the leaves' uplinks, 4:1 oversubscribed.
+  auto run = [](const std::string& name, double oversubscription) {
+    return Variant("gpt3-175b-h100-4096", name,
+                   {{"cluster",
+                     {{"servers", 128},
+                      {"inter_server",
+                       {{"rail_optimized", false}, {"switch_radix", 16}, {"oversubscription", oversubscription}}}}},
+                    {"model_params", {{"data_parallel", 4}, {"layers", 32}}},
+                    {"parallel", {{"device_num", 512}, {"global_batch_size", 256}}}});
+  };
+  const fs::path hot = run("gpt3-h100-512-oversubscribed", 4);
+  const Step folded = Simulate(hot, "fold");
+  const Step every = Simulate(hot, "off");
+  INFO(folded.devices);
+  CHECK(folded.devices.find("devices simulated") != std::string::npos);
+  CHECK(folded.seconds == Approx(every.seconds).epsilon(0.005));
+  const Step full_bisection = Simulate(run("gpt3-h100-512-full-bisection", 1), "fold");
+  CHECK(folded.seconds > 1.05 * full_bisection.seconds);
+}
+
+}  // namespace
