@@ -37,6 +37,7 @@ struct StagePrograms {
   // gradients are complete; and the last of those (the step's last backward).
   std::vector<bool> final_backward;
   size_t last_final_backward = 0;
+  std::vector<bool> bucket_breaks;  // per backward task: a gradient bucket is ready after it
   // Per group spec: the representatives in each instance, whose arrivals
   // start it (every member when nothing is folded).
   std::vector<std::vector<int32_t>> arrivals;
@@ -124,7 +125,8 @@ class Engine {
         p.order.erase(std::remove_if(p.order.begin(), p.order.end(), [](const ScheduleItem& i) { return !i.forward; }),
                       p.order.end());
       p.forward = Split(stage.forward, V_, {});
-      p.backward = Split(stage.backward, V_, BucketBreaks(stage), &p.backward_task_chunk);
+      p.bucket_breaks = BucketBreaks(stage);
+      p.backward = Split(stage.backward, V_, p.bucket_breaks, &p.backward_task_chunk);
       p.final_backward.assign(p.order.size(), false);
       std::map<int64_t, size_t> last_backward_of;
       for (size_t i = 0; i < p.order.size(); ++i)
@@ -169,6 +171,11 @@ class Engine {
         d.rank = d.ranks.front();
         d.local = d.rank - s * D_;
         d.counters.assign(plan.stages[s].groups.size(), 0);
+        d.closed_passes = true;
+        for (const auto* tasks : {&plan.stages[s].forward, &plan.stages[s].backward})
+          for (const Task& t : *tasks)
+            if (t.kind == Task::Kind::kCollective)
+              d.closed_passes = d.closed_passes && shape_.InsideLane(shape_.groups[s][t.group].MembersOf(d.local));
         for (int64_t r : d.ranks) lane_of_rank_[r] = static_cast<int64_t>(devices_.size());
         d.event_ranks = d.ranks;
         devices_.push_back(std::move(d));
@@ -218,6 +225,7 @@ class Engine {
     int64_t rank = 0, stage = 0, local = 0;  // of its first device
     std::vector<int64_t> ranks;
     bool traced = false;               // its passes go on the timeline
+    bool closed_passes = false;        // every collective of its passes runs inside the lane
     std::vector<int64_t> event_ranks;  // the devices its events stand for
     size_t start_task = 0;             // step_start collectives done
     size_t item = 0;
@@ -314,8 +322,12 @@ class Engine {
       EndPass(d, item);
       return;
     }
-    const PassStep& step = steps[d.step];
     const std::vector<Task>& tasks = item.forward ? StageOf(d).forward : StageOf(d).backward;
+    if (d.closed_passes) {
+      RunClosedSteps(d, item, steps, tasks);
+      return;
+    }
+    const PassStep& step = steps[d.step];
     const bool has_compute = step.compute_seconds > 0 || step.collectives.empty();
     auto pending = std::make_shared<int>(has_compute + !step.collectives.empty());
     auto done = [this, &d, item, &step, pending] {
@@ -330,6 +342,30 @@ class Engine {
       runner_.After(step.compute_seconds, done);
     }
     if (!step.collectives.empty()) RunCollectives(d, tasks, step.collectives, 0, Now(), done);
+  }
+
+  // A lane whose passes only meet inside the lane runs them in closed form:
+  // the steps up to the next one that readies a gradient bucket (in a final
+  // backward) or to the pass's end, as one timer. Nothing outside the lane
+  // can change how long they take.
+  void RunClosedSteps(Device& d, const ScheduleItem& item, const std::vector<PassStep>& steps,
+                      const std::vector<Task>& tasks) {
+    const std::vector<bool>& breaks = programs_[d.stage].bucket_breaks;
+    double seconds = 0;
+    size_t end = d.step;
+    while (end < steps.size()) {
+      const PassStep& step = steps[end++];
+      seconds += step.ClosedFormSeconds(tasks);
+      d.pass_compute += step.compute_seconds;
+      d.pass_communication += step.CommunicationSeconds(tasks);
+      if (!item.forward && d.in_final_backward && breaks[step.end_task - 1]) break;
+    }
+    ++timers_;
+    runner_.After(seconds, [this, &d, item, &step = steps[end - 1], end] {
+      AfterStep(d, item, step);
+      d.step = end;
+      RunStep(d);
+    });
   }
 
   void RunCollectives(Device& d, const std::vector<Task>& tasks, const std::vector<int>& collectives, size_t i,

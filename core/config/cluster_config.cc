@@ -133,11 +133,11 @@ ClusterSpec ReadClusterSpec(const JsonNode& node) {
   ObjectReader r(node);
   ClusterSpec c;
   c.name = r.Required("name").AsString();
-  c.servers = r.RequiredInt("servers", 1, 4096);
+  c.servers = r.RequiredInt("servers", 1, kMaxClusterDevices);
   c.devices_per_server = r.RequiredInt("devices_per_server", 1, 64);
-  if (c.device_count() > 4096)
-    node.Child("servers").Fail(fmt::format("{} servers x {} devices is {} devices; shardlab simulates up to 4096",
-                                           c.servers, c.devices_per_server, c.device_count()));
+  if (c.device_count() > kMaxClusterDevices)
+    node.Child("servers").Fail(fmt::format("{} servers x {} devices is {} devices; shardlab simulates up to {}",
+                                           c.servers, c.devices_per_server, c.device_count(), kMaxClusterDevices));
   c.device = ReadDevice(r.Required("device"));
   c.host = ReadHost(r.Required("host"));
   c.intra_server = ReadIntraServer(r.Required("intra_server"), c.devices_per_server);

@@ -90,6 +90,9 @@ struct CalibratedLink {
   bool operator==(const CalibratedLink&) const = default;
 };
 
+// The most devices a cluster may have.
+inline constexpr int64_t kMaxClusterDevices = 131072;
+
 struct ClusterSpec {
   std::string name;
   DeviceSpec device;

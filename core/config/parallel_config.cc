@@ -18,7 +18,10 @@ namespace {
 const std::vector<std::string> kParallelModes = {"stand_alone", "data_parallel", "semi_auto_parallel", "auto_parallel",
                                                  "hybrid_parallel"};
 const std::vector<std::string> kSearchModes = {"dynamic_programming", "recursive_programming", "sharding_propagation"};
-constexpr int64_t kMaxDevices = 4096;
+// shardlab simulates clusters of up to 131,072 devices; MindSpore's
+// set_auto_parallel_context accepts device_num up to 4096 (warned above that).
+constexpr int64_t kMaxDevices = 131072;
+constexpr int64_t kMindSporeMaxDevices = 4096;
 
 // all_reduce_fusion_config and comm_fusion's index config: a non-empty list of
 // strictly increasing positive integers (MindSpore rejects bools, duplicates
@@ -140,6 +143,11 @@ ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size) {
   // stand_alone run has a group of one.
   const int64_t default_devices = c.parallel_mode == ParallelMode::kStandAlone ? 1 : world_size;
   c.device_num = reader.Int("device_num", default_devices, 1, kMaxDevices);
+  if (c.device_num > kMindSporeMaxDevices)
+    Warn(fmt::format("{}: {}: device_num {} is past MindSpore's limit of {}; shardlab simulates it as if "
+                     "MindSpore accepted it",
+                     node.file(), (device_num_set ? node.Child("device_num") : node).pointer(), c.device_num,
+                     kMindSporeMaxDevices));
   c.global_rank = reader.Int("global_rank", 0, 0, kMaxDevices - 1);
   c.gradients_mean = reader.Bool("gradients_mean", false);
   c.gradient_fp32_sync = reader.Bool("gradient_fp32_sync", true);

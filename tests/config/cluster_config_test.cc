@@ -140,8 +140,8 @@ TEST_CASE("cluster validation names the key and the rule") {
   CHECK_THAT(ErrorAt(doc, "/inter_server"), Catch::Contains("a 2-level fat tree of radix-64 switches connects at most 2048"));
 
   doc = SmallCluster();
-  doc["servers"] = 1024;
-  CHECK_THAT(ErrorAt(doc, "/servers"), Catch::Contains("up to 4096"));
+  doc["servers"] = 131072;
+  CHECK_THAT(ErrorAt(doc, "/servers"), Catch::Contains("devices; shardlab simulates up to 131072"));
 
   doc = SmallCluster();
   doc["device"]["memroy"] = "1 GB";

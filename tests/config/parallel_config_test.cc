@@ -1,5 +1,6 @@
 #include "core/config/parallel_config.h"
 
+#include "core/util/warning.h"
 #include "tests/test_util.h"
 
 namespace shardlab {
@@ -45,20 +46,34 @@ TEST_CASE("parallel settings default to MindSpore's defaults") {
   CHECK_FALSE(c.enable_alltoall);
 }
 
-TEST_CASE("device_num defaults to the world size and must be in 1..4096") {
+TEST_CASE("device_num defaults to the world size and must be in 1..131072") {
   CHECK(Parse(R"({"parallel_mode": "data_parallel", "global_batch_size": 64})", 64).device_num == 64);
   CHECK_THAT(ErrorAt(R"({"device_num": 0, "global_batch_size": 8})", "/device_num"),
-             Catch::Contains("expected an integer in 1..4096, got 0"));
-  CHECK_THAT(ErrorAt(R"({"device_num": 4097, "global_batch_size": 8})", "/device_num"), Catch::Contains("1..4096"));
+             Catch::Contains("expected an integer in 1..131072, got 0"));
+  CHECK_THAT(ErrorAt(R"({"device_num": 131073, "global_batch_size": 8})", "/device_num"), Catch::Contains("1..131072"));
   CHECK_THAT(ErrorAt(R"({"device_num": 8.0, "global_batch_size": 8})", "/device_num"),
              Catch::Contains("expected an integer"));
   CHECK_THAT(ErrorAt(R"({"device_num": true, "global_batch_size": 8})", "/device_num"), Catch::Contains("got true"));
 }
 
-TEST_CASE("global_rank is in 0..4095 and below device_num") {
+TEST_CASE("device_num past MindSpore's 4096 is simulated with a warning naming file and key") {
+  std::vector<std::string> warnings;
+  const WarningHandler previous = SetWarningHandler([&](const std::string& m) { warnings.push_back(m); });
+  CHECK(Parse(R"({"parallel_mode": "data_parallel", "device_num": 16384, "global_batch_size": 16384})", 16384)
+            .device_num == 16384);
+  CHECK(
+      Parse(R"({"parallel_mode": "data_parallel", "device_num": 4096, "global_batch_size": 4096})", 4096).device_num ==
+      4096);
+  SetWarningHandler(previous);
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0],
+             Catch::Contains("/runs/run.json: /device_num: device_num 16384 is past MindSpore's limit of 4096"));
+}
+
+TEST_CASE("global_rank is in 0..131071 and below device_num") {
   CHECK_THAT(
-      ErrorAt(R"({"parallel_mode": "data_parallel", "global_rank": 4096, "global_batch_size": 8})", "/global_rank"),
-      Catch::Contains("0..4095"));
+      ErrorAt(R"({"parallel_mode": "data_parallel", "global_rank": 131072, "global_batch_size": 8})", "/global_rank"),
+      Catch::Contains("0..131071"));
   CHECK_THAT(ErrorAt(R"({"parallel_mode": "data_parallel", "global_rank": 8, "global_batch_size": 8})", "/global_rank"),
              Catch::Contains("global_rank 8 is not below device_num 8"));
 }
@@ -186,7 +201,7 @@ TEST_CASE("pipeline_stages divides device_num and needs semi or auto parallel") 
                      "/pipeline_stages"),
              Catch::Contains("semi_auto_parallel"));
   CHECK_THAT(ErrorAt(R"({"pipeline_stages": 0, "global_batch_size": 8})", "/pipeline_stages"),
-             Catch::Contains("1..4096"));
+             Catch::Contains("1..131072"));
 }
 
 TEST_CASE("micro_batch_num is at least pipeline_stages and divides global_batch_size") {

@@ -64,7 +64,7 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
       {"vocab_size", vocab, "vocabulary size", 1, 1 << 24},
       {"batch", int64_t{1}, "samples per micro-batch (set by a run from global_batch_size / micro_batch_num)", 1,
        1 << 24},
-      {"data_parallel", int64_t{1}, "MindFormers data_parallel: batch split of the strategies", 1, 4096},
+      {"data_parallel", int64_t{1}, "MindFormers data_parallel: batch split of the strategies", 1, 131072},
       {"model_parallel", int64_t{1}, "MindFormers model_parallel: tensor split of the strategies", 1, 4096},
       {"vocab_emb_dp", true, "replicate the embedding table (false: split its rows over model_parallel)"},
       {"shard_scope",
