@@ -194,10 +194,31 @@ class Engine {
       d.traced = true;
       d.event_ranks.push_back(r);
     }
+    CheckWork();
     for (Device& d : devices_) {
       std::sort(d.event_ranks.begin(), d.event_ranks.end());
       d.event_ranks.erase(std::unique(d.event_ranks.begin(), d.event_ranks.end()), d.event_ranks.end());
     }
+  }
+
+  // Refuses a step whose simulated devices would take more than
+  // kMaxSimGridSeconds, before any of it runs (EstimateSimGridSeconds).
+  void CheckWork() const {
+    int64_t transfers = 0, steps = 0, devices = 0;
+    for (const Device& d : devices_) {
+      const StagePrograms& p = programs_[d.stage];
+      for (const ScheduleItem& item : p.order)
+        steps += d.closed_passes ? 1 : static_cast<int64_t>((item.forward ? p.forward : p.backward)[item.chunk].size());
+      transfers += static_cast<int64_t>(d.ranks.size() * p.order.size());
+      devices += static_cast<int64_t>(d.ranks.size());
+    }
+    const double seconds = EstimateSimGridSeconds(transfers, steps, devices);
+    if (seconds <= kMaxSimGridSeconds) return;
+    throw std::runtime_error(fmt::format(
+        "this step would take about {:.0f} s on SimGrid ({} of {} devices simulated, the others symmetric to them: "
+        "{} pipeline transfers and {} pass steps), more than its limit of {:.0f} s: use fewer devices or "
+        "micro-batches, a layout whose devices are symmetric, or --engine analytical",
+        seconds, devices, plan_.devices, transfers, steps, kMaxSimGridSeconds));
   }
 
   Trace Run(SimGridStats* stats) {
@@ -575,6 +596,16 @@ class Engine {
 };
 
 }  // namespace
+
+double EstimateSimGridSeconds(int64_t transfers, int64_t steps, int64_t devices) {
+  // Measured on a 2-core VM (RelWithDebInfo): a transfer's flow costs 18 us
+  // plus SimGrid 3.32's O(flows in flight) completion, which grows with the
+  // devices sending at once (21 us each at 1,024 simulated devices, 46 us at
+  // 8,192); a pass step about 1.2 us with its timers and in-pass flows
+  // (PanGu 13B, 1024 micro-batches: 8.1 M steps in 9 s).
+  const double per_transfer = 18e-6 + 3.4e-9 * static_cast<double>(devices);
+  return static_cast<double>(transfers) * per_transfer + static_cast<double>(steps) * 1.2e-6;
+}
 
 Trace RunSimGrid(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, Symmetry symmetry,
                  const TraceRequest& trace, SimGridStats* stats) {

@@ -36,8 +36,19 @@ struct SimGridStats {
 // on the shipped GPT-3 175B run (320 k runs, 6.2 s), so about a minute.
 inline constexpr int64_t kMaxSimGridTaskRuns = 3'000'000;
 
+// The most seconds of simulation the engine takes on once it knows which
+// devices it simulates (EstimateSimGridSeconds).
+inline constexpr double kMaxSimGridSeconds = 60;
+
+// What a step costs SimGrid on a 2-core machine: `transfers` pipeline
+// transfers (one flow each per simulated device and pass), `steps` pass steps
+// (one per pass for a lane whose passes run in closed form), `devices`
+// simulated devices. Within about a factor of two of measured runs.
+double EstimateSimGridSeconds(int64_t transfers, int64_t steps, int64_t devices);
+
 // One SimGrid engine per process: call once per process. Throws when the plan
-// asks for more than kMaxSimGridTaskRuns. With Symmetry::kFold only one
+// asks for more than kMaxSimGridTaskRuns, or, once the symmetry is known,
+// for more than kMaxSimGridSeconds of simulation. With Symmetry::kFold only one
 // device per orbit of symmetric devices is simulated (sim/step_symmetry.h);
 // the trace's detail says how many and why not fewer.
 Trace RunSimGrid(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, Symmetry symmetry,

@@ -1,7 +1,7 @@
 // SimGrid's symmetry folding (sim/step_symmetry.h) against every device
 // simulated: the same step, within 0.5%, on runs of up to 1024 devices over
 // every fabric shardlab ships, and on an oversubscribed fabric whose hot
-// links the fold must keep.
+// links the fold must keep; and the work limit that counts simulated devices.
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -100,3 +100,19 @@ TEST_CASE("an oversubscribed fabric's hot links slow the folded step as they slo
 }
 
 }  // namespace
+
+TEST_CASE("SimGrid refuses a step whose simulated devices would take minutes and runs it folded") {
+  // 65,536 H100: every device simulated is 8192 lanes of 8 devices sending
+  // every pass; folded, 1024 devices.
+  const fs::path run = Variant("gpt3-175b-h100-4096", "gpt3-h100-65536",
+                               {{"cluster", {{"servers", 8192}, {"inter_server", {{"switch_radix", 128}}}}},
+                                {"model_params", {{"data_parallel", 512}}},
+                                {"parallel", {{"device_num", 65536}, {"global_batch_size", 32768}}}});
+  const CliResult every = Run("simulate '" + run.string() + "' --engine simgrid --symmetry off");
+  CHECK(every.rc == 1);
+  CHECK_THAT(every.err, Catch::Contains("on SimGrid (65536 of 65536 devices simulated") &&
+                            Catch::Contains("more than its limit of 60 s") && Catch::Contains("--engine analytical"));
+  const Step folded = Simulate(run, "fold");
+  CHECK(folded.devices.find("1024 of 65536 devices simulated") != std::string::npos);
+  CHECK(folded.seconds > 0);
+}
