@@ -64,9 +64,16 @@ std::vector<std::vector<int64_t>> Lanes(const StageProgram& stage, const std::ve
   for (const auto* tasks : {&stage.forward, &stage.backward})
     for (const Task& t : *tasks)
       if (t.kind == Task::Kind::kCollective) specs.insert(t.group);
+  // A group that spans servers does not bind its members into one lane: its
+  // collective runs as flows per device, and the lane waits for all of its
+  // devices' groups.
   for (int spec : specs)
-    for (const auto& members : groups[spec].members)
+    for (const auto& members : groups[spec].members) {
+      const int64_t server = members.front() / devices_per_server;
+      if (std::any_of(members.begin(), members.end(), [&](int64_t m) { return m / devices_per_server != server; }))
+        continue;
       for (int64_t m : members) parent[find(m - stage.first_rank)] = find(members.front() - stage.first_rank);
+    }
   // Passes without any collective (data parallel: every device on its own
   // batch) run the same program alone on every device: a server's devices
   // keep lockstep without meeting, so they form one lane.
