@@ -43,12 +43,10 @@ struct StagePrograms {
   std::vector<std::vector<int32_t>> arrivals;
 };
 
-// Lanes: devices that take part in exactly the same blocking collectives run
-// in lockstep; when such a set sits inside one server it is simulated once,
-// its blocking collectives in closed form (the server's fabric is private to
-// it). The union of the passes' collective groups, split back into single
-// devices where a set would span servers (its traffic must contend as
-// flows); local indices per lane.
+// Lanes: devices of one server that take part in the same blocking
+// collectives inside the server run in lockstep, so they are simulated once,
+// those collectives in closed form (the server's fabric is private to them).
+// The union of the passes' in-server collective groups; local indices per lane.
 std::vector<std::vector<int64_t>> Lanes(const StageProgram& stage, const std::vector<GroupInstances>& groups,
                                         int64_t devices_per_server) {
   const int64_t n = stage.devices;
@@ -85,15 +83,7 @@ std::vector<std::vector<int64_t>> Lanes(const StageProgram& stage, const std::ve
   std::map<int64_t, std::vector<int64_t>> classes;
   for (int64_t l = 0; l < n; ++l) classes[find(l)].push_back(l);
   std::vector<std::vector<int64_t>> lanes;
-  for (auto& [root, members] : classes) {
-    const int64_t first_server = (stage.first_rank + members.front()) / devices_per_server;
-    const int64_t last_server = (stage.first_rank + members.back()) / devices_per_server;
-    if (first_server == last_server) {
-      lanes.push_back(members);
-    } else {
-      for (int64_t m : members) lanes.push_back({m});
-    }
-  }
+  for (auto& [root, members] : classes) lanes.push_back(std::move(members));
   return lanes;
 }
 
