@@ -168,11 +168,12 @@ class Engine {
         d.rank = d.ranks.front();
         d.local = d.rank - s * D_;
         d.counters.assign(plan.stages[s].groups.size(), 0);
+        for (const GroupInstances& groups : shape_.groups[s])
+          d.inside_lane.push_back(shape_.InsideLane(groups.MembersOf(d.local)));
         d.closed_passes = true;
         for (const auto* tasks : {&plan.stages[s].forward, &plan.stages[s].backward})
           for (const Task& t : *tasks)
-            if (t.kind == Task::Kind::kCollective)
-              d.closed_passes = d.closed_passes && shape_.InsideLane(shape_.groups[s][t.group].MembersOf(d.local));
+            if (t.kind == Task::Kind::kCollective) d.closed_passes = d.closed_passes && d.inside_lane[t.group];
         for (int64_t r : d.ranks) lane_of_rank_[r] = static_cast<int64_t>(devices_.size());
         d.event_ranks = d.ranks;
         devices_.push_back(std::move(d));
@@ -244,6 +245,7 @@ class Engine {
     std::vector<int64_t> ranks;
     bool traced = false;               // its passes go on the timeline
     bool closed_passes = false;        // every collective of its passes runs inside the lane
+    std::vector<char> inside_lane;     // per group spec: its group lies inside the lane (closed form)
     std::vector<int64_t> event_ranks;  // the devices its events stand for
     size_t start_task = 0;             // step_start collectives done
     size_t item = 0;
@@ -484,7 +486,7 @@ class Engine {
   void Collective(Device& d, const Task& task, std::function<void()> resume) {
     const GroupInstances& groups = shape_.groups[d.stage][task.group];
     const int64_t sequence = d.counters[task.group]++;
-    if (shape_.InsideLane(groups.MembersOf(d.local))) {
+    if (d.inside_lane[task.group]) {
       ++timers_;
       runner_.After(task.seconds, std::move(resume));
       return;
