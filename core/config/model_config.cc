@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/config/hf_model_config.h"
 #include "core/graph/graph_json.h"
 #include "core/util/json_reader.h"
 #include "core/util/suggest.h"
@@ -29,6 +30,7 @@ void ReadParams(const ModelBuilder& builder, BuilderParams& params, const JsonNo
 }  // namespace
 
 ModelSpec ReadModelSpec(const JsonNode& node) {
+  if (IsHfModelConfig(node)) return ReadHfModelSpec(node);
   ObjectReader reader(node);
   ModelSpec model;
   model.name = reader.Required("name").AsString();

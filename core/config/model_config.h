@@ -1,5 +1,6 @@
-// A model file: either a builder with parameters ({"builder": "gpt",
-// "params": {...}}) or an explicit operator graph ({"graph": {...}}).
+// A model file: a builder with parameters ({"builder": "gpt", "params":
+// {...}}), an explicit operator graph ({"graph": {...}}), or a Hugging Face
+// config.json (read by core/config/hf_model_config.h into a builder model).
 #pragma once
 
 #include <optional>

@@ -61,6 +61,21 @@ int GraphBuilder::LayerNorm(const std::string& name, int x, int gamma, int beta,
              {{"begin_norm_axis", int64_t{-1}}, {"begin_params_axis", int64_t{-1}}}, std::move(s));
 }
 
+int GraphBuilder::RmsNorm(const std::string& name, int x, int gamma, OptStrategy s) {
+  return Add("RmsNorm", name, {x, gamma}, {}, std::move(s));
+}
+
+int GraphBuilder::RotaryPositionEmbedding(const std::string& name, int x, OptStrategy s) {
+  return Add("RotaryPositionEmbedding", name, {x}, {}, std::move(s));
+}
+
+int GraphBuilder::FlashAttention(const std::string& name, int query, int key, int value, bool causal, OptStrategy s) {
+  return Add(
+      "FlashAttentionScore", name, {query, key, value},
+      {{"head_num", shape(query)[1]}, {"input_layout", std::string("BNSD")}, {"sparse_mode", int64_t{causal ? 2 : 0}}},
+      std::move(s));
+}
+
 int GraphBuilder::Dropout(const std::string& name, int x, double keep_prob, OptStrategy s) {
   return Add("Dropout", name, {x}, {{"keep_prob", keep_prob}}, std::move(s));
 }
@@ -95,6 +110,10 @@ int GraphBuilder::OneHot(const std::string& name, int indices, int64_t depth, DT
 
 int GraphBuilder::SoftmaxCrossEntropy(const std::string& name, int logits, int labels, OptStrategy s) {
   return Add("SoftmaxCrossEntropyWithLogits", name, {logits, labels}, {}, std::move(s));
+}
+
+int GraphBuilder::CrossEntropyLoss(const std::string& name, int logits, int labels, OptStrategy s) {
+  return Add("CrossEntropyLoss", name, {logits, labels}, {}, std::move(s));
 }
 
 int GraphBuilder::SigmoidCrossEntropy(const std::string& name, int logits, int labels, OptStrategy s) {

@@ -36,11 +36,17 @@ class GraphBuilder {
   // Add, Sub, Mul, RealDiv, Maximum, Minimum with numpy broadcasting.
   int Binary(const std::string& type, const std::string& name, int a, int b, OptStrategy s = {});
   int BiasAdd(const std::string& name, int x, int bias, OptStrategy s = {});
-  // ReLU, GeLU, FastGeLU, Tanh, Sigmoid.
+  // ReLU, GeLU, FastGeLU, Tanh, Sigmoid, SiLU.
   int Activation(const std::string& type, const std::string& name, int x, OptStrategy s = {});
   int Cast(const std::string& name, int x, DType dtype, OptStrategy s = {});
   int Softmax(const std::string& name, int x, int64_t axis = -1, OptStrategy s = {});
   int LayerNorm(const std::string& name, int x, int gamma, int beta, OptStrategy s = {});
+  int RmsNorm(const std::string& name, int x, int gamma, OptStrategy s = {});
+  // Rotates pairs of the last dimension by position (RoPE).
+  int RotaryPositionEmbedding(const std::string& name, int x, OptStrategy s = {});
+  // Fused attention over BNSD query/key/value, no [seq, seq] tensor kept;
+  // `causal` masks future positions (sparse_mode 2).
+  int FlashAttention(const std::string& name, int query, int key, int value, bool causal, OptStrategy s = {});
   int Dropout(const std::string& name, int x, double keep_prob, OptStrategy s = {});
   // ReduceSum, ReduceMean, ReduceMax, ReduceMin; empty axes = all.
   int Reduce(const std::string& type, const std::string& name, int x, std::vector<int64_t> axes, bool keep_dims,
@@ -57,6 +63,8 @@ class GraphBuilder {
   int OneHot(const std::string& name, int indices, int64_t depth, DType dtype, OptStrategy s = {});
   // Returns the per-sample loss ([batch]).
   int SoftmaxCrossEntropy(const std::string& name, int logits, int labels, OptStrategy s = {});
+  // Per-row loss of [rows, classes] logits against [rows] class indices.
+  int CrossEntropyLoss(const std::string& name, int logits, int labels, OptStrategy s = {});
   int SigmoidCrossEntropy(const std::string& name, int logits, int labels, OptStrategy s = {});
   // NCHW input, [out_channels, in_channels, kh, kw] weight.
   int Conv2D(const std::string& name, int x, int weight, int64_t stride, int64_t pad, OptStrategy s = {});

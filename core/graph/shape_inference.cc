@@ -57,6 +57,28 @@ TensorType InferMatMul(const Operator& op, const TensorType& a, const TensorType
   return {out, a.dtype};
 }
 
+// FlashAttentionScore(query, key, value) in MindSpore's BNSD layout: query
+// [batch, heads, seq, head_dim], key and value [batch, kv_heads, kv_seq,
+// head_dim] with heads a multiple of kv_heads (grouped-query attention).
+TensorType InferFlashAttention(const Operator& op, const TensorType& q, const TensorType& k, const TensorType& v) {
+  if (op.StringAttr("input_layout", "BNSD") != "BNSD") Fail(op, "only input_layout \"BNSD\" is supported");
+  RequireRank(op, q, 4, 4, "query (BNSD)");
+  RequireRank(op, k, 4, 4, "key (BNSD)");
+  if (k.shape != v.shape) Fail(op, fmt::format("key {} and value {} must have one shape", Str(k.shape), Str(v.shape)));
+  if (q.shape[0] != k.shape[0] || q.shape[3] != k.shape[3])
+    Fail(op, fmt::format("query {} and key {} must agree on batch and head_dim", Str(q.shape), Str(k.shape)));
+  if (q.shape[1] % k.shape[1] != 0)
+    Fail(op, fmt::format("query heads {} are not a multiple of key/value heads {}", q.shape[1], k.shape[1]));
+  if (op.IntAttr("head_num", q.shape[1]) != q.shape[1])
+    Fail(op, fmt::format("head_num {} differs from the query's {} heads", op.IntAttr("head_num", 0), q.shape[1]));
+  const int64_t mode = op.IntAttr("sparse_mode", 0);
+  if (mode != 0 && mode != 2 && mode != 3)
+    Fail(op, fmt::format("sparse_mode {} is not supported: 0 (no mask), 2 or 3 (causal)", mode));
+  const double keep = op.NumberAttr("keep_prob", 1.0);
+  if (!(keep > 0 && keep <= 1)) Fail(op, fmt::format("keep_prob must be in (0, 1], got {}", keep));
+  return q;
+}
+
 int64_t WindowOutput(const Operator& op, int64_t size, int64_t kernel, int64_t stride, int64_t pad) {
   if (kernel < 1 || stride < 1 || pad < 0) Fail(op, "kernel and stride must be >= 1 and pad >= 0");
   const int64_t span = size + 2 * pad - kernel;
@@ -106,8 +128,7 @@ std::vector<TensorType> InferOutputs(const Operator& op, const std::vector<Tenso
                          type->max_inputs == 1 ? "" : "s", arity));
   for (const auto& attr : op.attrs) {
     const std::string& name = attr.first;
-    if (name == "primitive_target" ||
-        std::find(type->attrs.begin(), type->attrs.end(), name) != type->attrs.end())
+    if (name == "primitive_target" || std::find(type->attrs.begin(), type->attrs.end(), name) != type->attrs.end())
       continue;
     Fail(op, fmt::format("unknown attribute {}{}; {} takes {}", Quoted(name), DidYouMean(name, type->attrs), op.type,
                          type->attrs.empty() ? "only primitive_target"
@@ -128,7 +149,7 @@ std::vector<TensorType> InferOutputs(const Operator& op, const std::vector<Tenso
            fmt::format("bias {} must match the channel dimension (dim 1) of {}", Str(in[1].shape), Str(in[0].shape)));
     return {in[0]};
   }
-  if (t == "ReLU" || t == "GeLU" || t == "FastGeLU" || t == "Tanh" || t == "Sigmoid") return {in[0]};
+  if (t == "ReLU" || t == "GeLU" || t == "FastGeLU" || t == "Tanh" || t == "Sigmoid" || t == "SiLU") return {in[0]};
   if (t == "Cast") return {{in[0].shape, DTypeAttr(op, in[0].dtype)}};
   if (t == "Dropout") {
     const double keep = op.NumberAttr("keep_prob", 0.9);
@@ -148,6 +169,20 @@ std::vector<TensorType> InferOutputs(const Operator& op, const std::vector<Tenso
       Fail(op, fmt::format("gamma {} and beta {} must have shape {}", Str(in[1].shape), Str(in[2].shape), Str(params)));
     return {in[0]};
   }
+  if (t == "RmsNorm") {
+    RequireRank(op, in[0], 1, 8, "input");
+    if (in[1].shape != Shape{in[0].shape.back()})
+      Fail(op, fmt::format("gamma {} must have shape [{}], the last dimension of {}", Str(in[1].shape),
+                           in[0].shape.back(), Str(in[0].shape)));
+    return {in[0]};
+  }
+  if (t == "RotaryPositionEmbedding") {
+    RequireRank(op, in[0], 2, 8, "input");
+    if (in[0].shape.back() % 2 != 0)
+      Fail(op, fmt::format("the rotated dimension {} of {} must be even", in[0].shape.back(), Str(in[0].shape)));
+    return {in[0]};
+  }
+  if (t == "FlashAttentionScore") return {InferFlashAttention(op, in[0], in[1], in[2])};
   if (t == "ReduceSum" || t == "ReduceMean" || t == "ReduceMax" || t == "ReduceMin") {
     const auto axes = NormalizedAxes(op, static_cast<int64_t>(in[0].shape.size()), {});
     const bool keep = op.BoolAttr("keep_dims", false);
@@ -204,6 +239,12 @@ std::vector<TensorType> InferOutputs(const Operator& op, const std::vector<Tenso
     RequireRank(op, in[0], 2, 2, "logits");
     if (in[0].shape != in[1].shape) Fail(op, "logits and labels must have the same shape");
     return {{{in[0].shape[0]}, in[0].dtype}};
+  }
+  if (t == "CrossEntropyLoss") {
+    RequireRank(op, in[0], 2, 2, "logits");
+    if (in[1].shape != Shape{in[0].shape[0]}) Fail(op, "labels must be one class index per row of the logits");
+    if (in[1].dtype != DType::kInt32 && in[1].dtype != DType::kInt64) Fail(op, "labels must be int32 or int64");
+    return {{{in[0].shape[0]}, DType::kFloat32}};
   }
   if (t == "SigmoidCrossEntropyWithLogits") {
     if (in[0].shape != in[1].shape) Fail(op, "logits and labels must have the same shape");

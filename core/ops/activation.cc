@@ -1,4 +1,4 @@
-// Activations (ReLU, GeLU, FastGeLU, Tanh, Sigmoid), Cast and Dropout: the
+// Activations (ReLU, GeLU, FastGeLU, Tanh, Sigmoid, SiLU), Cast and Dropout: the
 // device matrix is the strategy and every map is the identity.
 #include "core/ops/op_family.h"
 

@@ -15,13 +15,16 @@ std::pair<double, double> PerElement(const std::string& type) {
   if (type == "GeLU") return {8, 12};
   if (type == "FastGeLU") return {6, 10};
   if (type == "Tanh" || type == "Sigmoid") return {4, 3};
+  if (type == "SiLU") return {5, 7};  // x * sigmoid(x)
   if (type == "Add" || type == "Sub" || type == "Maximum" || type == "Minimum" || type == "BiasAdd") return {1, 1};
   if (type == "Mul") return {1, 2};
   if (type == "RealDiv") return {1, 3};
   if (type == "Dropout") return {2, 1};
   if (type == "Softmax" || type == "LogSoftmax") return {5, 4};
   if (type == "LayerNorm" || type == "BatchNorm") return {8, 12};
-  if (type == "SoftmaxCrossEntropyWithLogits") return {6, 3};
+  if (type == "RmsNorm") return {4, 8};                  // no mean to subtract, no beta
+  if (type == "RotaryPositionEmbedding") return {3, 3};  // x * cos + rotate_half(x) * sin
+  if (type == "SoftmaxCrossEntropyWithLogits" || type == "CrossEntropyLoss") return {6, 3};
   if (type == "SigmoidCrossEntropyWithLogits") return {5, 3};
   return {0, 0};  // data movement only: Cast, Gather, Reshape, Transpose, OneHot
 }
@@ -40,6 +43,17 @@ OpWork ComputeOpWork(const Operator& op, const std::vector<TensorType>& in, cons
     const int64_t k = op.BoolAttr("transpose_a", false) ? a[a.size() - 2] : a.back();
     w.forward_flops = 2.0 * Elements(out[0]) * static_cast<double>(k);
     w.backward_flops = 2.0 * w.forward_flops;  // dA = dY·Bᵀ and dB = Aᵀ·dY
+  } else if (type == "FlashAttentionScore") {
+    // Two products per (query, key) pair, Q·Kᵀ and P·V, each 2·head_dim
+    // FLOPs; a causal mask (sparse_mode 2, 3) skips the blocks above the
+    // diagonal, about half. Backward recomputes Q·Kᵀ and forms dV, dP, dQ and
+    // dK: five products to forward's two (FlashAttention-2, Dao 2023, §3.1.2).
+    const auto& q = in[0].shape;
+    const auto& k = in[1].shape;
+    const double pairs = static_cast<double>(q[0] * q[1] * q[2]) * static_cast<double>(k[2]);
+    const double causal = op.IntAttr("sparse_mode", 0) == 0 ? 1.0 : 0.5;
+    w.forward_flops = 4.0 * pairs * static_cast<double>(q[3]) * causal;
+    w.backward_flops = 2.5 * w.forward_flops;
   } else if (type == "Conv2D") {
     const auto& weight = in[1].shape;
     const double per_output = 2.0 * static_cast<double>(weight[1] * weight[2] * weight[3]);
@@ -54,9 +68,10 @@ OpWork ComputeOpWork(const Operator& op, const std::vector<TensorType>& in, cons
     w.backward_flops = Elements(in[0]);
   } else {
     const auto [forward, backward] = PerElement(type);
-    const double elements = type == "SoftmaxCrossEntropyWithLogits" || type == "SigmoidCrossEntropyWithLogits"
-                                ? Elements(in[0])
-                                : Elements(out[0]);
+    const double elements =
+        type == "SoftmaxCrossEntropyWithLogits" || type == "SigmoidCrossEntropyWithLogits" || type == "CrossEntropyLoss"
+            ? Elements(in[0])
+            : Elements(out[0]);
     w.forward_flops = forward * elements;
     w.backward_flops = backward * elements;
   }

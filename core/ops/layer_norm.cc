@@ -1,5 +1,6 @@
-// LayerNorm(x, gamma, beta): the normalised dimensions (from begin_norm_axis)
-// cannot be split; gamma and beta follow x on their dimensions.
+// LayerNorm(x, gamma, beta) and RmsNorm(x, gamma): the normalised dimensions
+// (from begin_norm_axis; RmsNorm normalises the last) cannot be split; gamma
+// and beta follow x on their dimensions.
 #include <fmt/format.h>
 
 #include "core/ops/op_family.h"
@@ -15,17 +16,18 @@ int64_t BeginNormAxis(const OpContext& ctx) {
 BaseLayout Infer(const OpContext& ctx, const Strategy& s) {
   const size_t rank = ctx.inputs[0].shape.size();
   for (size_t i = BeginNormAxis(ctx); i < rank; ++i)
-    if (s[0][i] != 1) throw LayoutError(fmt::format("LayerNorm cannot split the normalised dimension {}", i));
+    if (s[0][i] != 1) throw LayoutError(fmt::format("{} cannot split the normalised dimension {}", ctx.op.type, i));
   const size_t params = ctx.inputs[1].shape.size();
-  for (int p = 1; p <= 2; ++p)
+  for (size_t p = 1; p < ctx.inputs.size(); ++p)
     for (size_t j = 0; j < params; ++j)
       if (s[p][j] != s[0][rank - params + j])
-        throw LayoutError("LayerNorm's gamma and beta must be split like the dimensions of x they scale");
+        throw LayoutError(ctx.op.type + "'s gamma and beta must be split like the dimensions of x they scale");
   BaseLayout out;
   out.device_matrix = s[0];
   const TensorMap full = FullMap(rank);
   const TensorMap param_map(full.end() - static_cast<long>(params), full.end());
-  out.inputs = {full, param_map, param_map};
+  out.inputs.assign(ctx.inputs.size(), param_map);
+  out.inputs[0] = full;
   out.outputs = {full};
   return out;
 }
@@ -36,7 +38,11 @@ std::vector<StrategyAxis> Axes(const OpContext& ctx) {
   return axes;
 }
 
-std::vector<int> Weights(const OpContext&) { return {1, 2}; }
+std::vector<int> Weights(const OpContext& ctx) {
+  std::vector<int> weights;
+  for (size_t p = 1; p < ctx.inputs.size(); ++p) weights.push_back(static_cast<int>(p));
+  return weights;
+}
 
 }  // namespace
 

@@ -32,7 +32,8 @@ const OpFamily& FamilyOf(const std::string& op_type) {
     std::map<std::string, OpFamily> m;
     for (OpFamily f : {MatMulFamily(), ElementwiseFamily(), BiasAddFamily(), ActivationFamily(), SoftmaxFamily(),
                        LayerNormFamily(), ReduceFamily(), GatherFamily(), ReshapeFamily(), TransposeFamily(),
-                       OneHotFamily(), LossFamily(), ConvFamily(), PoolFamily(), BatchNormFamily()})
+                       OneHotFamily(), LossFamily(), ConvFamily(), PoolFamily(), BatchNormFamily(),
+                       FlashAttentionFamily()})
       m.emplace(f.name, f);
     // Dropout shares the activation rule.
     m.emplace("dropout", ActivationFamily());

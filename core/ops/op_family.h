@@ -80,5 +80,6 @@ OpFamily LossFamily();
 OpFamily ConvFamily();
 OpFamily PoolFamily();
 OpFamily BatchNormFamily();
+OpFamily FlashAttentionFamily();
 
 }  // namespace shardlab

@@ -1,5 +1,7 @@
 // Softmax and LogSoftmax: like an activation, but the dimensions they
-// normalise over (attribute `axis`) cannot be split.
+// normalise over (attribute `axis`) cannot be split. RotaryPositionEmbedding
+// shares the rule: the halves of its last dimension rotate together, so that
+// dimension (the default axis, -1) cannot be split either.
 #include <fmt/format.h>
 
 #include "core/ops/op_family.h"

@@ -1,9 +1,15 @@
-// GPT (pre-LayerNorm decoder) and BERT (post-LayerNorm encoder) stacks, laid
-// out as MindFormers lays them out: activations as [batch*seq, hidden], Dense
-// layers as MatMul(transpose_b) + BiasAdd, and with data_parallel /
-// model_parallel set, Megatron-style strategies (column-parallel QKV and FFN
-// mapping, row-parallel projections, heads split across model_parallel).
+// Transformer stacks, laid out as MindFormers lays them out: activations as
+// [batch*seq, hidden], Dense layers as MatMul(transpose_b) (+ BiasAdd), and
+// with data_parallel / model_parallel set, Megatron-style strategies
+// (column-parallel QKV and FFN mapping, row-parallel projections, heads split
+// across model_parallel). The decoder ("gpt") covers GPT-2/3 (LayerNorm,
+// learned positions, GeLU, biases) and the LLaMA family (RMSNorm, RoPE,
+// SwiGLU, grouped-query attention, no biases, untied embeddings) through its
+// parameters; BERT is the post-LayerNorm encoder with its pre-training heads.
+#include <cctype>
 #include <cmath>
+
+#include <fmt/format.h>
 
 #include "core/graph/builders/model_builder.h"
 #include "core/graph/graph_builder.h"
@@ -14,34 +20,74 @@ namespace {
 constexpr double kKeepProb = 0.9;
 
 struct Dims {
-  int64_t layers, hidden, heads, ffn, seq, vocab, batch;
+  int64_t layers, hidden, heads, kv_heads, head_dim, ffn, seq, max_positions, vocab, batch;
   int64_t dp, mp;
-  bool sharded;       // place MindFormers strategies
-  bool all_ops;       // on every operator (false: on the weight MatMuls only, for sharding_propagation)
-  bool vocab_emb_dp;  // embedding table replicated (true) or split by rows over model_parallel
+  bool sharded;            // place MindFormers strategies
+  bool all_ops;            // on every operator (false: on the weight MatMuls only, for sharding_propagation)
+  bool vocab_emb_dp;       // embedding table replicated (true) or split by rows over model_parallel
+  bool gated;              // gated MLP (SwiGLU, GeGLU): gate and up projections, their product projected down
+  std::string activation;  // the MLP's operator: GeLU, FastGeLU, ReLU, SiLU
+  bool rms_norm;
+  std::string position;  // learned, rope, none
+  bool bias_qkv, bias_rest;
+  bool tied;   // LM head shares the input embedding table
+  bool flash;  // one FlashAttentionScore operator instead of scores/softmax/context
+  bool dropout;
+  bool parallel_residual;  // GPT-NeoX, GPT-J: attention and MLP both read the layer input
+  bool vocab_parallel_loss;
   DType dtype;
 
   int64_t tokens() const { return batch * seq; }
-  int64_t head_dim() const { return hidden / heads; }
+  int64_t q_width() const { return heads * head_dim; }
+  int64_t kv_width() const { return kv_heads * head_dim; }
 };
+
+std::string Text(int64_t v) { return std::to_string(v); }
 
 Dims ReadDims(const BuilderParams& p) {
   Dims d;
   d.layers = p.Int("layers");
   d.hidden = p.Int("hidden");
   d.heads = p.Int("heads");
+  d.kv_heads = p.Int("kv_heads") > 0 ? p.Int("kv_heads") : d.heads;
+  d.head_dim = p.Int("head_dim") > 0 ? p.Int("head_dim") : d.hidden / d.heads;
   d.ffn = p.Int("ffn_hidden") > 0 ? p.Int("ffn_hidden") : 4 * d.hidden;
   d.seq = p.Int("seq_length");
+  d.max_positions = p.Int("max_positions") > 0 ? p.Int("max_positions") : d.seq;
   d.vocab = p.Int("vocab_size");
   d.batch = p.Int("batch");
   d.dp = p.Int("data_parallel");
   d.mp = p.Int("model_parallel");
   d.sharded = d.dp * d.mp > 1;
   d.all_ops = p.String("shard_scope") == "all";
-  d.vocab_emb_dp = p.Bool("vocab_emb_dp");
+  // As MindFormers' LLaMA: a vocabulary model_parallel does not divide stays whole.
+  d.vocab_emb_dp = p.Bool("vocab_emb_dp") || d.vocab % d.mp != 0;
+  const std::string& act = p.String("activation");
+  d.gated = act == "swiglu" || act == "geglu";
+  d.activation = act == "swiglu" ? "SiLU" : act == "relu" ? "ReLU" : act == "fast_gelu" ? "FastGeLU" : "GeLU";
+  d.rms_norm = p.String("norm") == "rms_norm";
+  d.position = p.String("position_embedding");
+  d.bias_qkv = p.String("linear_bias") != "none";
+  d.bias_rest = p.String("linear_bias") == "all";
+  d.tied = p.Bool("tie_word_embeddings");
+  d.flash = p.String("attention") == "flash";
+  d.dropout = p.Bool("dropout");
+  d.parallel_residual = p.Bool("parallel_residual");
+  d.vocab_parallel_loss = p.String("loss") == "vocab_parallel";
   d.dtype = *ParseDType(p.String("dtype"));
-  if (d.hidden % d.heads != 0)
-    throw GraphError("hidden " + std::to_string(d.hidden) + " is not divisible by heads " + std::to_string(d.heads));
+  if (p.Int("head_dim") == 0 && d.hidden % d.heads != 0)
+    throw GraphError("hidden " + Text(d.hidden) + " is not divisible by heads " + Text(d.heads) + "; set head_dim");
+  if (d.heads % d.kv_heads != 0)
+    throw GraphError("heads " + Text(d.heads) + " are not a multiple of kv_heads " + Text(d.kv_heads));
+  if (d.kv_heads != d.heads && !d.flash)
+    throw GraphError("grouped-query attention (kv_heads " + Text(d.kv_heads) + " < heads " + Text(d.heads) +
+                     ") needs attention \"flash\"");
+  if (d.sharded && d.kv_heads % d.mp != 0)
+    throw GraphError("kv_heads " + Text(d.kv_heads) + " cannot be split over model_parallel " + Text(d.mp));
+  if (d.position == "rope" && d.head_dim % 2 != 0)
+    throw GraphError("rotary position embedding needs an even head_dim, got " + Text(d.head_dim));
+  if (d.position == "learned" && d.max_positions < d.seq)
+    throw GraphError("seq_length " + Text(d.seq) + " exceeds max_positions " + Text(d.max_positions));
   return d;
 }
 
@@ -58,21 +104,67 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
   return {
       {"layers", layers, "transformer layers", 1, 4096},
       {"hidden", hidden, "hidden size", 1, 1 << 20},
-      {"heads", heads, "attention heads", 1, 4096},
+      {"heads", heads, "attention (query) heads", 1, 4096},
+      {"kv_heads", int64_t{0}, "key/value heads: fewer than heads is grouped-query attention, 1 multi-query (0: heads)",
+       0, 4096},
+      {"head_dim", int64_t{0}, "size of one attention head (0: hidden / heads)", 0, 1 << 16},
       {"ffn_hidden", int64_t{0}, "FFN inner size (0: 4 x hidden)", 0, 1 << 22},
       {"seq_length", seq, "sequence length", 1, 1 << 20},
+      {"max_positions", int64_t{0}, "rows of the learned position table (0: seq_length)", 0, 1 << 24},
       {"vocab_size", vocab, "vocabulary size", 1, 1 << 24},
       {"batch", int64_t{1}, "samples per micro-batch (set by a run from global_batch_size / micro_batch_num)", 1,
        1 << 24},
       {"data_parallel", int64_t{1}, "MindFormers data_parallel: batch split of the strategies", 1, 131072},
       {"model_parallel", int64_t{1}, "MindFormers model_parallel: tensor split of the strategies", 1, 4096},
-      {"vocab_emb_dp", true, "replicate the embedding table (false: split its rows over model_parallel)"},
+      {"vocab_emb_dp", true,
+       "replicate the embedding table and LM head (false: split their rows over model_parallel, when it divides the "
+       "vocabulary)"},
       {"shard_scope",
        std::string("all"),
        "which operators get strategies: all, or weight_matmuls (the rest for sharding_propagation to fill)",
        0,
        0,
        {"all", "weight_matmuls"}},
+      {"activation",
+       std::string("gelu"),
+       "MLP: gelu, fast_gelu, relu (two matrices), or gated swiglu, geglu (gate, up and down matrices)",
+       0,
+       0,
+       {"gelu", "fast_gelu", "relu", "swiglu", "geglu"}},
+      {"norm",
+       std::string("layer_norm"),
+       "layer_norm (gamma and beta) or rms_norm (gamma)",
+       0,
+       0,
+       {"layer_norm", "rms_norm"}},
+      {"position_embedding",
+       std::string("learned"),
+       "learned (a position table), rope (rotary, on queries and keys), or none",
+       0,
+       0,
+       {"learned", "rope", "none"}},
+      {"linear_bias",
+       std::string("all"),
+       "biases of the linear layers: all, qkv (query/key/value only), none",
+       0,
+       0,
+       {"all", "qkv", "none"}},
+      {"tie_word_embeddings", true, "the LM head reuses the input embedding table (false: its own weight)"},
+      {"attention",
+       std::string("eager"),
+       "eager (scores, mask, softmax, dropout and context as operators) or flash (one FlashAttentionScore)",
+       0,
+       0,
+       {"eager", "flash"}},
+      {"dropout", true, "dropout on embeddings, attention probabilities and residual branches (keep_prob 0.9)"},
+      {"loss",
+       std::string("onehot"),
+       "onehot (SoftmaxCrossEntropyWithLogits against one-hot labels, classes whole) or vocab_parallel "
+       "(CrossEntropyLoss on label indices, classes split like the LM head)",
+       0,
+       0,
+       {"onehot", "vocab_parallel"}},
+      {"parallel_residual", false, "attention and MLP both read the layer input and add to it (GPT-NeoX)"},
       {"dtype",
        std::string("float16"),
        "compute dtype of weights and activations",
@@ -82,88 +174,121 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
   };
 }
 
-// Multi-head self-attention on x [tokens, hidden]; returns the projected output.
-int Attention(GraphBuilder& b, const Dims& d, int x, int mask) {
+// A Dense layer on x [tokens, in]: weight [out, in], split over model_parallel
+// by rows (column-parallel, output split) or by columns (row-parallel, the
+// partial sums AllReduced), with its bias when it has one.
+int Linear(GraphBuilder& b, const Dims& d, const std::string& name, int x, int64_t out_dim, bool column, bool bias) {
   const Shard shard{d.sharded && d.all_ops};
-  const int64_t dp = d.dp, mp = d.mp, h = d.hidden;
-  auto column = [&](const std::string& name) {
-    const int w = b.Parameter(name + ".weight", {h, h}, d.dtype);
-    const int bias = b.Parameter(name + ".bias", {h}, d.dtype);
-    const int y = b.MatMul(name, x, w, false, true, Shard{d.sharded}({{dp, 1}, {mp, 1}}));
-    return b.BiasAdd(name + ".bias_add", y, bias, shard({{dp, mp}, {mp}}));
-  };
-  const int q = column("attention/query");
-  const int k = column("attention/key");
-  const int v = column("attention/value");
-  const Shape split = {d.batch, d.seq, d.heads, d.head_dim()};
-  const Strategy heads4 = {{dp, 1, mp, 1}};
-  const int qh =
-      b.Transpose("attention/query_heads", b.Reshape("attention/query_split", q, split), {0, 2, 1, 3}, shard(heads4));
-  const int kh =
-      b.Transpose("attention/key_heads", b.Reshape("attention/key_split", k, split), {0, 2, 3, 1}, shard(heads4));
-  const int vh =
-      b.Transpose("attention/value_heads", b.Reshape("attention/value_split", v, split), {0, 2, 1, 3}, shard(heads4));
-  const Strategy per_head = {{dp, mp, 1, 1}, {dp, mp, 1, 1}};
-  int scores = b.BatchMatMul("attention/scores", qh, kh, false, false, shard(per_head));
-  scores = b.Binary("Add", "attention/mask_add", scores, mask, shard({{dp, mp, 1, 1}, {dp, 1, 1, 1}}));
-  int probs = b.Softmax("attention/softmax", scores, -1, shard({{dp, mp, 1, 1}}));
-  probs = b.Dropout("attention/probs_dropout", probs, kKeepProb, shard({{dp, mp, 1, 1}}));
-  const int context = b.BatchMatMul("attention/context", probs, vh, false, false, shard(per_head));
-  const int merged = b.Transpose("attention/merge_heads", context, {0, 2, 1, 3}, shard({{dp, mp, 1, 1}}));
-  const int flat = b.Reshape("attention/merge", merged, {d.tokens(), h});
-  const int wo = b.Parameter("attention/projection.weight", {h, h}, d.dtype);
-  const int bo = b.Parameter("attention/projection.bias", {h}, d.dtype);
-  const int out = b.MatMul("attention/projection", flat, wo, false, true, Shard{d.sharded}({{dp, mp}, {1, mp}}));
-  return b.BiasAdd("attention/projection.bias_add", out, bo, shard({{dp, 1}, {1}}));
+  const int64_t dp = d.dp, mp = d.mp;
+  const int64_t in_dim = b.shape(x).back();
+  const int w = b.Parameter(name + ".weight", {out_dim, in_dim}, d.dtype);
+  const int beta = bias ? b.Parameter(name + ".bias", {out_dim}, d.dtype) : -1;
+  const Strategy s = column ? Strategy{{dp, 1}, {mp, 1}} : Strategy{{dp, mp}, {1, mp}};
+  const int y = b.MatMul(name, x, w, false, true, Shard{d.sharded}(s));
+  if (!bias) return y;
+  return b.BiasAdd(name + ".bias_add", y, beta, column ? shard({{dp, mp}, {mp}}) : shard({{dp, 1}, {1}}));
 }
 
-// Position-wise FFN: column-parallel mapping, GeLU, row-parallel projection.
+// Self-attention on x [tokens, hidden]; returns the projected output.
+// `causal` masks future positions (decoders); the eager form adds `mask`.
+int Attention(GraphBuilder& b, const Dims& d, int x, int mask, bool causal) {
+  const Shard shard{d.sharded && d.all_ops};
+  const int64_t dp = d.dp, mp = d.mp;
+  const int q = Linear(b, d, "attention/query", x, d.q_width(), true, d.bias_qkv);
+  const int k = Linear(b, d, "attention/key", x, d.kv_width(), true, d.bias_qkv);
+  const int v = Linear(b, d, "attention/value", x, d.kv_width(), true, d.bias_qkv);
+  const Strategy heads4 = {{dp, 1, mp, 1}};
+  // [tokens, heads*head_dim] -> [batch, seq, heads, head_dim], rotated by
+  // position for RoPE (queries and keys), then transposed to `perm`.
+  auto heads = [&](const std::string& name, int t, int64_t count, std::vector<int64_t> perm, bool rotate) {
+    t = b.Reshape("attention/" + name + "_split", t, {d.batch, d.seq, count, d.head_dim});
+    if (rotate && d.position == "rope")
+      t = b.RotaryPositionEmbedding("attention/" + name + "_rotary", t, shard(heads4));
+    return b.Transpose("attention/" + name + "_heads", t, std::move(perm), shard(heads4));
+  };
+  // Eager attention multiplies by the keys transposed: [batch, heads, head_dim, seq].
+  const std::vector<int64_t> key_perm = d.flash ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{0, 2, 3, 1};
+  const int qh = heads("query", q, d.heads, {0, 2, 1, 3}, true);
+  const int kh = heads("key", k, d.kv_heads, key_perm, true);
+  const int vh = heads("value", v, d.kv_heads, {0, 2, 1, 3}, false);
+  int context;
+  if (d.flash) {
+    const std::vector<int64_t> bnsd = {dp, mp, 1, 1};
+    context = b.FlashAttention("attention/flash", qh, kh, vh, causal, shard(Strategy{bnsd, bnsd, bnsd}));
+  } else {
+    const Strategy per_head = {{dp, mp, 1, 1}, {dp, mp, 1, 1}};
+    int scores = b.BatchMatMul("attention/scores", qh, kh, false, false, shard(per_head));
+    scores = b.Binary("Add", "attention/mask_add", scores, mask, shard({{dp, mp, 1, 1}, {dp, 1, 1, 1}}));
+    int probs = b.Softmax("attention/softmax", scores, -1, shard({{dp, mp, 1, 1}}));
+    if (d.dropout) probs = b.Dropout("attention/probs_dropout", probs, kKeepProb, shard({{dp, mp, 1, 1}}));
+    context = b.BatchMatMul("attention/context", probs, vh, false, false, shard(per_head));
+  }
+  const int merged = b.Transpose("attention/merge_heads", context, {0, 2, 1, 3}, shard({{dp, mp, 1, 1}}));
+  const int flat = b.Reshape("attention/merge", merged, {d.tokens(), d.q_width()});
+  return Linear(b, d, "attention/projection", flat, d.hidden, false, d.bias_rest);
+}
+
+// Position-wise MLP: column-parallel mapping (gate and up when gated), the
+// activation (times up when gated), row-parallel projection.
 int FeedForward(GraphBuilder& b, const Dims& d, int x) {
   const Shard shard{d.sharded && d.all_ops};
   const int64_t dp = d.dp, mp = d.mp;
-  const int w1 = b.Parameter("ffn/mapping.weight", {d.ffn, d.hidden}, d.dtype);
-  const int b1 = b.Parameter("ffn/mapping.bias", {d.ffn}, d.dtype);
-  const int w2 = b.Parameter("ffn/projection.weight", {d.hidden, d.ffn}, d.dtype);
-  const int b2 = b.Parameter("ffn/projection.bias", {d.hidden}, d.dtype);
-  int y = b.MatMul("ffn/mapping", x, w1, false, true, Shard{d.sharded}({{dp, 1}, {mp, 1}}));
-  y = b.BiasAdd("ffn/mapping.bias_add", y, b1, shard({{dp, mp}, {mp}}));
-  y = b.Activation("GeLU", "ffn/gelu", y, shard({{dp, mp}}));
-  y = b.MatMul("ffn/projection", y, w2, false, true, Shard{d.sharded}({{dp, mp}, {1, mp}}));
-  return b.BiasAdd("ffn/projection.bias_add", y, b2, shard({{dp, 1}, {1}}));
+  int y = Linear(b, d, d.gated ? "ffn/gate" : "ffn/mapping", x, d.ffn, true, d.bias_rest);
+  std::string act_name = d.activation;
+  for (char& c : act_name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  y = b.Activation(d.activation, "ffn/" + act_name, y, shard({{dp, mp}}));
+  if (d.gated) {
+    const int up = Linear(b, d, "ffn/up", x, d.ffn, true, d.bias_rest);
+    y = b.Binary("Mul", "ffn/gated", y, up, shard({{dp, mp}, {dp, mp}}));
+  }
+  return Linear(b, d, "ffn/projection", y, d.hidden, false, d.bias_rest);
 }
 
-int LayerNorm(GraphBuilder& b, const Dims& d, const std::string& name, int x) {
+// The model's normalisation (LayerNorm or RMSNorm) over the hidden dimension.
+int Norm(GraphBuilder& b, const Dims& d, const std::string& name, int x) {
+  const Shard shard{d.sharded && d.all_ops};
   const int gamma = b.Parameter(name + ".gamma", {d.hidden}, DType::kFloat32);
+  if (d.rms_norm) return b.RmsNorm(name, x, gamma, shard({{d.dp, 1}, {1}}));
   const int beta = b.Parameter(name + ".beta", {d.hidden}, DType::kFloat32);
-  return b.LayerNorm(name, x, gamma, beta, Shard{d.sharded && d.all_ops}({{d.dp, 1}, {1}, {1}}));
+  return b.LayerNorm(name, x, gamma, beta, shard({{d.dp, 1}, {1}, {1}}));
 }
 
 int Residual(GraphBuilder& b, const Dims& d, const std::string& name, int x, int branch) {
   const Shard shard{d.sharded && d.all_ops};
-  branch = b.Dropout(name + "_dropout", branch, kKeepProb, shard({{d.dp, 1}}));
+  if (d.dropout) branch = b.Dropout(name + "_dropout", branch, kKeepProb, shard({{d.dp, 1}}));
   return b.Binary("Add", name, x, branch, shard({{d.dp, 1}, {d.dp, 1}}));
 }
 
-// Gathers token and position embeddings; returns [tokens, hidden] and the table.
+// Gathers token (and learned position) embeddings; returns [tokens, hidden] and the table.
 std::pair<int, int> Embeddings(GraphBuilder& b, const Dims& d, int input_ids, int position_ids) {
   const Shard shard{d.sharded && d.all_ops};
   const int64_t table_split = d.vocab_emb_dp ? 1 : d.mp;
   const int table = b.Parameter("embedding/word.table", {d.vocab, d.hidden}, d.dtype);
-  const int positions = b.Parameter("embedding/position.table", {d.seq, d.hidden}, d.dtype);
-  const int words = b.Gather("embedding/word", table, input_ids, 0, shard({{table_split, 1}, {d.dp, 1}}));
-  const int pos = b.Gather("embedding/position", positions, position_ids, 0, shard({{1, 1}, {d.dp, 1}}));
-  int x = b.Binary("Add", "embedding/add", words, pos, shard({{d.dp, 1, 1}, {d.dp, 1, 1}}));
+  const bool learned = d.position == "learned";
+  const int positions = learned ? b.Parameter("embedding/position.table", {d.max_positions, d.hidden}, d.dtype) : -1;
+  int x = b.Gather("embedding/word", table, input_ids, 0, shard({{table_split, 1}, {d.dp, 1}}));
+  if (learned) {
+    const int pos = b.Gather("embedding/position", positions, position_ids, 0, shard({{1, 1}, {d.dp, 1}}));
+    x = b.Binary("Add", "embedding/add", x, pos, shard({{d.dp, 1, 1}, {d.dp, 1, 1}}));
+  }
   x = b.Reshape("embedding/flatten", x, {d.tokens(), d.hidden});
   return {x, table};
 }
 
-// Token-level softmax cross-entropy against one-hot labels, averaged.
-int LanguageModelLoss(GraphBuilder& b, const Dims& d, const std::string& name, int logits, int labels,
-                      int64_t classes) {
+// Token-level cross-entropy, averaged: against one-hot labels (classes
+// whole), or vocabulary-parallel on label indices with the classes split
+// `class_split` ways like the logits.
+int LanguageModelLoss(GraphBuilder& b, const Dims& d, const std::string& name, int logits, int labels, int64_t classes,
+                      int64_t class_split) {
   const Shard shard{d.sharded && d.all_ops};
-  const int onehot = b.OneHot(name + "/onehot", labels, classes, DType::kFloat32, shard({{d.dp, 1}}));
-  const int logits32 = b.Cast(name + "/cast", logits, DType::kFloat32, shard({{d.dp, 1}}));
-  const int loss = b.SoftmaxCrossEntropy(name + "/cross_entropy", logits32, onehot, shard({{d.dp, 1}, {d.dp, 1}}));
+  int loss;
+  if (d.vocab_parallel_loss) {
+    loss = b.CrossEntropyLoss(name + "/cross_entropy", logits, labels, shard({{d.dp, class_split}, {d.dp}}));
+  } else {
+    const int onehot = b.OneHot(name + "/onehot", labels, classes, DType::kFloat32, shard({{d.dp, 1}}));
+    const int logits32 = b.Cast(name + "/cast", logits, DType::kFloat32, shard({{d.dp, 1}}));
+    loss = b.SoftmaxCrossEntropy(name + "/cross_entropy", logits32, onehot, shard({{d.dp, 1}, {d.dp, 1}}));
+  }
   return b.Reduce("ReduceMean", name + "/mean", loss, {}, false, shard({{d.dp}}));
 }
 
@@ -175,31 +300,40 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
   GraphBuilder b(graph_name);
   const Shard shard{d.sharded && d.all_ops};
   const int input_ids = b.Input("input_ids", {d.batch, d.seq}, DType::kInt32);
-  const int position_ids = b.Input("position_ids", {d.batch, d.seq}, DType::kInt32);
-  const int mask = b.Input("attention_mask", {d.batch, 1, d.seq, d.seq}, d.dtype);
+  const int position_ids = d.position == "learned" ? b.Input("position_ids", {d.batch, d.seq}, DType::kInt32) : -1;
+  const int mask = d.flash ? -1 : b.Input("attention_mask", {d.batch, 1, d.seq, d.seq}, d.dtype);
   const int labels = b.Input("labels", {d.tokens()}, DType::kInt32);
 
   auto [x, table] = Embeddings(b, d, input_ids, position_ids);
-  x = b.Dropout("embedding/dropout", x, kKeepProb, shard({{d.dp, 1}}));
+  if (d.dropout) x = b.Dropout("embedding/dropout", x, kKeepProb, shard({{d.dp, 1}}));
   for (int64_t layer = 0; layer < d.layers; ++layer) {
     b.set_stage(StageOfLayer(layer, d.layers, stages));
     b.set_scope("layer" + std::to_string(layer) + "/");
     b.set_recompute(options.recompute);
-    const int attention = Attention(b, d, LayerNorm(b, d, "attention_norm", x), mask);
+    const int attention = Attention(b, d, Norm(b, d, "attention_norm", x), mask, true);
+    if (d.parallel_residual) {
+      const int ffn = FeedForward(b, d, Norm(b, d, "ffn_norm", x));
+      x = Residual(b, d, "ffn_residual", Residual(b, d, "attention_residual", x, attention), ffn);
+      continue;
+    }
     x = Residual(b, d, "attention_residual", x, attention);
-    const int ffn = FeedForward(b, d, LayerNorm(b, d, "ffn_norm", x));
+    const int ffn = FeedForward(b, d, Norm(b, d, "ffn_norm", x));
     x = Residual(b, d, "ffn_residual", x, ffn);
   }
   b.set_recompute(false);
   b.set_scope("");
   b.set_stage(stages - 1);
-  x = LayerNorm(b, d, "final_norm", x);
-  // The LM head reuses the embedding table; across pipeline stages the last
-  // stage holds its own copy, as MindSpore does for shared parameters.
-  const int head = stages > 1 ? b.Parameter("head/word.table", {d.vocab, d.hidden}, d.dtype) : table;
+  x = Norm(b, d, "final_norm", x);
+  // A tied LM head reuses the embedding table; across pipeline stages the
+  // last stage holds its own copy, as MindSpore does for shared parameters.
+  const bool own_head = !d.tied || stages > 1;
+  const int head = own_head ? b.Parameter("head/word.table", {d.vocab, d.hidden}, d.dtype) : table;
   const int64_t vocab_split = d.vocab_emb_dp ? 1 : d.mp;
-  const int logits = b.MatMul("head/logits", x, head, false, true, shard({{d.dp, 1}, {vocab_split, 1}}));
-  LanguageModelLoss(b, d, "loss", logits, labels, d.vocab);
+  // The vocabulary-parallel head is Megatron's: always placed, its logits
+  // never gathered.
+  const Shard head_shard{d.sharded && (d.all_ops || d.vocab_parallel_loss)};
+  const int logits = b.MatMul("head/logits", x, head, false, true, head_shard({{d.dp, 1}, {vocab_split, 1}}));
+  LanguageModelLoss(b, d, "loss", logits, labels, d.vocab, vocab_split);
   return b.Finish();
 }
 
@@ -214,7 +348,7 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
   const int input_ids = b.Input("input_ids", {d.batch, d.seq}, DType::kInt32);
   const int position_ids = b.Input("position_ids", {d.batch, d.seq}, DType::kInt32);
   const int token_type_ids = b.Input("token_type_ids", {d.batch, d.seq}, DType::kInt32);
-  const int mask = b.Input("attention_mask", {d.batch, 1, d.seq, d.seq}, d.dtype);
+  const int mask = d.flash ? -1 : b.Input("attention_mask", {d.batch, 1, d.seq, d.seq}, d.dtype);
   const int masked_positions = b.Input("masked_lm_positions", {d.batch * predictions}, DType::kInt32);
   const int masked_labels = b.Input("masked_lm_ids", {d.batch * predictions}, DType::kInt32);
   // The [CLS] position is a constant of the network, not a dataset input.
@@ -226,14 +360,14 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
   int type_emb = b.Gather("embedding/token_type", types, token_type_ids, 0, shard({{1, 1}, {d.dp, 1}}));
   type_emb = b.Reshape("embedding/token_type_flatten", type_emb, {d.tokens(), d.hidden});
   x = b.Binary("Add", "embedding/add_token_type", x, type_emb, shard({{d.dp, 1}, {d.dp, 1}}));
-  x = LayerNorm(b, d, "embedding/norm", x);
-  x = b.Dropout("embedding/dropout", x, kKeepProb, shard({{d.dp, 1}}));
+  x = Norm(b, d, "embedding/norm", x);
+  if (d.dropout) x = b.Dropout("embedding/dropout", x, kKeepProb, shard({{d.dp, 1}}));
   for (int64_t layer = 0; layer < d.layers; ++layer) {
     b.set_stage(StageOfLayer(layer, d.layers, stages));
     b.set_scope("layer" + std::to_string(layer) + "/");
     b.set_recompute(options.recompute);
-    x = LayerNorm(b, d, "attention_norm", Residual(b, d, "attention_residual", x, Attention(b, d, x, mask)));
-    x = LayerNorm(b, d, "ffn_norm", Residual(b, d, "ffn_residual", x, FeedForward(b, d, x)));
+    x = Norm(b, d, "attention_norm", Residual(b, d, "attention_residual", x, Attention(b, d, x, mask, false)));
+    x = Norm(b, d, "ffn_norm", Residual(b, d, "ffn_residual", x, FeedForward(b, d, x)));
   }
   b.set_recompute(false);
   b.set_scope("");
@@ -251,16 +385,16 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
   cls = b.Reshape("pooler/cls_flatten", cls, {d.batch, h});
   const int pooled = b.Activation("Tanh", "pooler/tanh", dense("pooler/dense", cls, h, h), shard({{d.dp, 1}}));
   const int nsp_logits = dense("nsp/dense", pooled, 2, h);
-  const int nsp_loss = LanguageModelLoss(b, d, "nsp_loss", nsp_logits, nsp_labels, 2);
+  const int nsp_loss = LanguageModelLoss(b, d, "nsp_loss", nsp_logits, nsp_labels, 2, 1);
   // Masked-LM head on the masked positions, decoding with the embedding table.
   const int picked = b.BatchLocalGather("mlm/gather", x, masked_positions, shard({{1, 1}, {d.dp}}));
   int t = b.Activation("GeLU", "mlm/gelu", dense("mlm/dense", picked, h, h), shard({{d.dp, 1}}));
-  t = LayerNorm(b, d, "mlm/norm", t);
+  t = Norm(b, d, "mlm/norm", t);
   const int decoder = stages > 1 ? b.Parameter("mlm/word.table", {d.vocab, h}, d.dtype) : table;
   int logits = b.MatMul("mlm/decoder", t, decoder, false, true, shard({{d.dp, 1}, {1, 1}}));
   const int decoder_bias = b.Parameter("mlm/output.bias", {d.vocab}, d.dtype);
   logits = b.BiasAdd("mlm/output.bias_add", logits, decoder_bias, shard({{d.dp, 1}, {1}}));
-  const int mlm_loss = LanguageModelLoss(b, d, "mlm_loss", logits, masked_labels, d.vocab);
+  const int mlm_loss = LanguageModelLoss(b, d, "mlm_loss", logits, masked_labels, d.vocab, 1);
   b.Binary("Add", "total_loss", mlm_loss, nsp_loss);
   return b.Finish();
 }
@@ -268,8 +402,10 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
 }  // namespace
 
 ModelBuilder GptBuilder() {
-  return {"gpt", "GPT decoder stack (pre-LayerNorm), MindFormers layout", TransformerParams(24, 1024, 16, 1024, 51200),
-          &BuildGpt};
+  return {"gpt",
+          "decoder-only transformer, MindFormers layout: GPT-2/3 by default; LLaMA, Mistral, Qwen2, GPT-NeoX "
+          "through norm, position_embedding, activation, kv_heads, linear_bias, tie_word_embeddings, attention",
+          TransformerParams(24, 1024, 16, 1024, 51200), &BuildGpt};
 }
 
 ModelBuilder BertBuilder() {

@@ -1,0 +1,213 @@
+#include "core/config/hf_model_config.h"
+
+#include <filesystem>
+#include <functional>
+#include <map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/util/json_reader.h"
+#include "core/util/quote.h"
+
+namespace shardlab {
+namespace {
+
+constexpr int64_t kMaxDim = int64_t{1} << 24;
+
+// Reads the keys one architecture uses; every other key of the file is the
+// Hugging Face library's business and is left alone.
+class HfReader {
+ public:
+  explicit HfReader(const JsonNode& node) : node_(node) {}
+
+  bool Has(const std::string& key) const { return node_.json().contains(key) && !node_.json()[key].is_null(); }
+  JsonNode Child(const std::string& key) const { return node_.Child(key); }
+  int64_t Int(const std::string& key) const { return node_.Child(key).AsInt(1, kMaxDim); }
+  int64_t Int(const std::string& key, int64_t fallback) const { return Has(key) ? Int(key) : fallback; }
+  bool Bool(const std::string& key, bool fallback) const { return Has(key) ? node_.Child(key).AsBool() : fallback; }
+  double Number(const std::string& key, double fallback) const {
+    return Has(key) ? node_.Child(key).AsNumber(0, 1) : fallback;
+  }
+  std::string String(const std::string& key, const std::string& fallback) const {
+    return Has(key) ? node_.Child(key).AsString() : fallback;
+  }
+  // A boolean key whose value `refused` shardlab cannot build.
+  void Refuse(const std::string& key, bool refused, const std::string& why) const {
+    if (Has(key) && node_.Child(key).AsBool() == refused)
+      node_.Child(key).Fail(fmt::format("{} {} is not supported: {}", key, refused, why));
+  }
+
+ private:
+  const JsonNode& node_;
+};
+
+// The MLP activation of a "hidden_act" / "activation_function" value, gated or not.
+std::string Activation(const HfReader& r, const std::string& key, const std::string& fallback, bool gated) {
+  const std::string act = r.String(key, fallback);
+  static const std::map<std::string, std::string> plain = {{"gelu", "gelu"},
+                                                           {"gelu_new", "gelu"},
+                                                           {"gelu_pytorch_tanh", "gelu"},
+                                                           {"gelu_fast", "fast_gelu"},
+                                                           {"relu", "relu"}};
+  if (gated) {
+    if (act == "silu" || act == "swish") return "swiglu";
+    if (plain.count(act) && plain.at(act) != "relu") return "geglu";
+  } else if (plain.count(act)) {
+    return plain.at(act);
+  }
+  std::vector<std::string> known = {"silu", "swish"};
+  for (const auto& [name, unused] : plain) known.push_back(name);
+  r.Child(key).Fail(
+      fmt::format("activation {} is not supported here; expected one of {}", Quoted(act), fmt::join(known, ", ")));
+}
+
+// Training precision: bf16 unless the checkpoint is fp16 (fp32 checkpoints
+// still train in mixed precision).
+std::string TrainingDType(const HfReader& r) {
+  return r.String("torch_dtype", "bfloat16") == "float16" ? "float16" : "bfloat16";
+}
+
+// Settings every Hugging Face model gets: fused attention, no dropout unless
+// the config asks for it, the vocabulary-parallel loss and embedding.
+void ModernDefaults(BuilderParams& p, const HfReader& r) {
+  p.Set("attention", std::string("flash"));
+  p.Set("loss", std::string("vocab_parallel"));
+  p.Set("vocab_emb_dp", false);
+  p.Set("dtype", TrainingDType(r));
+  p.Set("dropout", false);
+}
+
+// The training sequence length: the pre-training context a scaled-RoPE
+// config records, else the position limit.
+int64_t SequenceLength(const HfReader& r) {
+  if (r.Has("rope_scaling") && r.Child("rope_scaling").json().is_object() &&
+      r.Child("rope_scaling").json().contains("original_max_position_embeddings"))
+    return r.Child("rope_scaling").Child("original_max_position_embeddings").AsInt(1, kMaxDim);
+  return r.Int("max_position_embeddings");
+}
+
+// LLaMA 1/2/3, Mistral, Qwen2: RMSNorm, RoPE, SwiGLU, grouped-query attention.
+void Llama(BuilderParams& p, const HfReader& r, const std::string& type) {
+  ModernDefaults(p, r);
+  p.Set("layers", r.Int("num_hidden_layers"));
+  p.Set("hidden", r.Int("hidden_size"));
+  p.Set("heads", r.Int("num_attention_heads"));
+  p.Set("kv_heads", r.Int("num_key_value_heads", r.Int("num_attention_heads")));
+  if (r.Has("head_dim")) p.Set("head_dim", r.Int("head_dim"));
+  p.Set("ffn_hidden", r.Int("intermediate_size"));
+  p.Set("vocab_size", r.Int("vocab_size"));
+  p.Set("seq_length", SequenceLength(r));
+  p.Set("activation", Activation(r, "hidden_act", "silu", true));
+  p.Set("norm", std::string("rms_norm"));
+  p.Set("position_embedding", std::string("rope"));
+  // Qwen2 always has query/key/value biases; LLaMA and Mistral have none.
+  p.Set("linear_bias", std::string(type == "qwen2" ? "qkv" : "none"));
+  r.Refuse("attention_bias", true, "shardlab builds attention biases only as Qwen2 has them (query/key/value)");
+  r.Refuse("mlp_bias", true, "shardlab builds LLaMA MLPs without biases");
+  p.Set("tie_word_embeddings", r.Bool("tie_word_embeddings", false));
+}
+
+void Gpt2(BuilderParams& p, const HfReader& r, const std::string&) {
+  ModernDefaults(p, r);
+  p.Set("layers", r.Int("n_layer"));
+  p.Set("hidden", r.Int("n_embd"));
+  p.Set("heads", r.Int("n_head"));
+  p.Set("ffn_hidden", r.Int("n_inner", 4 * r.Int("n_embd")));
+  p.Set("vocab_size", r.Int("vocab_size"));
+  p.Set("max_positions", r.Int("n_positions"));
+  p.Set("seq_length", r.Int("n_ctx", r.Int("n_positions")));
+  p.Set("activation", Activation(r, "activation_function", "gelu_new", false));
+  p.Set("tie_word_embeddings", r.Bool("tie_word_embeddings", true));
+  p.Set("dropout", r.Number("resid_pdrop", 0.1) > 0);
+}
+
+void GptNeox(BuilderParams& p, const HfReader& r, const std::string&) {
+  ModernDefaults(p, r);
+  p.Set("layers", r.Int("num_hidden_layers"));
+  p.Set("hidden", r.Int("hidden_size"));
+  p.Set("heads", r.Int("num_attention_heads"));
+  p.Set("ffn_hidden", r.Int("intermediate_size"));
+  p.Set("vocab_size", r.Int("vocab_size"));
+  p.Set("seq_length", r.Int("max_position_embeddings"));
+  p.Set("activation", Activation(r, "hidden_act", "gelu", false));
+  p.Set("position_embedding", std::string("rope"));
+  r.Refuse("attention_bias", false, "shardlab builds GPT-NeoX with biases on every linear layer");
+  p.Set("parallel_residual", r.Bool("use_parallel_residual", true));
+  p.Set("tie_word_embeddings", r.Bool("tie_word_embeddings", false));
+  p.Set("dropout", r.Number("hidden_dropout", 0) > 0);
+}
+
+void Bert(BuilderParams& p, const HfReader& r, const std::string&) {
+  ModernDefaults(p, r);
+  p.Set("vocab_emb_dp", true);  // BERT's decoder reuses the embedding table whole
+  p.Set("layers", r.Int("num_hidden_layers"));
+  p.Set("hidden", r.Int("hidden_size"));
+  p.Set("heads", r.Int("num_attention_heads"));
+  p.Set("ffn_hidden", r.Int("intermediate_size"));
+  p.Set("vocab_size", r.Int("vocab_size"));
+  p.Set("max_positions", r.Int("max_position_embeddings"));
+  p.Set("seq_length", r.Int("max_position_embeddings"));
+  p.Set("activation", Activation(r, "hidden_act", "gelu", false));
+  if (r.Int("type_vocab_size", 2) != 2) r.Child("type_vocab_size").Fail("shardlab builds BERT with 2 token types");
+  p.Set("dropout", r.Number("hidden_dropout_prob", 0.1) > 0);
+}
+
+struct Architecture {
+  std::string builder;
+  std::function<void(BuilderParams&, const HfReader&, const std::string&)> read;
+};
+
+const std::map<std::string, Architecture>& Architectures() {
+  static const std::map<std::string, Architecture> architectures = {
+      {"llama", {"gpt", Llama}}, {"mistral", {"gpt", Llama}},    {"qwen2", {"gpt", Llama}},
+      {"gpt2", {"gpt", Gpt2}},   {"gpt_neox", {"gpt", GptNeox}}, {"bert", {"bert", Bert}},
+  };
+  return architectures;
+}
+
+// The model's name: the folder a config.json sits in (as a downloaded
+// checkpoint is laid out), else the file's own name.
+std::string NameFromFile(const std::string& file) {
+  const std::filesystem::path path(file);
+  if (path.filename() == "config.json" && path.has_parent_path() && !path.parent_path().filename().empty())
+    return path.parent_path().filename().string();
+  return path.stem().string();
+}
+
+}  // namespace
+
+bool IsHfModelConfig(const JsonNode& node) { return node.json().is_object() && node.json().contains("model_type"); }
+
+const std::vector<std::string>& HfModelTypes() {
+  static const std::vector<std::string> types = [] {
+    std::vector<std::string> names;
+    for (const auto& [name, unused] : Architectures()) names.push_back(name);
+    return names;
+  }();
+  return types;
+}
+
+ModelSpec ReadHfModelSpec(const JsonNode& node) {
+  const JsonNode type_node = node.Child("model_type");
+  const std::string type = type_node.AsString();
+  const auto found = Architectures().find(type);
+  if (found == Architectures().end())
+    type_node.Fail(fmt::format("Hugging Face model_type {} is not supported; shardlab reads {}", Quoted(type),
+                               fmt::join(HfModelTypes(), ", ")));
+  ModelSpec model;
+  model.name = NameFromFile(node.file());
+  model.builder = found->second.builder;
+  model.params = FindModelBuilder(model.builder)->Defaults();
+  found->second.read(model.params, HfReader(node), type);
+  for (const ParamSpec& spec : FindModelBuilder(model.builder)->params) {
+    if (!std::holds_alternative<int64_t>(spec.fallback)) continue;
+    const int64_t value = model.params.Int(spec.name);
+    if (value < spec.min || value > spec.max)
+      node.Fail(
+          fmt::format("this {} config gives {} = {}, outside {}..{}", type, spec.name, value, spec.min, spec.max));
+  }
+  return model;
+}
+
+}  // namespace shardlab
