@@ -68,14 +68,17 @@ std::string TrainingDType(const HfReader& r) {
   return r.String("torch_dtype", "bfloat16") == "float16" ? "float16" : "bfloat16";
 }
 
-// Settings every Hugging Face model gets: fused attention, no dropout unless
-// the config asks for it, the vocabulary-parallel loss and embedding.
+// Settings every Hugging Face model gets, as today's training stacks run them:
+// fused attention, fused query/key/value and gate/up projections, no dropout
+// unless the config asks for it, the vocabulary-parallel loss and embedding.
 void ModernDefaults(BuilderParams& p, const HfReader& r) {
   p.Set("attention", std::string("flash"));
   p.Set("loss", std::string("vocab_parallel"));
   p.Set("vocab_emb_dp", false);
   p.Set("dtype", TrainingDType(r));
   p.Set("dropout", false);
+  p.Set("qkv_concat", true);
+  p.Set("ffn_concat", true);
 }
 
 // The training sequence length: the pre-training context a scaled-RoPE

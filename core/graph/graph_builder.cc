@@ -27,8 +27,11 @@ int GraphBuilder::Add(const std::string& type, const std::string& name, std::vec
   return graph_.op(index).outputs.front();
 }
 
-int GraphBuilder::MatMul(const std::string& name, int a, int b, bool transpose_a, bool transpose_b, OptStrategy s) {
-  return Add("MatMul", name, {a, b}, {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}}, std::move(s));
+int GraphBuilder::MatMul(const std::string& name, int a, int b, bool transpose_a, bool transpose_b, OptStrategy s,
+                         bool forward_reduce_scatter) {
+  Attrs attrs = {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}};
+  if (forward_reduce_scatter) attrs["forward_reduce_scatter"] = true;
+  return Add("MatMul", name, {a, b}, std::move(attrs), std::move(s));
 }
 
 int GraphBuilder::BatchMatMul(const std::string& name, int a, int b, bool transpose_a, bool transpose_b,
@@ -98,6 +101,12 @@ int GraphBuilder::Reshape(const std::string& name, int x, Shape shape) {
 }
 
 int GraphBuilder::Flatten(const std::string& name, int x) { return Add("Flatten", name, {x}, {}, std::nullopt); }
+
+std::vector<int> GraphBuilder::SplitV(const std::string& name, int x, int64_t split_dim, std::vector<int64_t> sizes,
+                                      OptStrategy s) {
+  Add("SplitV", name, {x}, {{"size_splits", std::move(sizes)}, {"split_dim", split_dim}}, std::move(s));
+  return graph_.operators().back().outputs;
+}
 
 int GraphBuilder::Transpose(const std::string& name, int x, std::vector<int64_t> perm, OptStrategy s) {
   return Add("Transpose", name, {x}, {{"perm", std::move(perm)}}, std::move(s));

@@ -31,7 +31,10 @@ class GraphBuilder {
   int Parameter(const std::string& name, Shape shape, DType dtype, bool trainable = true);
 
   using OptStrategy = std::optional<Strategy>;
-  int MatMul(const std::string& name, int a, int b, bool transpose_a, bool transpose_b, OptStrategy s = {});
+  // `forward_reduce_scatter`: a split reduction dimension ends in a
+  // ReduceScatter over the rows instead of an AllReduce (sequence parallel).
+  int MatMul(const std::string& name, int a, int b, bool transpose_a, bool transpose_b, OptStrategy s = {},
+             bool forward_reduce_scatter = false);
   int BatchMatMul(const std::string& name, int a, int b, bool transpose_a, bool transpose_b, OptStrategy s = {});
   // Add, Sub, Mul, RealDiv, Maximum, Minimum with numpy broadcasting.
   int Binary(const std::string& type, const std::string& name, int a, int b, OptStrategy s = {});
@@ -59,6 +62,9 @@ class GraphBuilder {
   int BatchLocalGather(const std::string& name, int params, int indices, OptStrategy s = {});
   int Reshape(const std::string& name, int x, Shape shape);
   int Flatten(const std::string& name, int x);
+  // Cuts x along `split_dim` into parts of `sizes`; returns the parts.
+  std::vector<int> SplitV(const std::string& name, int x, int64_t split_dim, std::vector<int64_t> sizes,
+                          OptStrategy s = {});
   int Transpose(const std::string& name, int x, std::vector<int64_t> perm, OptStrategy s = {});
   int OneHot(const std::string& name, int indices, int64_t depth, DType dtype, OptStrategy s = {});
   // Returns the per-sample loss ([batch]).

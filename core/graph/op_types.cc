@@ -35,6 +35,7 @@ const std::vector<OpTypeInfo>& OpTypes() {
       {"Reshape", 1, 1, "reshape", {"shape"}},
       {"Flatten", 1, 1, "reshape", {}},
       {"Transpose", 1, 1, "transpose", {"perm"}},
+      {"SplitV", 1, 1, "softmax", {"size_splits", "split_dim"}},
       {"OneHot", 1, 1, "one_hot", {"depth", "axis", "dtype"}},
       {"SoftmaxCrossEntropyWithLogits", 2, 2, "loss", {}},
       {"SigmoidCrossEntropyWithLogits", 2, 2, "loss", {}},

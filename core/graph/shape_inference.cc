@@ -216,6 +216,26 @@ std::vector<TensorType> InferOutputs(const Operator& op, const std::vector<Tenso
     RequireRank(op, in[0], 1, 8, "input");
     return {{{in[0].shape[0], ElementCount(in[0].shape) / in[0].shape[0]}, in[0].dtype}};
   }
+  if (t == "SplitV") {
+    const int64_t rank = static_cast<int64_t>(in[0].shape.size());
+    const auto dim = NormalizeAxis(op.IntAttr("split_dim", 0), rank);
+    if (!dim) Fail(op, "split_dim is out of range");
+    const auto sizes = op.IntsAttr("size_splits");
+    int64_t total = 0;
+    for (int64_t size : sizes) {
+      if (size < 1) Fail(op, "size_splits must be >= 1");
+      total += size;
+    }
+    if (sizes.empty() || total != in[0].shape[*dim])
+      Fail(op, fmt::format("size_splits {} must add up to dimension {} of {}", Str(sizes), *dim, Str(in[0].shape)));
+    std::vector<TensorType> parts;
+    for (int64_t size : sizes) {
+      Shape shape = in[0].shape;
+      shape[*dim] = size;
+      parts.push_back({shape, in[0].dtype});
+    }
+    return parts;
+  }
   if (t == "Transpose") {
     const auto perm = op.IntsAttr("perm");
     Shape sorted = perm;

@@ -144,6 +144,9 @@ OpLayout InferOpLayout(const Operator& op, const std::vector<TensorType>& inputs
   std::vector<TensorType> in_slices, out_slices;
   for (size_t i = 0; i < inputs.size(); ++i) in_slices.push_back({out.inputs[i].SliceShape(), inputs[i].dtype});
   for (size_t i = 0; i < outputs.size(); ++i) out_slices.push_back({out.outputs[i].SliceShape(), outputs[i].dtype});
+  // A forward ReduceScatter's operator computes the whole partial product
+  // before the scatter leaves each device its rows.
+  if (base.merged_output_dim >= 0) out_slices[0].shape[0] *= out.device_matrix[base.merged_output_dim + 1];
   out.work = ComputeOpWork(op, in_slices, out_slices);
   return out;
 }
@@ -273,8 +276,10 @@ std::string StrategyToString(const Strategy& strategy) {
 
 std::string CommunicationSummary(const OpLayout& layout) {
   std::vector<std::string> parts;
-  for (const OpComm& c : layout.forward_comm) parts.push_back(fmt::format("{}({})", OperatorName(c.type), c.group_size));
-  for (const OpComm& c : layout.backward_comm) parts.push_back(fmt::format("grad {}({})", OperatorName(c.type), c.group_size));
+  for (const OpComm& c : layout.forward_comm)
+    parts.push_back(fmt::format("{}({})", OperatorName(c.type), c.group_size));
+  for (const OpComm& c : layout.backward_comm)
+    parts.push_back(fmt::format("grad {}({})", OperatorName(c.type), c.group_size));
   for (const OpComm& c : layout.mirror_comm) parts.push_back(fmt::format("mirror({})", c.group_size));
   return parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, " "));
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -249,6 +250,39 @@ class Lowering {
     return TensorLayout(dev, map, t.shape);
   }
 
+  // The redistribution input `i` of operator `op_index` needs from its
+  // producer's layout; none for weights and for inputs already in place.
+  std::optional<Redistribution> InputRedistribution(int op_index, size_t i) const {
+    const Operator& op = graph_.op(op_index);
+    const Tensor& t = graph_.tensor(op.inputs[i]);
+    if (t.kind == TensorKind::kParameter) return std::nullopt;
+    TensorLayout from;
+    if (t.kind == TensorKind::kInput) {
+      from = DatasetLayout(op.inputs[i]);
+    } else {
+      const Operator& producer = graph_.op(t.producer);
+      const size_t out =
+          std::find(producer.outputs.begin(), producer.outputs.end(), op.inputs[i]) - producer.outputs.begin();
+      from = layouts_[t.producer].outputs[out];
+    }
+    const TensorLayout& to = layouts_[op_index].inputs[i];
+    if (from.Normalized() == to.Normalized()) return std::nullopt;
+    return PlanRedistribution(from, to, p_.enable_alltoall, DTypeBytes(t.dtype));
+  }
+
+  // True when input `c.input` is AllGathered over a group of c's size on its
+  // way in: the gradient's ReduceScatter then sums the partials `c` would
+  // AllReduce (Megatron's sequence-parallel column layer).
+  bool GatheredOnTheWayIn(int op_index, const OpComm& c) const {
+    if (own_batch_) return false;
+    const auto r = InputRedistribution(op_index, static_cast<size_t>(c.input));
+    if (!r) return false;
+    return std::any_of(r->ops.begin(), r->ops.end(), [&](const RedistOp& rop) {
+      return rop.is_communication() && rop.collective() == shardlab::Collective::kAllGather &&
+             rop.count == c.group_size;
+    });
+  }
+
   // None when every device runs on its own batch (data_parallel).
   std::vector<Task> Redistributions(StageProgram& stage, int op_index, bool backward) {
     std::vector<Task> tasks;
@@ -256,21 +290,10 @@ class Lowering {
     const Operator& op = graph_.op(op_index);
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       const Tensor& t = graph_.tensor(op.inputs[i]);
-      if (t.kind == TensorKind::kParameter) continue;
       if (t.kind == TensorKind::kInput && backward) continue;  // dataset inputs have no gradient
-      TensorLayout from;
-      if (t.kind == TensorKind::kInput) {
-        from = DatasetLayout(op.inputs[i]);
-      } else {
-        const Operator& producer = graph_.op(t.producer);
-        const size_t out =
-            std::find(producer.outputs.begin(), producer.outputs.end(), op.inputs[i]) - producer.outputs.begin();
-        from = layouts_[t.producer].outputs[out];
-      }
-      const TensorLayout& to = layouts_[op_index].inputs[i];
-      if (from.Normalized() == to.Normalized()) continue;
-      const Redistribution r = PlanRedistribution(from, to, p_.enable_alltoall, DTypeBytes(t.dtype));
-      for (const RedistOp& rop : r.ops) {
+      const auto r = InputRedistribution(op_index, i);
+      if (!r) continue;
+      for (const RedistOp& rop : r->ops) {
         if (!rop.is_communication()) continue;
         const double bytes = static_cast<double>(ElementCount(rop.input_shape) * DTypeBytes(t.dtype));
         shardlab::Collective type = rop.collective();
@@ -280,8 +303,8 @@ class Lowering {
           type = shardlab::Collective::kReduceScatter;
           task_bytes = bytes * static_cast<double>(rop.count);
         }
-        tasks.push_back(Collective(stage, fmt::format("{}/redistribute.{}", op.name, ToString(rop.kind)), op_index, type,
-                                   Group(stage, rop.arrangement, {rop.device_dim}), task_bytes));
+        tasks.push_back(Collective(stage, fmt::format("{}/redistribute.{}", op.name, ToString(rop.kind)), op_index,
+                                   type, Group(stage, rop.arrangement, {rop.device_dim}), task_bytes));
       }
     }
     return tasks;
@@ -379,6 +402,7 @@ class Lowering {
     for (const OpComm& c : layout.backward_comm) {
       const Tensor& input = graph_.tensor(op.inputs[c.input]);
       if (input.producer < 0) continue;  // dataset inputs need no gradient
+      if (GatheredOnTheWayIn(index, c)) continue;
       stage.backward.push_back(Collective(stage, fmt::format("{}/grad.{}", op.name, OperatorName(c.type)), index,
                                           shardlab::Collective::kAllReduce,
                                           Group(stage, layout.device_matrix, c.device_dims), c.bytes));
@@ -590,12 +614,13 @@ class Lowering {
       m.optimizer_states += states;
     }
     // Activations kept for backward: every forward output except views
-    // (Reshape, Flatten); a recompute segment keeps only its last output (the
+    // (Reshape, Flatten, SplitV); a recompute segment keeps only its last output (the
     // next segment's input) and is rematerialised one segment at a time.
     double kept = 0, host_kept = 0, segment = 0, largest_segment = 0, largest_output = 0;
     for (size_t i = 0; i < graph_.operators().size(); ++i) {
       const Operator& op = graph_.op(static_cast<int>(i));
-      if (op.pipeline_stage != stage.stage || op.type == "Reshape" || op.type == "Flatten") continue;
+      if (op.pipeline_stage != stage.stage || op.type == "Reshape" || op.type == "Flatten" || op.type == "SplitV")
+        continue;
       double out_bytes = 0;
       for (size_t o = 0; o < op.outputs.size(); ++o)
         out_bytes += SliceBytes(layouts_[i].outputs[o], graph_.tensor(op.outputs[o]).dtype);
@@ -729,7 +754,8 @@ std::vector<std::pair<size_t, size_t>> SplitIntoBuckets(const std::vector<double
 }
 
 bool AccumulatesShardedGradients(const ParallelConfig& p) {
-  return p.enable_parallel_optimizer && p.micro_batch_num > 1 && p.parallel_optimizer_config.gradient_accumulation_shard;
+  return p.enable_parallel_optimizer && p.micro_batch_num > 1 &&
+         p.parallel_optimizer_config.gradient_accumulation_shard;
 }
 
 Plan LowerToPlan(const RunSpec& run, const ShardedGraph& sharded) {

@@ -18,7 +18,7 @@ struct Case {
     op.type = type;
     op.attrs = std::move(attrs);
     for (size_t i = 0; i < shapes.size(); ++i) {
-      const bool indices = (type == "Gather" && i == 1) || type == "OneHot";
+      const bool indices = ((type == "Gather" || type == "CrossEntropyLoss") && i == 1) || type == "OneHot";
       inputs.push_back({shapes[i], indices ? DType::kInt32 : DType::kFloat32});
     }
     outputs = InferOutputs(op, inputs);
@@ -82,6 +82,8 @@ TEST_CASE("forward_reduce_scatter scatters the partial products over the rows") 
   CHECK(l.forward_comm[0].bytes == 128.0 * 32 * 4);  // the whole partial [128, 32] slice goes in
   CHECK(l.outputs[0] == TensorLayout({4, 2}, {1, 0}, {256, 64}));
   CHECK(l.outputs[0].SliceShape() == Shape{64, 32});
+  // Each device multiplies its [128, 64] rows by its [64, 32] block before the scatter.
+  CHECK(l.work.forward_flops == 2.0 * 128 * 32 * 64);
   const OpLayout repeated = mm.Layout({{2, 2}, {2, 1}}, 16);
   CHECK(repeated.outputs[0] == TensorLayout({4, 1, 4}, {2, 1}, {256, 64}));
 }
@@ -330,6 +332,56 @@ TEST_CASE("the data-parallel default splits the batch and keeps weights whole") 
   CHECK(DataParallelStrategy(sm.op, sm.inputs, sm.outputs, 8, {}) == Strategy{{1}});
   const Case small("MatMul", {{4, 64}, {64, 32}});
   CHECK(DataParallelStrategy(small.op, small.inputs, small.outputs, 8, {1}) == Strategy{{4, 1}, {1, 1}});
+}
+
+TEST_CASE("FlashAttentionScore splits batch and heads alike and keeps grouped key/value heads with their queries") {
+  // 8 query heads over 2 key/value heads (GQA), BNSD.
+  const Case fa("FlashAttentionScore", {{4, 8, 128, 64}, {4, 2, 128, 64}, {4, 2, 128, 64}},
+                {{"sparse_mode", int64_t{2}}});
+  const OpLayout l = fa.Layout({{2, 2, 1, 1}, {2, 2, 1, 1}, {2, 2, 1, 1}}, 4);
+  CHECK(l.forward_comm.empty());
+  CHECK(l.inputs[1].SliceShape() == Shape{2, 1, 128, 64});
+  CHECK(l.outputs[0].SliceShape() == Shape{2, 4, 128, 64});
+  // Causal: Q·Kᵀ and P·V over half the pairs; backward five products to forward's two.
+  CHECK(l.work.forward_flops == 4.0 * 2 * 4 * 128 * 128 * 64 * 0.5);
+  CHECK(l.work.backward_flops == 2.5 * l.work.forward_flops);
+  // Key/value heads split 4 ways do not divide 2 heads; head_dim and the key sequence stay whole.
+  CHECK_THROWS_AS(fa.Layout({{1, 4, 1, 1}, {1, 4, 1, 1}, {1, 4, 1, 1}}, 4), LayoutError);
+  CHECK_THROWS_AS(fa.Layout({{1, 1, 1, 2}, {1, 1, 1, 2}, {1, 1, 1, 2}}, 2), LayoutError);
+  CHECK_THROWS_AS(fa.Layout({{1, 1, 1, 1}, {1, 1, 2, 1}, {1, 1, 2, 1}}, 2), LayoutError);
+  // A query-sequence split attends to the whole key and value, whose gradients are summed over it.
+  const OpLayout rows = fa.Layout({{1, 1, 2, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}}, 2);
+  CHECK(rows.backward_comm.size() == 2);
+}
+
+TEST_CASE("CrossEntropyLoss splits the vocabulary and AllReduces its per-row partials") {
+  const Case ce("CrossEntropyLoss", {{64, 1000}, {64}});
+  const OpLayout l = ce.Layout({{2, 4}, {2}}, 8);
+  REQUIRE(l.forward_comm.size() == 1);
+  CHECK(l.forward_comm[0].type == Collective::kAllReduce);
+  CHECK(l.forward_comm[0].group_size == 4);
+  CHECK(l.forward_comm[0].bytes == 32.0 * 4);  // the [rows] fp32 loss slice
+  CHECK(ce.Layout({{8, 1}, {8}}, 8).forward_comm.empty());
+  CHECK_THROWS_AS(ce.Layout({{2, 4}, {4}}, 8), LayoutError);
+  // The one-hot primitive keeps MindSpore's rule: classes whole.
+  const Case onehot("SoftmaxCrossEntropyWithLogits", {{64, 1000}, {64, 1000}});
+  CHECK_THROWS_AS(onehot.Layout({{2, 4}, {2, 4}}, 8), LayoutError);
+}
+
+TEST_CASE("RmsNorm RotaryPositionEmbedding and SplitV keep their last dimension whole") {
+  const Case rms("RmsNorm", {{64, 512}, {512}});
+  CHECK(rms.Layout({{8, 1}, {1}}, 8).mirror_comm.size() == 1);  // gamma's gradient over the row split
+  CHECK_THROWS_AS(rms.Layout({{1, 8}, {8}}, 8), LayoutError);
+  const Case rope("RotaryPositionEmbedding", {{4, 128, 8, 64}});
+  CHECK(rope.Layout({{2, 1, 4, 1}}, 8).forward_comm.empty());
+  CHECK_THROWS_AS(rope.Layout({{1, 1, 1, 2}}, 2), LayoutError);
+  const Case split("SplitV", {{64, 8, 96}},
+                   {{"split_dim", int64_t{2}}, {"size_splits", std::vector<int64_t>{64, 16, 16}}});
+  REQUIRE(split.outputs.size() == 3);
+  CHECK(split.outputs[1].shape == Shape{64, 8, 16});
+  const OpLayout parts = split.Layout({{2, 4, 1}}, 8);
+  CHECK(parts.outputs[2].SliceShape() == Shape{32, 2, 16});
+  CHECK_THROWS_AS(split.Layout({{1, 1, 2}}, 2), LayoutError);
 }
 
 }  // namespace

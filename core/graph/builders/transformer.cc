@@ -35,6 +35,11 @@ struct Dims {
   bool dropout;
   bool parallel_residual;  // GPT-NeoX, GPT-J: attention and MLP both read the layer input
   bool vocab_parallel_loss;
+  bool qkv_concat, ffn_concat;
+  bool seq_parallel;
+
+  // The split of the [tokens, hidden] activations between blocks.
+  int64_t rows() const { return seq_parallel ? dp * mp : dp; }
   DType dtype;
 
   int64_t tokens() const { return batch * seq; }
@@ -74,6 +79,9 @@ Dims ReadDims(const BuilderParams& p) {
   d.dropout = p.Bool("dropout");
   d.parallel_residual = p.Bool("parallel_residual");
   d.vocab_parallel_loss = p.String("loss") == "vocab_parallel";
+  d.qkv_concat = p.Bool("qkv_concat");
+  d.ffn_concat = p.Bool("ffn_concat");
+  d.seq_parallel = p.Bool("use_seq_parallel") && d.mp > 1;
   d.dtype = *ParseDType(p.String("dtype"));
   if (p.Int("head_dim") == 0 && d.hidden % d.heads != 0)
     throw GraphError("hidden " + Text(d.hidden) + " is not divisible by heads " + Text(d.heads) + "; set head_dim");
@@ -84,6 +92,9 @@ Dims ReadDims(const BuilderParams& p) {
                      ") needs attention \"flash\"");
   if (d.sharded && d.kv_heads % d.mp != 0)
     throw GraphError("kv_heads " + Text(d.kv_heads) + " cannot be split over model_parallel " + Text(d.mp));
+  if (d.seq_parallel && d.seq % d.mp != 0)
+    throw GraphError("sequence parallel splits seq_length " + Text(d.seq) + " over model_parallel " + Text(d.mp) +
+                     ", which does not divide it");
   if (d.position == "rope" && d.head_dim % 2 != 0)
     throw GraphError("rotary position embedding needs an even head_dim, got " + Text(d.head_dim));
   if (d.position == "learned" && d.max_positions < d.seq)
@@ -164,6 +175,11 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
        0,
        0,
        {"onehot", "vocab_parallel"}},
+      {"use_seq_parallel", false,
+       "sequence parallel (Megatron-SP, MindFormers use_seq_parallel): norms, dropout and residuals split their "
+       "tokens over model_parallel too; AllGather before and ReduceScatter after each tensor-parallel block"},
+      {"qkv_concat", false, "one column-parallel MatMul for query, key and value, then split (MindFormers qkv_concat)"},
+      {"ffn_concat", false, "one column-parallel MatMul for a gated MLP's gate and up projections, then split"},
       {"parallel_residual", false, "attention and MLP both read the layer input and add to it (GPT-NeoX)"},
       {"dtype",
        std::string("float16"),
@@ -184,9 +200,9 @@ int Linear(GraphBuilder& b, const Dims& d, const std::string& name, int x, int64
   const int w = b.Parameter(name + ".weight", {out_dim, in_dim}, d.dtype);
   const int beta = bias ? b.Parameter(name + ".bias", {out_dim}, d.dtype) : -1;
   const Strategy s = column ? Strategy{{dp, 1}, {mp, 1}} : Strategy{{dp, mp}, {1, mp}};
-  const int y = b.MatMul(name, x, w, false, true, Shard{d.sharded}(s));
+  const int y = b.MatMul(name, x, w, false, true, Shard{d.sharded}(s), !column && d.seq_parallel);
   if (!bias) return y;
-  return b.BiasAdd(name + ".bias_add", y, beta, column ? shard({{dp, mp}, {mp}}) : shard({{dp, 1}, {1}}));
+  return b.BiasAdd(name + ".bias_add", y, beta, column ? shard({{dp, mp}, {mp}}) : shard({{d.rows(), 1}, {1}}));
 }
 
 // Self-attention on x [tokens, hidden]; returns the projected output.
@@ -194,9 +210,22 @@ int Linear(GraphBuilder& b, const Dims& d, const std::string& name, int x, int64
 int Attention(GraphBuilder& b, const Dims& d, int x, int mask, bool causal) {
   const Shard shard{d.sharded && d.all_ops};
   const int64_t dp = d.dp, mp = d.mp;
-  const int q = Linear(b, d, "attention/query", x, d.q_width(), true, d.bias_qkv);
-  const int k = Linear(b, d, "attention/key", x, d.kv_width(), true, d.bias_qkv);
-  const int v = Linear(b, d, "attention/value", x, d.kv_width(), true, d.bias_qkv);
+  int q, k, v;
+  if (d.qkv_concat) {
+    // Grouped by key/value head, as Megatron lays its fused weight out: each
+    // group's query heads, then its key and its value, so a model_parallel
+    // slice holds whole groups and the split needs no communication.
+    const int64_t group = d.heads / d.kv_heads;
+    const int qkv = Linear(b, d, "attention/qkv", x, d.q_width() + 2 * d.kv_width(), true, d.bias_qkv);
+    const int grouped = b.Reshape("attention/qkv_groups", qkv, {d.tokens(), d.kv_heads, (group + 2) * d.head_dim});
+    const auto parts =
+        b.SplitV("attention/qkv_split", grouped, 2, {group * d.head_dim, d.head_dim, d.head_dim}, shard({{dp, mp, 1}}));
+    q = parts[0], k = parts[1], v = parts[2];
+  } else {
+    q = Linear(b, d, "attention/query", x, d.q_width(), true, d.bias_qkv);
+    k = Linear(b, d, "attention/key", x, d.kv_width(), true, d.bias_qkv);
+    v = Linear(b, d, "attention/value", x, d.kv_width(), true, d.bias_qkv);
+  }
   const Strategy heads4 = {{dp, 1, mp, 1}};
   // [tokens, heads*head_dim] -> [batch, seq, heads, head_dim], rotated by
   // position for RoPE (queries and keys), then transposed to `perm`.
@@ -229,18 +258,31 @@ int Attention(GraphBuilder& b, const Dims& d, int x, int mask, bool causal) {
 }
 
 // Position-wise MLP: column-parallel mapping (gate and up when gated), the
-// activation (times up when gated), row-parallel projection.
+// activation (of the gate, times up, when gated), row-parallel projection.
 int FeedForward(GraphBuilder& b, const Dims& d, int x) {
   const Shard shard{d.sharded && d.all_ops};
   const int64_t dp = d.dp, mp = d.mp;
-  int y = Linear(b, d, d.gated ? "ffn/gate" : "ffn/mapping", x, d.ffn, true, d.bias_rest);
   std::string act_name = d.activation;
   for (char& c : act_name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  y = b.Activation(d.activation, "ffn/" + act_name, y, shard({{dp, mp}}));
-  if (d.gated) {
-    const int up = Linear(b, d, "ffn/up", x, d.ffn, true, d.bias_rest);
-    y = b.Binary("Mul", "ffn/gated", y, up, shard({{dp, mp}, {dp, mp}}));
+  if (!d.gated) {
+    const int y = Linear(b, d, "ffn/mapping", x, d.ffn, true, d.bias_rest);
+    return Linear(b, d, "ffn/projection", b.Activation(d.activation, "ffn/" + act_name, y, shard({{dp, mp}})), d.hidden,
+                  false, d.bias_rest);
   }
+  int gate, up;
+  if (d.ffn_concat) {
+    // One [2 x ffn, hidden] weight whose model_parallel slices each hold their gate and up rows.
+    const int both = Linear(b, d, "ffn/gate_up", x, 2 * d.ffn, true, d.bias_rest);
+    const int pairs = b.Reshape("ffn/gate_up_pairs", both, {d.tokens(), d.ffn, 2});
+    const auto parts = b.SplitV("ffn/gate_up_split", pairs, 2, {1, 1}, shard({{dp, mp, 1}}));
+    gate = b.Reshape("ffn/gate_flat", parts[0], {d.tokens(), d.ffn});
+    up = b.Reshape("ffn/up_flat", parts[1], {d.tokens(), d.ffn});
+  } else {
+    gate = Linear(b, d, "ffn/gate", x, d.ffn, true, d.bias_rest);
+    up = Linear(b, d, "ffn/up", x, d.ffn, true, d.bias_rest);
+  }
+  int y = b.Activation(d.activation, "ffn/" + act_name, gate, shard({{dp, mp}}));
+  y = b.Binary("Mul", "ffn/gated", y, up, shard({{dp, mp}, {dp, mp}}));
   return Linear(b, d, "ffn/projection", y, d.hidden, false, d.bias_rest);
 }
 
@@ -248,15 +290,15 @@ int FeedForward(GraphBuilder& b, const Dims& d, int x) {
 int Norm(GraphBuilder& b, const Dims& d, const std::string& name, int x) {
   const Shard shard{d.sharded && d.all_ops};
   const int gamma = b.Parameter(name + ".gamma", {d.hidden}, DType::kFloat32);
-  if (d.rms_norm) return b.RmsNorm(name, x, gamma, shard({{d.dp, 1}, {1}}));
+  if (d.rms_norm) return b.RmsNorm(name, x, gamma, shard({{d.rows(), 1}, {1}}));
   const int beta = b.Parameter(name + ".beta", {d.hidden}, DType::kFloat32);
-  return b.LayerNorm(name, x, gamma, beta, shard({{d.dp, 1}, {1}, {1}}));
+  return b.LayerNorm(name, x, gamma, beta, shard({{d.rows(), 1}, {1}, {1}}));
 }
 
 int Residual(GraphBuilder& b, const Dims& d, const std::string& name, int x, int branch) {
   const Shard shard{d.sharded && d.all_ops};
-  if (d.dropout) branch = b.Dropout(name + "_dropout", branch, kKeepProb, shard({{d.dp, 1}}));
-  return b.Binary("Add", name, x, branch, shard({{d.dp, 1}, {d.dp, 1}}));
+  if (d.dropout) branch = b.Dropout(name + "_dropout", branch, kKeepProb, shard({{d.rows(), 1}}));
+  return b.Binary("Add", name, x, branch, shard({{d.rows(), 1}, {d.rows(), 1}}));
 }
 
 // Gathers token (and learned position) embeddings; returns [tokens, hidden] and the table.
@@ -305,7 +347,7 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
   const int labels = b.Input("labels", {d.tokens()}, DType::kInt32);
 
   auto [x, table] = Embeddings(b, d, input_ids, position_ids);
-  if (d.dropout) x = b.Dropout("embedding/dropout", x, kKeepProb, shard({{d.dp, 1}}));
+  if (d.dropout) x = b.Dropout("embedding/dropout", x, kKeepProb, shard({{d.rows(), 1}}));
   for (int64_t layer = 0; layer < d.layers; ++layer) {
     b.set_stage(StageOfLayer(layer, d.layers, stages));
     b.set_scope("layer" + std::to_string(layer) + "/");
@@ -342,6 +384,7 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
   const int64_t stages = options.pipeline_stages;
   if (d.layers < stages)
     throw GraphError("layers " + std::to_string(d.layers) + " cannot fill pipeline_stages " + std::to_string(stages));
+  if (d.seq_parallel) throw GraphError("use_seq_parallel is built for the decoder (gpt), not BERT");
   const int64_t predictions = params.Int("max_predictions_per_seq");
   GraphBuilder b(graph_name);
   const Shard shard{d.sharded && d.all_ops};
@@ -361,7 +404,7 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
   type_emb = b.Reshape("embedding/token_type_flatten", type_emb, {d.tokens(), d.hidden});
   x = b.Binary("Add", "embedding/add_token_type", x, type_emb, shard({{d.dp, 1}, {d.dp, 1}}));
   x = Norm(b, d, "embedding/norm", x);
-  if (d.dropout) x = b.Dropout("embedding/dropout", x, kKeepProb, shard({{d.dp, 1}}));
+  if (d.dropout) x = b.Dropout("embedding/dropout", x, kKeepProb, shard({{d.rows(), 1}}));
   for (int64_t layer = 0; layer < d.layers; ++layer) {
     b.set_stage(StageOfLayer(layer, d.layers, stages));
     b.set_scope("layer" + std::to_string(layer) + "/");

@@ -1,0 +1,135 @@
+// Hugging Face config.json models: exact published parameter counts, the
+// transformer FLOPs formula, and one-line errors for what cannot be built.
+#include "core/config/hf_model_config.h"
+
+#include <string>
+
+#include "core/report/graph_summary.h"
+#include "core/util/json_reader.h"
+#include "tests/test_util.h"
+
+namespace shardlab {
+namespace {
+
+using testing::Doc;
+using testing::ExpectConfigError;
+
+ModelSpec Shipped(const std::string& folder) {
+  const std::string path = testing::SourcePath("configs/models/hf/" + folder + "/config.json");
+  const nlohmann::json doc = ReadJsonFile(path);
+  return ReadModelSpec(JsonNode(doc, path));
+}
+
+Graph Build(const ModelSpec& model) {
+  const nlohmann::json none = nlohmann::json::object();
+  return BuildModelGraph(model, BuildOptions{}, JsonNode(none, "test"));
+}
+
+int64_t Parameters(const ModelSpec& model) { return SummarizeGraph(Build(model), 1).parameters; }
+
+TEST_CASE("shipped Hugging Face configs build with their published parameter counts") {
+  // The counts Hugging Face lists for each checkpoint (model card / safetensors index).
+  const std::pair<const char*, int64_t> published[] = {
+      {"Llama-2-7b-hf", 6738415616},     {"Llama-2-70b-hf", 68976648192},  {"Meta-Llama-3-8B", 8030261248},
+      {"Meta-Llama-3-70B", 70553706496}, {"Llama-3.1-405B", 405853388800}, {"Qwen2-72B", 72706203648},
+  };
+  for (const auto& [folder, count] : published) {
+    INFO(folder);
+    const ModelSpec model = Shipped(folder);
+    CHECK(model.name == folder);
+    CHECK(model.builder == "gpt");
+    CHECK(Parameters(model) == count);
+  }
+}
+
+TEST_CASE("LLaMA-3 405B trains at its pre-training context and keeps its grouped-query heads") {
+  const ModelSpec m = Shipped("Llama-3.1-405B");
+  CHECK(m.params.Int("seq_length") == 8192);  // rope_scaling's original_max_position_embeddings, not 131072
+  CHECK(m.params.Int("kv_heads") == 8);
+  CHECK(m.params.String("activation") == "swiglu");
+  CHECK(m.params.String("norm") == "rms_norm");
+  CHECK(m.params.String("position_embedding") == "rope");
+  CHECK(m.params.String("attention") == "flash");
+  CHECK(m.params.String("dtype") == "bfloat16");
+  CHECK_FALSE(m.params.Bool("tie_word_embeddings"));
+}
+
+TEST_CASE("GPT-2 GPT-NeoX Mistral and BERT configs give their published parameter counts") {
+  struct Case {
+    const char* json;
+    int64_t count;
+  };
+  const Case cases[] = {
+      // gpt2 (124M): tied embeddings, 1024 learned positions, biases everywhere.
+      {R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 1024, "n_ctx": 1024,
+           "vocab_size": 50257, "activation_function": "gelu_new", "resid_pdrop": 0.1})",
+       124439808},
+      // EleutherAI/gpt-neox-20b: parallel residual, untied output embedding.
+      {R"({"model_type": "gpt_neox", "hidden_size": 6144, "num_hidden_layers": 44, "num_attention_heads": 64,
+           "intermediate_size": 24576, "vocab_size": 50432, "max_position_embeddings": 2048, "rotary_pct": 0.25,
+           "use_parallel_residual": true, "tie_word_embeddings": false, "hidden_act": "gelu_fast"})",
+       20554567680},
+      // mistralai/Mistral-7B-v0.1.
+      {R"({"model_type": "mistral", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000,
+           "max_position_embeddings": 32768, "hidden_act": "silu", "tie_word_embeddings": false})",
+       7241732096},
+      // bert-base-uncased with its pre-training heads (BertForPreTraining).
+      {R"({"model_type": "bert", "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+           "intermediate_size": 3072, "vocab_size": 30522, "max_position_embeddings": 512, "type_vocab_size": 2,
+           "hidden_act": "gelu"})",
+       110106428},
+  };
+  for (const Case& c : cases) {
+    Doc doc(c.json, "config.json");
+    const ModelSpec model = ReadModelSpec(doc.root());
+    INFO(model.params.values().size() << " params, " << c.json);
+    CHECK(Parameters(model) == c.count);
+  }
+}
+
+TEST_CASE("a LLaMA forward pass costs 2 FLOPs per weight per token plus causal attention") {
+  ModelSpec m = Shipped("Llama-2-7b-hf");
+  m.params.Set("layers", int64_t{4});
+  m.params.Set("seq_length", int64_t{2048});
+  const GraphSummary s = SummarizeGraph(Build(m), 1);
+  const double tokens = 2048, hidden = 4096, layers = 4, vocab = 32000;
+  // Weights multiplied per token: every layer's matrices and the LM head (not the embedding lookup).
+  const double matmul_weights = static_cast<double>(s.parameters) - vocab * hidden - (2 * layers + 1) * hidden;
+  // Causal attention: Q·Kᵀ and P·V over half the (query, key) pairs.
+  const double attention = 2 * 2 * tokens * tokens * hidden * layers * 0.5;
+  const double formula = 2 * matmul_weights * tokens + attention;
+  // Norms, RoPE, SiLU, products and the loss add well under 1%.
+  CHECK(s.forward_flops > formula);
+  CHECK(s.forward_flops < 1.01 * formula);
+}
+
+TEST_CASE("Hugging Face configs shardlab cannot build are one-line errors at the key") {
+  auto error = [](const std::string& text, const std::string& pointer) {
+    Doc doc(text, "config.json");
+    const ConfigError e = ExpectConfigError([&] { ReadModelSpec(doc.root()); });
+    CHECK(e.pointer() == pointer);
+    return std::string(e.what());
+  };
+  const std::string unknown = error(R"({"model_type": "t5"})", "/model_type");
+  CHECK(unknown.find("\"t5\" is not supported") != std::string::npos);
+  CHECK(unknown.find("llama") != std::string::npos);
+  CHECK(unknown.find("gpt_neox") != std::string::npos);
+  CHECK(error(R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                 "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 64,
+                 "attention_bias": true})",
+              "/attention_bias")
+            .find("not supported") != std::string::npos);
+  CHECK(error(R"({"model_type": "llama", "hidden_size": "big", "num_hidden_layers": 2, "num_attention_heads": 4,
+                 "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 64})",
+              "/hidden_size")
+            .find("integer") != std::string::npos);
+  CHECK(error(R"({"model_type": "llama", "hidden_size": 64})", "").find("num_hidden_layers") != std::string::npos);
+  CHECK(error(R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                 "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 64, "hidden_act": "tanh"})",
+              "/hidden_act")
+            .find("\"tanh\"") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace shardlab
