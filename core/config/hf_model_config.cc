@@ -81,6 +81,15 @@ void ModernDefaults(BuilderParams& p, const HfReader& r) {
   p.Set("ffn_concat", true);
 }
 
+// The shape keys LLaMA, GPT-NeoX and BERT configs share.
+void StandardShape(BuilderParams& p, const HfReader& r) {
+  p.Set("layers", r.Int("num_hidden_layers"));
+  p.Set("hidden", r.Int("hidden_size"));
+  p.Set("heads", r.Int("num_attention_heads"));
+  p.Set("ffn_hidden", r.Int("intermediate_size"));
+  p.Set("vocab_size", r.Int("vocab_size"));
+}
+
 // The training sequence length: the pre-training context a scaled-RoPE
 // config records, else the position limit.
 int64_t SequenceLength(const HfReader& r) {
@@ -93,13 +102,9 @@ int64_t SequenceLength(const HfReader& r) {
 // LLaMA 1/2/3, Mistral, Qwen2: RMSNorm, RoPE, SwiGLU, grouped-query attention.
 void Llama(BuilderParams& p, const HfReader& r, const std::string& type) {
   ModernDefaults(p, r);
-  p.Set("layers", r.Int("num_hidden_layers"));
-  p.Set("hidden", r.Int("hidden_size"));
-  p.Set("heads", r.Int("num_attention_heads"));
+  StandardShape(p, r);
   p.Set("kv_heads", r.Int("num_key_value_heads", r.Int("num_attention_heads")));
   if (r.Has("head_dim")) p.Set("head_dim", r.Int("head_dim"));
-  p.Set("ffn_hidden", r.Int("intermediate_size"));
-  p.Set("vocab_size", r.Int("vocab_size"));
   p.Set("seq_length", SequenceLength(r));
   p.Set("activation", Activation(r, "hidden_act", "silu", true));
   p.Set("norm", std::string("rms_norm"));
@@ -127,11 +132,7 @@ void Gpt2(BuilderParams& p, const HfReader& r, const std::string&) {
 
 void GptNeox(BuilderParams& p, const HfReader& r, const std::string&) {
   ModernDefaults(p, r);
-  p.Set("layers", r.Int("num_hidden_layers"));
-  p.Set("hidden", r.Int("hidden_size"));
-  p.Set("heads", r.Int("num_attention_heads"));
-  p.Set("ffn_hidden", r.Int("intermediate_size"));
-  p.Set("vocab_size", r.Int("vocab_size"));
+  StandardShape(p, r);
   p.Set("seq_length", r.Int("max_position_embeddings"));
   p.Set("activation", Activation(r, "hidden_act", "gelu", false));
   p.Set("position_embedding", std::string("rope"));
@@ -144,11 +145,7 @@ void GptNeox(BuilderParams& p, const HfReader& r, const std::string&) {
 void Bert(BuilderParams& p, const HfReader& r, const std::string&) {
   ModernDefaults(p, r);
   p.Set("vocab_emb_dp", true);  // BERT's decoder reuses the embedding table whole
-  p.Set("layers", r.Int("num_hidden_layers"));
-  p.Set("hidden", r.Int("hidden_size"));
-  p.Set("heads", r.Int("num_attention_heads"));
-  p.Set("ffn_hidden", r.Int("intermediate_size"));
-  p.Set("vocab_size", r.Int("vocab_size"));
+  StandardShape(p, r);
   p.Set("max_positions", r.Int("max_position_embeddings"));
   p.Set("seq_length", r.Int("max_position_embeddings"));
   p.Set("activation", Activation(r, "hidden_act", "gelu", false));
