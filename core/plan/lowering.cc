@@ -270,16 +270,17 @@ class Lowering {
     return PlanRedistribution(from, to, p_.enable_alltoall, DTypeBytes(t.dtype));
   }
 
-  // True when input `c.input` is AllGathered over a group of c's size on its
-  // way in: the gradient's ReduceScatter then sums the partials `c` would
-  // AllReduce (Megatron's sequence-parallel column layer).
+  // True when input `c.input` is AllGathered on its way in over the very
+  // devices `c` spans: the gradient's ReduceScatter then sums the partials
+  // `c` would AllReduce (Megatron's sequence-parallel column layer).
   bool GatheredOnTheWayIn(int op_index, const OpComm& c) const {
     if (own_batch_) return false;
     const auto r = InputRedistribution(op_index, static_cast<size_t>(c.input));
     if (!r) return false;
+    const CommGroupSpec partials = Canonical(layouts_[op_index].device_matrix, c.device_dims);
     return std::any_of(r->ops.begin(), r->ops.end(), [&](const RedistOp& rop) {
       return rop.is_communication() && rop.collective() == shardlab::Collective::kAllGather &&
-             rop.count == c.group_size;
+             Canonical(rop.arrangement, {rop.device_dim}) == partials;
     });
   }
 
