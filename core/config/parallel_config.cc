@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config/units.h"
+#include "core/util/enum_names.h"
 #include "core/util/json_reader.h"
 #include "core/util/paths.h"
 #include "core/util/warning.h"
@@ -21,6 +22,7 @@ const std::vector<std::string> kSearchModes = {"dynamic_programming", "recursive
 // shardlab simulates clusters of up to 131,072 devices; MindSpore's
 // set_auto_parallel_context accepts device_num up to 4096 (warned above that).
 constexpr int64_t kMaxDevices = 131072;
+constexpr EnumNames<OptimizerLevel, 3> kOptimizerLevels({"level1", "level2", "level3"});
 constexpr int64_t kMindSporeMaxDevices = 4096;
 
 // all_reduce_fusion_config and comm_fusion's index config: a non-empty list of
@@ -75,6 +77,8 @@ CommFusion ReadCommFusion(const JsonNode& node) {
 ParallelOptimizerConfig ReadParallelOptimizerConfig(const JsonNode& node) {
   ObjectReader reader(node);
   ParallelOptimizerConfig config;
+  config.optimizer_level =
+      kOptimizerLevels.Parse(reader.Enum("optimizer_level", "level1", kOptimizerLevels.All()), "optimizer_level");
   config.gradient_accumulation_shard = reader.Bool("gradient_accumulation_shard", true);
   config.parallel_optimizer_threshold = reader.Int("parallel_optimizer_threshold", 64, 0, INT32_MAX);
   config.optimizer_weight_shard_size = reader.Int("optimizer_weight_shard_size", -1, -1, kMaxDevices);
@@ -109,6 +113,7 @@ DatasetStrategy ReadDatasetStrategy(const JsonNode& node) {
 
 const char* ToString(ParallelMode mode) { return kParallelModes[static_cast<int>(mode)].c_str(); }
 const char* ToString(SearchMode mode) { return kSearchModes[static_cast<int>(mode)].c_str(); }
+const char* ToString(OptimizerLevel level) { return kOptimizerLevels[level]; }
 
 SearchMode ParseSearchMode(const std::string& name) {
   const auto it = std::find(kSearchModes.begin(), kSearchModes.end(), name);
@@ -273,6 +278,7 @@ nlohmann::json ToJson(const ParallelConfig& c) {
   j["comm_fusion"] = fusion;
   j["enable_parallel_optimizer"] = c.enable_parallel_optimizer;
   j["parallel_optimizer_config"] = {
+      {"optimizer_level", ToString(c.parallel_optimizer_config.optimizer_level)},
       {"gradient_accumulation_shard", c.parallel_optimizer_config.gradient_accumulation_shard},
       {"parallel_optimizer_threshold", c.parallel_optimizer_config.parallel_optimizer_threshold},
       {"optimizer_weight_shard_size", c.parallel_optimizer_config.optimizer_weight_shard_size}};

@@ -48,7 +48,19 @@ struct CommFusion {
   bool operator==(const CommFusion&) const = default;
 };
 
+// How much of a parameter's training state the parallel optimizer shards
+// over the parameter's repeated (data-parallel) group: MindSpore's
+// parallel_optimizer_config "optimizer_level", ZeRO stages 1-3.
+enum class OptimizerLevel {
+  kLevel1,  // optimizer states; the weight is gathered once per step and kept ("level1")
+  kLevel2,  // + gradients, reduce-scattered after every micro-batch ("level2")
+  kLevel3,  // + weights: gathered just before each forward and backward use, then freed ("level3")
+};
+
+const char* ToString(OptimizerLevel level);
+
 struct ParallelOptimizerConfig {
+  OptimizerLevel optimizer_level = OptimizerLevel::kLevel1;
   bool gradient_accumulation_shard = true;
   int64_t parallel_optimizer_threshold = 64;  // KB: smaller parameters stay unsharded
   int64_t optimizer_weight_shard_size = -1;   // -1: shard across the whole repeated group

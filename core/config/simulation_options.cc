@@ -13,7 +13,7 @@ constexpr EnumNames<StepMode, 2> kModes({"train", "infer"});
 constexpr EnumNames<PipelineSchedule, 3> kSchedules({"1f1b", "gpipe", "interleaved"});
 constexpr EnumNames<Fidelity, 2> kFidelities({"aggregated", "step"});
 constexpr EnumNames<Symmetry, 2> kSymmetries({"fold", "off"});
-constexpr EnumNames<Optimizer, 4> kOptimizers({"adam", "lamb", "momentum", "sgd"});
+constexpr EnumNames<Optimizer, 5> kOptimizers({"adam", "lamb", "momentum", "sgd", "adam_offload"});
 
 template <typename Enum, size_t N>
 Enum Read(ObjectReader& r, const std::string& key, Enum fallback, const EnumNames<Enum, N>& names) {

@@ -51,6 +51,11 @@ enum class Optimizer {
   kLamb,      // as Adam ("lamb")
   kMomentum,  // one float32 moment ("momentum")
   kSgd,       // no state ("sgd")
+  // Adam whose states (and fp32 master weights) live in host memory and whose
+  // update runs on the host CPUs (MindSpore's nn.AdamOffload): each step the
+  // owned gradients cross PCIe to the host and the updated weights come back
+  // ("adam_offload").
+  kAdamOffload,
 };
 
 const char* ToString(Engine e);

@@ -28,6 +28,7 @@ double OptimizerBytesPerElement(Optimizer optimizer, DType param_dtype) {
   switch (optimizer) {
     case Optimizer::kAdam:
     case Optimizer::kLamb:
+    case Optimizer::kAdamOffload:
       return 8 + master;
     case Optimizer::kMomentum:
       return 4 + master;
@@ -70,10 +71,14 @@ class Lowering {
       plan.stages.push_back(std::move(stage));
     }
     shares_ = ParamShares();
+    share_of_tensor_.assign(graph_.tensors().size(), -1);
+    for (size_t i = 0; i < shares_.size(); ++i) share_of_tensor_[shares_[i].tensor] = static_cast<int>(i);
     host_only_ = HostOnlyParameters();
     for (size_t i = 0; i < graph_.operators().size(); ++i) Forward(plan, static_cast<int>(i));
     if (plan.training)
       for (size_t i = graph_.operators().size(); i-- > 0;) Backward(plan, static_cast<int>(i));
+    if (GathersWeightsJustInTime())
+      for (auto& stage : plan.stages) GatherWeightsJustInTime(stage);
     if (p_.micro_batch_interleaved > 1) {
       CheckInterleavedBatch();
       for (auto& stage : plan.stages) Interleave(stage);
@@ -513,8 +518,9 @@ class Lowering {
         stage.buckets.push_back(bucket);
       }
       // The parallel optimizer gathers the updated weight shards before the
-      // next first forward, fused by the AllGather setting (on each rank's shard).
-      if (!sharded) continue;
+      // next first forward, fused by the AllGather setting (on each rank's
+      // shard); level3 gathers them at each use instead.
+      if (!sharded || GathersWeightsJustInTime()) continue;
       for (auto [begin, end] : split(weight_bytes, p_.comm_fusion.allgather)) {
         double gathered = 0;
         for (size_t i = begin; i < end; ++i) gathered += weight_bytes[i];
@@ -530,8 +536,93 @@ class Lowering {
                      [](const GradientBucket& a, const GradientBucket& b) { return a.ready_after < b.ready_after; });
     // Adam-style update: about 10 FLOPs per owned element, reading and writing its states.
     const double state = OptimizerBytesPerElement(run_.simulation.optimizer, ComputeDType(run_.model));
-    stage.optimizer.push_back(Compute("optimizer/update", -1, 10 * optimizer_elements,
-                                      optimizer_elements * (2 * state + 12), DType::kFloat32, false));
+    const bool offload = run_.simulation.optimizer == Optimizer::kAdamOffload;
+    if (offload)  // the owned fp32 gradients go to the host...
+      stage.optimizer.push_back(HostTransfer("optimizer/gradients_to_host", -1, 4 * optimizer_elements));
+    Task update = Compute("optimizer/update", -1, 10 * optimizer_elements, optimizer_elements * (2 * state + 12),
+                          DType::kFloat32, offload);
+    // Offloaded, every device of a server updates on the same host CPUs at once.
+    if (offload) update.seconds *= static_cast<double>(run_.cluster.devices_per_server);
+    stage.optimizer.push_back(update);
+    if (offload)  // ...and the updated weights come back in the model's dtype
+      stage.optimizer.push_back(HostTransfer("optimizer/weights_to_device", -1,
+                                             optimizer_elements * static_cast<double>(DTypeBytes(ComputeDType(run_.model)))));
+  }
+
+  OptimizerLevel Level() const { return p_.parallel_optimizer_config.optimizer_level; }
+  // Gradients of optimizer-sharded weights are kept as the owned shard:
+  // level2 and level3, or level1 accumulating with gradient_accumulation_shard.
+  bool ShardsGradients() const {
+    return AccumulatesShardedGradients(p_) || (p_.enable_parallel_optimizer && Level() != OptimizerLevel::kLevel1);
+  }
+  bool GathersWeightsJustInTime() const { return p_.enable_parallel_optimizer && Level() == OptimizerLevel::kLevel3; }
+
+  // The optimizer-sharded device parameters operator `op` reads.
+  std::vector<const ParamShare*> ShardedWeightsOf(int op) const {
+    std::vector<const ParamShare*> weights;
+    for (int t : graph_.op(op).inputs) {
+      const int s = share_of_tensor_[t];
+      if (s < 0 || host_only_[t]) continue;
+      const ParamShare& share = shares_[s];
+      if (share.shards > 1 && share.mirror) weights.push_back(&share);
+    }
+    return weights;
+  }
+
+  // The bytes of operator `op`'s sharded weights once gathered (its slices).
+  double GatheredWeightBytes(int op) const {
+    double bytes = 0;
+    for (const ParamShare* share : ShardedWeightsOf(op))
+      bytes += share->slice_elements * static_cast<double>(DTypeBytes(graph_.tensor(share->tensor).dtype));
+    return bytes;
+  }
+
+  // optimizer_level "level3" (ZeRO-3): a sharded weight is gathered before
+  // each pass that uses it and freed after. The gather of an operator's
+  // weights is prefetched: it runs on the communication stream beside the
+  // compute before the operator's first compute in the pass (blocking only
+  // when nothing computes before it).
+  void GatherWeightsJustInTime(StageProgram& stage) {
+    std::vector<int> index_map;
+    stage.forward = WithWeightGathers(stage, stage.forward, "forward", nullptr);
+    stage.backward = WithWeightGathers(stage, stage.backward, "backward", &index_map);
+    for (auto& [op, task] : backward_task_of_op_)
+      if (graph_.op(op).pipeline_stage == stage.stage) task = index_map[task];
+  }
+
+  std::vector<Task> WithWeightGathers(StageProgram& stage, const std::vector<Task>& tasks, const char* pass,
+                                      std::vector<int>* index_map) {
+    // Gathers to insert before task i.
+    std::vector<std::vector<Task>> before(tasks.size() + 1);
+    std::vector<bool> gathered(graph_.operators().size(), false);
+    int previous_compute = -1;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      const Task& t = tasks[i];
+      if (t.kind != Task::Kind::kCompute || t.pcie_copy || t.op < 0) continue;
+      if (!gathered[t.op]) {
+        gathered[t.op] = true;
+        for (const ParamShare* share : ShardedWeightsOf(t.op)) {
+          const int group = Group(stage, layouts_[share->first_user].device_matrix, share->mirror->device_dims);
+          const double bytes = share->slice_elements *
+                               static_cast<double>(DTypeBytes(graph_.tensor(share->tensor).dtype)) /
+                               static_cast<double>(stage.groups[group].size);
+          Task gather = Collective(stage, fmt::format("{}/{}.weight_gather", graph_.op(t.op).name, pass), t.op,
+                                   shardlab::Collective::kAllGather, group, bytes);
+          gather.overlapped = previous_compute >= 0;
+          before[previous_compute >= 0 ? previous_compute : i].push_back(std::move(gather));
+        }
+      }
+      previous_compute = static_cast<int>(i);
+    }
+    std::vector<Task> out;
+    out.reserve(tasks.size());
+    if (index_map) index_map->assign(tasks.size(), 0);
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      for (Task& g : before[i]) out.push_back(std::move(g));
+      if (index_map) (*index_map)[i] = static_cast<int>(out.size());
+      out.push_back(tasks[i]);
+    }
+    return out;
   }
 
   // How many ways the parallel optimizer shards a parameter (1: not at all).
@@ -596,19 +687,26 @@ class Lowering {
       const double slice = share.slice_elements;
       const double owned = slice / static_cast<double>(share.shards);
       const double dtype = static_cast<double>(DTypeBytes(tensor.dtype));
-      // A sharded weight is gathered back to its operator slice for compute,
-      // so the working copy is the whole slice; the saving is in the optimizer.
-      double parameters = slice * dtype, gradients = 0, states = 0;
+      // A sharded weight is gathered back to its operator slice for compute
+      // and kept for the step (level1, level2): the working copy is the whole
+      // slice. Level3 keeps only the owned shard (the gathered copies are
+      // counted below, as buffers).
+      const bool sharded_weight = GathersWeightsJustInTime() && share.shards > 1 && share.mirror;
+      double parameters = (sharded_weight ? owned : slice) * dtype, gradients = 0, states = 0;
       if (plan.training && tensor.requires_grad) {
         // Accumulated gradients are fp32 across micro-batches; sharded with the optimizer when asked.
         const bool accumulate = p_.micro_batch_num > 1;
-        const double grad_elements = AccumulatesShardedGradients(p_) ? owned : slice;
+        const double grad_elements = ShardsGradients() ? owned : slice;
         gradients = grad_elements * (accumulate ? 4.0 : dtype);
         states = owned * OptimizerBytesPerElement(run_.simulation.optimizer, tensor.dtype);
       }
       if (host_only_[share.tensor]) {
         m.host += parameters + gradients + states;
         continue;
+      }
+      if (run_.simulation.optimizer == Optimizer::kAdamOffload) {
+        m.host += states;
+        states = 0;
       }
       m.parameters += parameters;
       m.gradients += gradients;
@@ -655,6 +753,15 @@ class Lowering {
       m.activations = m.activations_per_micro_batch;
     }
     for (const auto& b : stage.buckets) m.communication_buffers = std::max(m.communication_buffers, b.bytes);
+    if (GathersWeightsJustInTime()) {
+      // Level3: the gathered weights of the operator computing and of the
+      // one being prefetched.
+      double largest = 0;
+      for (size_t i = 0; i < graph_.operators().size(); ++i)
+        if (graph_.op(static_cast<int>(i)).pipeline_stage == stage.stage)
+          largest = std::max(largest, GatheredWeightBytes(static_cast<int>(i)));
+      m.communication_buffers = std::max(m.communication_buffers, 2 * largest);
+    }
     m.peak = m.parameters + m.gradients + m.optimizer_states + m.activations + m.communication_buffers;
     const std::pair<double, const char*> parts[] = {{m.parameters, "parameters"},
                                                     {m.gradients, "gradients"},
@@ -673,6 +780,7 @@ class Lowering {
   const ParallelConfig& p_;
   std::map<int, int> backward_task_of_op_;
   std::vector<ParamShare> shares_;
+  std::vector<int> share_of_tensor_;  // per tensor: its index in shares_, -1 for none
   std::vector<bool> host_only_;  // per tensor: a parameter only host operators use
 };
 
@@ -756,7 +864,8 @@ std::vector<std::pair<size_t, size_t>> SplitIntoBuckets(const std::vector<double
 
 bool AccumulatesShardedGradients(const ParallelConfig& p) {
   return p.enable_parallel_optimizer && p.micro_batch_num > 1 &&
-         p.parallel_optimizer_config.gradient_accumulation_shard;
+         (p.parallel_optimizer_config.gradient_accumulation_shard ||
+          p.parallel_optimizer_config.optimizer_level != OptimizerLevel::kLevel1);
 }
 
 Plan LowerToPlan(const RunSpec& run, const ShardedGraph& sharded) {

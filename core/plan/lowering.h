@@ -17,9 +17,9 @@ namespace shardlab {
 
 Plan LowerToPlan(const RunSpec& run, const ShardedGraph& sharded);
 
-// gradient_accumulation_shard in effect: with the parallel optimizer and
-// several micro-batches, the accumulated gradients of optimizer-sharded
-// weights are sharded too, so every micro-batch's gradients are
+// gradient_accumulation_shard (or optimizer_level 2 or 3) in effect: with
+// the parallel optimizer and several micro-batches, the accumulated gradients
+// of optimizer-sharded weights are sharded too, so every micro-batch's gradients are
 // reduce-scattered into them (GradientBucket::every_micro_batch).
 bool AccumulatesShardedGradients(const ParallelConfig& parallel);
 

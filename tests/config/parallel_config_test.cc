@@ -178,6 +178,7 @@ TEST_CASE("parallel_optimizer_config keys and ranges") {
       "global_batch_size": 8})",
                        1);
   CHECK_FALSE(c.parallel_optimizer_config.gradient_accumulation_shard);
+  CHECK(c.parallel_optimizer_config.optimizer_level == OptimizerLevel::kLevel1);
   CHECK(c.parallel_optimizer_config.parallel_optimizer_threshold == 0);
   CHECK(c.parallel_optimizer_config.optimizer_weight_shard_size == 4);
   CHECK_THAT(ErrorAt(R"({"parallel_optimizer_config": {"parallel_optimizer_threshold": -1}, "global_batch_size": 8})",
@@ -186,6 +187,14 @@ TEST_CASE("parallel_optimizer_config keys and ranges") {
   CHECK_THAT(ErrorAt(R"({"parallel_optimizer_config": {"gradient_accumulation": true}, "global_batch_size": 8})",
                      "/parallel_optimizer_config/gradient_accumulation", 1),
              Catch::Contains("did you mean 'gradient_accumulation_shard'"));
+  const auto level3 = Parse(R"({"enable_parallel_optimizer": true, "parallel_optimizer_config":
+      {"optimizer_level": "level3"}, "global_batch_size": 8})",
+                            1);
+  CHECK(level3.parallel_optimizer_config.optimizer_level == OptimizerLevel::kLevel3);
+  CHECK(ToJson(level3)["parallel_optimizer_config"]["optimizer_level"] == "level3");
+  CHECK_THAT(ErrorAt(R"({"parallel_optimizer_config": {"optimizer_level": "zero3"}, "global_batch_size": 8})",
+                     "/parallel_optimizer_config/optimizer_level", 1),
+             Catch::Contains("level1") && Catch::Contains("level3"));
 }
 
 TEST_CASE("pipeline_stages divides device_num and needs semi or auto parallel") {
