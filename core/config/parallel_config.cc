@@ -10,8 +10,8 @@
 #include "core/util/enum_names.h"
 #include "core/util/json_reader.h"
 #include "core/util/paths.h"
-#include "core/util/warning.h"
 #include "core/util/quote.h"
+#include "core/util/warning.h"
 
 namespace shardlab {
 namespace {
@@ -149,13 +149,14 @@ ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size) {
   const int64_t default_devices = c.parallel_mode == ParallelMode::kStandAlone ? 1 : world_size;
   c.device_num = reader.Int("device_num", default_devices, 1, kMaxDevices);
   if (c.device_num > kMindSporeMaxDevices)
-    Warn(fmt::format("{}: {}: device_num {} is past MindSpore's limit of {}; shardlab simulates it as if "
-                     "MindSpore accepted it",
-                     node.file(), (device_num_set ? node.Child("device_num") : node).pointer(), c.device_num,
-                     kMindSporeMaxDevices));
+    Warn(fmt::format(
+        "{}: {}: device_num {} is past MindSpore's limit of {}; shardlab simulates it as if "
+        "MindSpore accepted it",
+        node.file(), (device_num_set ? node.Child("device_num") : node).pointer(), c.device_num, kMindSporeMaxDevices));
   c.global_rank = reader.Int("global_rank", 0, 0, kMaxDevices - 1);
   c.gradients_mean = reader.Bool("gradients_mean", false);
   c.gradient_fp32_sync = reader.Bool("gradient_fp32_sync", true);
+  c.force_fp32_communication = reader.Bool("force_fp32_communication", false);
   // auto_parallel_search_mode is MindSpore's deprecated name of search_mode.
   if (const auto alias = reader.Optional("auto_parallel_search_mode")) {
     if (reader.Has("search_mode")) alias->Fail("set search_mode or its deprecated alias, not both");
@@ -255,6 +256,7 @@ nlohmann::json ToJson(const ParallelConfig& c) {
   j["global_rank"] = c.global_rank;
   j["gradients_mean"] = c.gradients_mean;
   j["gradient_fp32_sync"] = c.gradient_fp32_sync;
+  j["force_fp32_communication"] = c.force_fp32_communication;
   j["search_mode"] = ToString(c.search_mode);
   nlohmann::json fusion = {{"openstate", c.comm_fusion.openstate}};
   const auto put = [&fusion](const char* key, const FusionSetting& s) {

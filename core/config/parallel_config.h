@@ -82,6 +82,9 @@ struct ParallelConfig {
   int64_t global_rank = 0;
   bool gradients_mean = false;
   bool gradient_fp32_sync = true;
+  // Reductions (AllReduce, ReduceScatter) of 16-bit tensors carry fp32 on
+  // the wire, operator-level ones and gradients alike (MindSpore 2.3+).
+  bool force_fp32_communication = false;
   SearchMode search_mode = SearchMode::kDynamicProgramming;
   CommFusion comm_fusion;  // all_reduce_fusion_config lands in comm_fusion.allreduce (index mode)
   bool enable_parallel_optimizer = false;

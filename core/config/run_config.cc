@@ -61,6 +61,13 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
       root.Child("cluster").Fail(
           fmt::format("the {} has no peak_flops for the model's dtype {}", run.cluster.device.model, ToString(dtype)));
   }
+  if (values.count("fp8") && run.model.params.String("fp8") != "off" &&
+      !run.cluster.device.peak_flops.count(DType::kFloat8E4M3)) {
+    const auto params = root.json().contains("model_params") ? root.Child("model_params") : root.Child("model");
+    (params.json().is_object() && params.json().contains("fp8") ? params.Child("fp8") : params)
+        .Fail(fmt::format("fp8 \"{}\" needs FP8 tensor cores, but the {} has no peak_flops for float8_e4m3fn",
+                          run.model.params.String("fp8"), run.cluster.device.model));
+  }
   if (values.count("data_parallel") && values.count("model_parallel")) {
     const int64_t dp = run.model.params.Int("data_parallel"), mp = run.model.params.Int("model_parallel");
     if (dp * mp > 1 && p.devices_per_stage() % (dp * mp) != 0)

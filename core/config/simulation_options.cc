@@ -31,9 +31,7 @@ const char* ToString(Symmetry s) { return kSymmetries[s]; }
 
 std::vector<std::string> EngineNames() { return kEngines.All(); }
 Engine ParseEngine(const std::string& name) { return kEngines.Parse(name, "engine"); }
-PipelineSchedule ParsePipelineSchedule(const std::string& name) {
-  return kSchedules.Parse(name, "pipeline schedule");
-}
+PipelineSchedule ParsePipelineSchedule(const std::string& name) { return kSchedules.Parse(name, "pipeline schedule"); }
 Fidelity ParseFidelity(const std::string& name) { return kFidelities.Parse(name, "fidelity"); }
 Symmetry ParseSymmetry(const std::string& name) { return kSymmetries.Parse(name, "symmetry"); }
 std::vector<std::string> SymmetryNames() { return kSymmetries.All(); }

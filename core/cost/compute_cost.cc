@@ -6,6 +6,8 @@ namespace shardlab {
 
 double PeakFlops(const DeviceSpec& device, DType dtype) {
   if (auto it = device.peak_flops.find(dtype); it != device.peak_flops.end()) return it->second;
+  // Tensor cores run E5M2 operands at the E4M3 rate.
+  if (dtype == DType::kFloat8E5M2) return PeakFlops(device, DType::kFloat8E4M3);
   if (auto it = device.peak_flops.find(DType::kFloat32); it != device.peak_flops.end()) return it->second;
   double best = 0;
   for (const auto& [d, flops] : device.peak_flops) best = std::max(best, flops);

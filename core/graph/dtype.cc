@@ -3,8 +3,8 @@
 namespace shardlab {
 
 const std::vector<std::string>& DTypeNames() {
-  static const std::vector<std::string> names = {"bool",    "int8",     "int32",   "int64",
-                                                 "float16", "bfloat16", "float32", "float64"};
+  static const std::vector<std::string> names = {"bool",     "int8",    "int32",   "int64",         "float16",
+                                                 "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2"};
   return names;
 }
 
@@ -12,6 +12,8 @@ int64_t DTypeBytes(DType dtype) {
   switch (dtype) {
     case DType::kBool:
     case DType::kInt8:
+    case DType::kFloat8E4M3:
+    case DType::kFloat8E5M2:
       return 1;
     case DType::kFloat16:
     case DType::kBFloat16:

@@ -12,6 +12,10 @@ int GraphBuilder::Parameter(const std::string& name, Shape shape, DType dtype, b
   return index;
 }
 
+void GraphBuilder::SetProducerAttr(int tensor, const std::string& key, AttrValue value) {
+  graph_.mutable_op(graph_.tensor(tensor).producer).attrs[key] = std::move(value);
+}
+
 int GraphBuilder::Add(const std::string& type, const std::string& name, std::vector<int> inputs, Attrs attrs,
                       OptStrategy s) {
   Operator op;

@@ -25,6 +25,8 @@ class GraphBuilder {
   // Prefix for operator and parameter names, e.g. "layer3/".
   void set_scope(std::string scope) { scope_ = std::move(scope); }
   const Shape& shape(int tensor) const { return graph_.tensor(tensor).shape; }
+  // Sets an attribute of the operator that produced `tensor`.
+  void SetProducerAttr(int tensor, const std::string& key, AttrValue value);
 
   int Input(const std::string& name, Shape shape, DType dtype);
   // A weight; non-trainable ones (BatchNorm's moving statistics) get no gradient.

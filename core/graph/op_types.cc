@@ -4,8 +4,8 @@ namespace shardlab {
 
 const std::vector<OpTypeInfo>& OpTypes() {
   static const std::vector<OpTypeInfo> types = {
-      {"MatMul", 2, 2, "matmul", {"transpose_a", "transpose_b", "forward_reduce_scatter"}},
-      {"BatchMatMul", 2, 2, "matmul", {"transpose_a", "transpose_b", "forward_reduce_scatter"}},
+      {"MatMul", 2, 2, "matmul", {"transpose_a", "transpose_b", "forward_reduce_scatter", "fp8_format"}},
+      {"BatchMatMul", 2, 2, "matmul", {"transpose_a", "transpose_b", "forward_reduce_scatter", "fp8_format"}},
       {"Add", 2, 2, "elementwise", {}},
       {"Sub", 2, 2, "elementwise", {}},
       {"Mul", 2, 2, "elementwise", {}},

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/graph/fp8_format.h"
 #include "core/graph/op_types.h"
 #include "core/util/quote.h"
 #include "core/util/suggest.h"
@@ -33,6 +34,9 @@ DType DTypeAttr(const Operator& op, DType fallback) {
 }
 
 TensorType InferMatMul(const Operator& op, const TensorType& a, const TensorType& b, bool batched) {
+  const std::string fp8 = op.StringAttr("fp8_format", "off");
+  if (!FindFp8Format(fp8))
+    Fail(op, fmt::format("unknown fp8_format \"{}\" (expected one of {})", fp8, fmt::join(Fp8FormatNames(), ", ")));
   const bool ta = op.BoolAttr("transpose_a", false);
   const bool tb = op.BoolAttr("transpose_b", false);
   // MatMul takes leading dimensions as batch dimensions too (MindSpore's

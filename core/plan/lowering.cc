@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "core/cost/compute_cost.h"
+#include "core/graph/fp8_format.h"
 #include "core/layout/device_matrix.h"
 #include "core/layout/redistribution.h"
 #include "core/ops/graph_layouts.h"
@@ -121,7 +122,7 @@ class Lowering {
       if (t.kind == Task::Kind::kCompute) {
         GemmShape gemm = t.gemm;
         if (!gemm.empty()) gemm.m = std::max<int64_t>(1, gemm.m / k);
-        Task c = Compute(t.name, t.op, t.flops / kk, t.bytes / kk, OutputDType(graph_.op(t.op)), t.on_host, gemm);
+        Task c = Compute(t.name, t.op, t.flops / kk, t.bytes / kk, t.dtype, t.on_host, gemm);
         c.recompute = t.recompute;
         return c;
       }
@@ -193,6 +194,7 @@ class Lowering {
     t.bytes = bytes;
     t.on_host = on_host;
     t.gemm = gemm;
+    t.dtype = dtype;
     t.seconds = ComputeSeconds(flops, bytes, dtype, run_.cluster, on_host, gemm).seconds;
     return t;
   }
@@ -310,7 +312,8 @@ class Lowering {
           task_bytes = bytes * static_cast<double>(rop.count);
         }
         tasks.push_back(Collective(stage, fmt::format("{}/redistribute.{}", op.name, ToString(rop.kind)), op_index,
-                                   type, Group(stage, rop.arrangement, {rop.device_dim}), task_bytes));
+                                   type, Group(stage, rop.arrangement, {rop.device_dim}),
+                                   WireBytes(type, task_bytes, t.dtype)));
       }
     }
     return tasks;
@@ -327,6 +330,19 @@ class Lowering {
 
   bool OnHost(const Operator& op) const { return op.StringAttr("primitive_target", "") == "CPU"; }
   DType OutputDType(const Operator& op) const { return graph_.tensor(op.outputs.front()).dtype; }
+
+  // The dtype whose peak an operator's pass runs at: its FP8 GEMM format, else its output's.
+  DType PassDType(const Operator& op, bool backward) const {
+    return Fp8GemmDType(op, backward).value_or(OutputDType(op));
+  }
+
+  // force_fp32_communication: reductions (AllReduce, ReduceScatter) of
+  // 16-bit tensors carry fp32 on the wire.
+  double WireBytes(shardlab::Collective type, double bytes, DType dtype) const {
+    const bool reduction = type == shardlab::Collective::kAllReduce || type == shardlab::Collective::kReduceScatter;
+    if (!p_.force_fp32_communication || !reduction || DTypeBytes(dtype) >= 4) return bytes;
+    return bytes * 4.0 / static_cast<double>(DTypeBytes(dtype));
+  }
 
   // A copy over PCIe between host and device memory.
   Task HostTransfer(const std::string& name, int op, double bytes) const {
@@ -360,12 +376,13 @@ class Lowering {
     std::vector<Task> tasks = recompute ? std::vector<Task>{} : Redistributions(stage, index, false);
     for (Task& t : HostTransfers(index, false)) tasks.push_back(std::move(t));
     Task compute = Compute(op.name + (recompute ? "/recompute" : "/forward"), index, layout.work.forward_flops,
-                           layout.work.forward_bytes, OutputDType(op), OnHost(op), GemmOf(index));
+                           layout.work.forward_bytes, PassDType(op, false), OnHost(op), GemmOf(index));
     compute.recompute = recompute;
     tasks.push_back(compute);
     for (const OpComm& c : layout.forward_comm) {
-      Task t = Collective(stage, fmt::format("{}/{}", op.name, OperatorName(c.type)), index, c.type,
-                          Group(stage, layout.device_matrix, c.device_dims), c.bytes);
+      Task t =
+          Collective(stage, fmt::format("{}/{}", op.name, OperatorName(c.type)), index, c.type,
+                     Group(stage, layout.device_matrix, c.device_dims), WireBytes(c.type, c.bytes, OutputDType(op)));
       t.recompute = recompute;
       tasks.push_back(t);
     }
@@ -400,18 +417,20 @@ class Lowering {
       if (c.type == shardlab::Collective::kAllGather)
         stage.backward.push_back(Collective(stage, op.name + "/grad.ReduceScatter", index,
                                             shardlab::Collective::kReduceScatter,
-                                            Group(stage, layout.device_matrix, c.device_dims), c.bytes));
+                                            Group(stage, layout.device_matrix, c.device_dims),
+                                            WireBytes(shardlab::Collective::kReduceScatter, c.bytes, OutputDType(op))));
     }
     backward_task_of_op_[index] = static_cast<int>(stage.backward.size());
     stage.backward.push_back(Compute(op.name + "/backward", index, layout.work.backward_flops,
-                                     layout.work.backward_bytes, OutputDType(op), OnHost(op), GemmOf(index)));
+                                     layout.work.backward_bytes, PassDType(op, true), OnHost(op), GemmOf(index)));
     for (const OpComm& c : layout.backward_comm) {
       const Tensor& input = graph_.tensor(op.inputs[c.input]);
       if (input.producer < 0) continue;  // dataset inputs need no gradient
       if (GatheredOnTheWayIn(index, c)) continue;
       stage.backward.push_back(Collective(stage, fmt::format("{}/grad.{}", op.name, OperatorName(c.type)), index,
                                           shardlab::Collective::kAllReduce,
-                                          Group(stage, layout.device_matrix, c.device_dims), c.bytes));
+                                          Group(stage, layout.device_matrix, c.device_dims),
+                                          WireBytes(shardlab::Collective::kAllReduce, c.bytes, input.dtype)));
     }
     for (Task& t : Redistributions(stage, index, true)) stage.backward.push_back(std::move(t));
     for (Task& t : HostTransfers(index, true)) stage.backward.push_back(std::move(t));
@@ -486,7 +505,7 @@ class Lowering {
         const Tensor& tensor = graph_.tensor(share.tensor);
         const double slice = share.slice_elements;
         const double dtype = static_cast<double>(DTypeBytes(tensor.dtype));
-        bytes.push_back(slice * (p_.gradient_fp32_sync ? 4.0 : dtype));
+        bytes.push_back(slice * (p_.gradient_fp32_sync || p_.force_fp32_communication ? 4.0 : dtype));
         weight_bytes.push_back(slice * dtype / static_cast<double>(stage.groups[group].size));
       }
       auto split = [&](const std::vector<double>& sizes, const FusionSetting& setting) {
@@ -545,8 +564,9 @@ class Lowering {
     if (offload) update.seconds *= static_cast<double>(run_.cluster.devices_per_server);
     stage.optimizer.push_back(update);
     if (offload)  // ...and the updated weights come back in the model's dtype
-      stage.optimizer.push_back(HostTransfer("optimizer/weights_to_device", -1,
-                                             optimizer_elements * static_cast<double>(DTypeBytes(ComputeDType(run_.model)))));
+      stage.optimizer.push_back(
+          HostTransfer("optimizer/weights_to_device", -1,
+                       optimizer_elements * static_cast<double>(DTypeBytes(ComputeDType(run_.model)))));
   }
 
   OptimizerLevel Level() const { return p_.parallel_optimizer_config.optimizer_level; }
@@ -693,6 +713,8 @@ class Lowering {
       // counted below, as buffers).
       const bool sharded_weight = GathersWeightsJustInTime() && share.shards > 1 && share.mirror;
       double parameters = (sharded_weight ? owned : slice) * dtype, gradients = 0, states = 0;
+      // An FP8 GEMM's weight is also kept cast to FP8 for the step (one byte per element).
+      if (Fp8GemmDType(graph_.op(share.first_user), false) && !sharded_weight) parameters += slice;
       if (plan.training && tensor.requires_grad) {
         // Accumulated gradients are fp32 across micro-batches; sharded with the optimizer when asked.
         const bool accumulate = p_.micro_batch_num > 1;
@@ -781,7 +803,7 @@ class Lowering {
   std::map<int, int> backward_task_of_op_;
   std::vector<ParamShare> shares_;
   std::vector<int> share_of_tensor_;  // per tensor: its index in shares_, -1 for none
-  std::vector<bool> host_only_;  // per tensor: a parameter only host operators use
+  std::vector<bool> host_only_;       // per tensor: a parameter only host operators use
 };
 
 }  // namespace

@@ -39,8 +39,9 @@ struct Task {
   double flops = 0;
   double bytes = 0;
   bool on_host = false;
-  bool pcie_copy = false;  // a host <-> device copy: `bytes` over PCIe, no FLOPs
-  GemmShape gemm;          // MatMul and BatchMatMul: one product's shape per device
+  bool pcie_copy = false;         // a host <-> device copy: `bytes` over PCIe, no FLOPs
+  GemmShape gemm;                 // MatMul and BatchMatMul: one product's shape per device
+  DType dtype = DType::kFloat32;  // whose peak the compute runs at (an FP8 GEMM's operand format)
   // Collective.
   Collective collective = Collective::kAllReduce;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;

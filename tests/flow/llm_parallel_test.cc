@@ -70,5 +70,62 @@ TEST_CASE("grouped-query heads must divide model_parallel and need fused attenti
   CHECK_THROWS_WITH(Prepare(run), Catch::Contains("kv_heads 4 cannot be split over model_parallel 8"));
 }
 
+const Task& TaskNamed(const std::vector<Task>& tasks, const std::string& name) {
+  for (const Task& t : tasks)
+    if (t.name == name) return t;
+  FAIL("no task " << name);
+  return tasks.front();
+}
+
+TEST_CASE("fp8 hybrid runs the linear layers at the FP8 peak with E5M2 gradients and keeps FP8 weight copies") {
+  RunSpec bf16 = Llama70b();
+  RunSpec fp8 = bf16;
+  fp8.model.params.Set("fp8", std::string("hybrid"));
+  const PreparedRun a = Prepare(bf16), b = Prepare(fp8);
+  const StageProgram &x = a.plan.stages[1], &y = b.plan.stages[1];
+  const std::string qkv = "layer20/attention/qkv";
+  CHECK(TaskNamed(y.forward, qkv + "/forward").dtype == DType::kFloat8E4M3);
+  CHECK(TaskNamed(y.backward, qkv + "/backward").dtype == DType::kFloat8E5M2);
+  const DType model_dtype = *ParseDType(bf16.model.params.String("dtype"));  // float16, as the checkpoint
+  CHECK(TaskNamed(x.forward, qkv + "/forward").dtype == model_dtype);
+  // Twice the peak: the GEMM takes half as long (less the fixed kernel overhead).
+  const double overhead = bf16.cluster.device.kernel_overhead;
+  CHECK((TaskNamed(y.forward, qkv + "/forward").seconds - overhead) ==
+        Approx((TaskNamed(x.forward, qkv + "/forward").seconds - overhead) / 2).epsilon(0.01));
+  // The attention core stays in the model's dtype.
+  CHECK(TaskNamed(y.forward, "layer20/attention/flash/forward").dtype == model_dtype);
+  // One byte more per linear weight element: the FP8 copy.
+  const double hidden = 8192, kv = 8 * 128, ffn = 28672, layers = 20, tp = 8;
+  const double linear = layers * (hidden * (hidden + 2 * kv) + hidden * hidden + 3 * hidden * ffn) / tp;
+  CHECK(y.memory.parameters - x.memory.parameters == Approx(linear).epsilon(1e-6));
+  const StepResult slow = Summarize(a.plan, RunAnalytical(a.plan)), fast = Summarize(b.plan, RunAnalytical(b.plan));
+  CHECK(fast.compute_seconds < 0.7 * slow.compute_seconds);
+  CHECK(fast.step_seconds < slow.step_seconds);
+}
+
+TEST_CASE("fp8 needs a device with an FP8 peak") {
+  testing::Doc doc(R"({"name": "r", "cluster": ")" + testing::SourcePath("configs/clusters/dgx-a100-hdr.json") +
+                   R"(", "model": ")" + testing::SourcePath("configs/models/hf/Llama-2-7b-hf/config.json") +
+                   R"(", "model_params": {"fp8": "e4m3"}, "parallel": {"global_batch_size": 8}})");
+  const ConfigError e = testing::ExpectConfigError([&] { ReadRunSpec(doc.root()); });
+  CHECK(e.pointer() == "/model_params/fp8");
+  CHECK_THAT(e.what(), Catch::Contains("no peak_flops for float8_e4m3fn"));
+}
+
+TEST_CASE("force_fp32_communication doubles the bytes of 16-bit reductions and leaves gathers alone") {
+  RunSpec run = Llama70b();
+  const PreparedRun plain = Prepare(run);
+  run.parallel.force_fp32_communication = true;
+  const PreparedRun fp32 = Prepare(run);
+  const std::string rs = "layer20/attention/projection/ReduceScatter";
+  CHECK(TaskNamed(fp32.plan.stages[1].forward, rs).comm_bytes ==
+        2 * TaskNamed(plain.plan.stages[1].forward, rs).comm_bytes);
+  const std::string ag = "layer20/attention/qkv/redistribute.AllGather";
+  CHECK(TaskNamed(fp32.plan.stages[1].forward, ag).comm_bytes ==
+        TaskNamed(plain.plan.stages[1].forward, ag).comm_bytes);
+  CHECK(Summarize(fp32.plan, RunAnalytical(fp32.plan)).step_seconds >
+        Summarize(plain.plan, RunAnalytical(plain.plan)).step_seconds);
+}
+
 }  // namespace
 }  // namespace shardlab

@@ -54,8 +54,10 @@ TEST_CASE("BERT in data parallel gathers its masked-LM positions from the device
       for (const Task& t : stage.forward) CHECK(t.kind == Task::Kind::kCompute);  // nothing meets in the forward
     const StepResult step = Summarize(p.plan, RunAnalytical(p.plan));
     // Each device runs the network on its own 32 sequences: the forward pass does not grow with the cluster.
-    if (devices == 8) forward_at_8 = step.stages[0].forward_seconds;
-    else CHECK(step.stages[0].forward_seconds == Approx(forward_at_8).epsilon(1e-9));
+    if (devices == 8)
+      forward_at_8 = step.stages[0].forward_seconds;
+    else
+      CHECK(step.stages[0].forward_seconds == Approx(forward_at_8).epsilon(1e-9));
   }
 }
 
@@ -122,8 +124,9 @@ TEST_CASE("global_rank selects the rank whose groups, slices and timeline the re
     CHECK(std::count(g.ranks.begin(), g.ranks.end(), 3) == 1);
     CHECK_FALSE(g.collectives.empty());
   }
-  CHECK(std::any_of(three.groups.begin(), three.groups.end(),
-                    [](const RankGroup& g) { return g.ranks == std::vector<int64_t>{2, 3}; }));
+  CHECK(std::any_of(three.groups.begin(), three.groups.end(), [](const RankGroup& g) {
+    return g.ranks == std::vector<int64_t>{2, 3};
+  }));
   // Its slices: stage 1's parameters; where a weight is split, rank 3 holds the other half from rank 2.
   REQUIRE(three.slices.size() == two.slices.size());
   REQUIRE_FALSE(three.slices.empty());
@@ -152,9 +155,7 @@ TEST_CASE("data_parallel never redistributes: every device runs the network on i
   nlohmann::json doc = {
       {"name", "dp-transpose"},
       {"cluster", testing::SourcePath("configs/clusters/dgx-a100-hdr.json")},
-      {"model",
-       {{"name", "t"},
-        {"graph", nlohmann::json::parse(R"({"name": "t",
+      {"model", {{"name", "t"}, {"graph", nlohmann::json::parse(R"({"name": "t",
            "tensors": [{"name": "x", "kind": "input", "shape": [8, 16], "dtype": "float32"},
                        {"name": "w", "kind": "parameter", "shape": [16, 16], "dtype": "float32"}],
            "operators": [{"name": "mm", "type": "MatMul", "inputs": ["x", "w"]},

@@ -37,6 +37,7 @@ struct Dims {
   bool vocab_parallel_loss;
   bool qkv_concat, ffn_concat;
   bool seq_parallel;
+  std::string fp8;  // the linear layers' fp8_format: off, e4m3, hybrid
 
   // The split of the [tokens, hidden] activations between blocks.
   int64_t rows() const { return seq_parallel ? dp * mp : dp; }
@@ -82,6 +83,7 @@ Dims ReadDims(const BuilderParams& p) {
   d.qkv_concat = p.Bool("qkv_concat");
   d.ffn_concat = p.Bool("ffn_concat");
   d.seq_parallel = p.Bool("use_seq_parallel") && d.mp > 1;
+  d.fp8 = p.String("fp8");
   d.dtype = *ParseDType(p.String("dtype"));
   if (p.Int("head_dim") == 0 && d.hidden % d.heads != 0)
     throw GraphError("hidden " + Text(d.hidden) + " is not divisible by heads " + Text(d.heads) + "; set head_dim");
@@ -181,6 +183,13 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
       {"qkv_concat", false, "one column-parallel MatMul for query, key and value, then split (MindFormers qkv_concat)"},
       {"ffn_concat", false, "one column-parallel MatMul for a gated MLP's gate and up projections, then split"},
       {"parallel_residual", false, "attention and MLP both read the layer input and add to it (GPT-NeoX)"},
+      {"fp8",
+       std::string("off"),
+       "FP8 GEMMs in the linear layers of attention and MLP (Transformer Engine; the embedding, attention core and "
+       "LM head stay in dtype): off, e4m3, or hybrid (E4M3 forward, E5M2 gradients)",
+       0,
+       0,
+       {"off", "e4m3", "hybrid"}},
       {"dtype",
        std::string("float16"),
        "compute dtype of weights and activations",
@@ -201,6 +210,7 @@ int Linear(GraphBuilder& b, const Dims& d, const std::string& name, int x, int64
   const int beta = bias ? b.Parameter(name + ".bias", {out_dim}, d.dtype) : -1;
   const Strategy s = column ? Strategy{{dp, 1}, {mp, 1}} : Strategy{{dp, mp}, {1, mp}};
   const int y = b.MatMul(name, x, w, false, true, Shard{d.sharded}(s), !column && d.seq_parallel);
+  if (d.fp8 != "off") b.SetProducerAttr(y, "fp8_format", d.fp8);
   if (!bias) return y;
   return b.BiasAdd(name + ".bias_add", y, beta, column ? shard({{dp, mp}, {mp}}) : shard({{d.rows(), 1}, {1}}));
 }
