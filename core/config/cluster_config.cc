@@ -1,5 +1,6 @@
 #include "core/config/cluster_config.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -10,8 +11,8 @@
 #include "core/util/input_file.h"
 #include "core/util/json_reader.h"
 #include "core/util/paths.h"
-#include "core/util/suggest.h"
 #include "core/util/quote.h"
+#include "core/util/suggest.h"
 
 namespace shardlab {
 namespace {
@@ -41,7 +42,8 @@ DeviceSpec ReadDevice(const JsonNode& node) {
   d.memory_bandwidth = Quantity(r, "memory_bandwidth", Quantity::kBytesPerSecond);
   d.compute_efficiency = r.Number("compute_efficiency", 1.0, 1e-3, 1.0);
   d.memory_efficiency = r.Number("memory_efficiency", 1.0, 1e-3, 1.0);
-  if (auto overhead = r.Optional("kernel_overhead")) d.kernel_overhead = ReadQuantity(*overhead, Quantity::kSeconds, true);
+  if (auto overhead = r.Optional("kernel_overhead"))
+    d.kernel_overhead = ReadQuantity(*overhead, Quantity::kSeconds, true);
   d.gemm_half_size = r.Number("gemm_half_size", 0, 0, 1e9);
   r.Finish();
   return d;
@@ -68,7 +70,7 @@ IntraServerFabric ReadIntraServer(const JsonNode& node, int64_t devices_per_serv
   f.latency = Quantity(r, "latency", Quantity::kSeconds);
   if (f.kind == IntraServerFabric::Kind::kHccsMesh) {
     const auto group = r.Required("group_size");
-    f.group_size = group.AsInt(1, devices_per_server);
+    f.group_size = group.AsInt(1, std::min(devices_per_server, kMaxMeshGroup));
     if (devices_per_server % f.group_size != 0)
       group.Fail(fmt::format("group_size {} does not divide devices_per_server {}", f.group_size, devices_per_server));
     if (f.group_size < devices_per_server) {
@@ -96,10 +98,10 @@ InterServerNetwork ReadInterServer(const JsonNode& node, int64_t servers, int64_
   const int64_t nics = servers * n.nics_per_server;
   const int64_t capacity = FatTreeCapacity(n.levels, n.switch_radix);
   if (nics > capacity)
-    (node.json().contains("levels") ? node.Child("levels") : node).Fail(
-        fmt::format("a {}-level fat tree of radix-{} switches connects at most {} NICs, the cluster has {}; "
-                    "raise levels or switch_radix",
-                    n.levels, n.switch_radix, capacity, nics));
+    (node.json().contains("levels") ? node.Child("levels") : node)
+        .Fail(fmt::format("a {}-level fat tree of radix-{} switches connects at most {} NICs, the cluster has {}; "
+                          "raise levels or switch_radix",
+                          n.levels, n.switch_radix, capacity, nics));
   r.Finish();
   return n;
 }
@@ -134,7 +136,9 @@ ClusterSpec ReadClusterSpec(const JsonNode& node) {
   ClusterSpec c;
   c.name = r.Required("name").AsString();
   c.servers = r.RequiredInt("servers", 1, kMaxClusterDevices);
-  c.devices_per_server = r.RequiredInt("devices_per_server", 1, 64);
+  // A "server" is a scale-up domain: 8 devices in a DGX or an Atlas 800, 72 in
+  // a GB200 NVL72 rack, 384 in a CloudMatrix 384 supernode.
+  c.devices_per_server = r.RequiredInt("devices_per_server", 1, kMaxScaleUpDevices);
   if (c.device_count() > kMaxClusterDevices)
     node.Child("servers").Fail(fmt::format("{} servers x {} devices is {} devices; shardlab simulates up to {}",
                                            c.servers, c.devices_per_server, c.device_count(), kMaxClusterDevices));

@@ -92,6 +92,10 @@ struct CalibratedLink {
 
 // The most devices a cluster may have.
 inline constexpr int64_t kMaxClusterDevices = 131072;
+// Devices in one scale-up domain (a "server": one NVSwitch/UB fabric or HCCS
+// meshes), and in one HCCS full mesh (every pair linked).
+inline constexpr int64_t kMaxScaleUpDevices = 1024;
+inline constexpr int64_t kMaxMeshGroup = 64;
 
 struct ClusterSpec {
   std::string name;

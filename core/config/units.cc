@@ -19,11 +19,12 @@ const UnitTable& Units(Quantity kind) {
   static const UnitTable bytes = {{"B", 1},           {"KB", 1e3},           {"MB", 1e6},
                                   {"GB", 1e9},        {"TB", 1e12},          {"KiB", 1024.0},
                                   {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
-  static const UnitTable rates = {{"B/s", 1},        {"KB/s", 1e3},     {"MB/s", 1e6},        {"GB/s", 1e9},
-                                  {"TB/s", 1e12},    {"KiB/s", 1024.0}, {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0},
-                                  {"b/s", 0.125},    {"Kb/s", 125.0},   {"Mb/s", 1.25e5},     {"Gb/s", 1.25e8},
-                                  {"Tb/s", 1.25e11}, {"Kbps", 125.0},   {"Mbps", 1.25e5},     {"Gbps", 1.25e8},
-                                  {"Tbps", 1.25e11}};
+  static const UnitTable rates = {{"B/s", 1},           {"KB/s", 1e3},           {"MB/s", 1e6},
+                                  {"GB/s", 1e9},        {"TB/s", 1e12},          {"KiB/s", 1024.0},
+                                  {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0}, {"TiB/s", 1099511627776.0},
+                                  {"b/s", 0.125},       {"Kb/s", 125.0},         {"Mb/s", 1.25e5},
+                                  {"Gb/s", 1.25e8},     {"Tb/s", 1.25e11},       {"Kbps", 125.0},
+                                  {"Mbps", 1.25e5},     {"Gbps", 1.25e8},        {"Tbps", 1.25e11}};
   static const UnitTable seconds = {{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
   static const UnitTable flops = {{"FLOP/s", 1},   {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15},
                                   {"GFLOPS", 1e9}, {"TFLOPS", 1e12}, {"PFLOPS", 1e15}};
@@ -45,7 +46,6 @@ std::string UnitList(Quantity kind) {
   for (const auto& [name, factor] : Units(kind)) out += (out.empty() ? "" : ", ") + name;
   return out;
 }
-
 
 }  // namespace
 
@@ -105,7 +105,8 @@ double ReadQuantity(const JsonNode& node, Quantity kind, bool zero_allowed) {
                           UnitList(kind), node.Describe()));
   }
   if (!std::isfinite(value) || value < 0 || (value == 0 && !zero_allowed))
-    node.Fail(fmt::format("expected a {} quantity, got {}", zero_allowed ? "non-negative" : "positive", node.Describe()));
+    node.Fail(
+        fmt::format("expected a {} quantity, got {}", zero_allowed ? "non-negative" : "positive", node.Describe()));
   // Far outside what hardware has, a value is a typo, and it would turn the
   // simulated step into inf or 0 s.
   const auto [low, high] = PlausibleRange(kind);

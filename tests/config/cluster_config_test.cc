@@ -52,11 +52,44 @@ TEST_CASE("shipped clusters load with their datasheet figures") {
 
   const ClusterSpec h100 = LoadShipped("dgx-h100-ndr");
   CHECK(h100.device.peak_flops.at(DType::kFloat16) == Approx(989e12));
+  CHECK(h100.device.peak_flops.at(DType::kFloat8E4M3) == Approx(1979e12));
   CHECK(h100.intra_server.link_bandwidth == Approx(450e9));
+
+  const ClusterSpec h200 = LoadShipped("dgx-h200-ndr");
+  CHECK(h200.device.memory_bytes == Approx(141e9));
+  CHECK(h200.device.memory_bandwidth == Approx(4.8e12));
+
+  // Dense figures: half the sparse ones NVIDIA's tables quote.
+  const ClusterSpec b200 = LoadShipped("dgx-b200-ndr");
+  CHECK(b200.device.peak_flops.at(DType::kBFloat16) == Approx(2250e12));
+  CHECK(b200.device.peak_flops.at(DType::kFloat8E4M3) == Approx(4500e12));
+  CHECK(b200.intra_server.link_bandwidth == Approx(900e9));
+
+  // One NVLink domain of 72 GPUs per rack.
+  const ClusterSpec nvl72 = LoadShipped("gb200-nvl72");
+  CHECK(nvl72.devices_per_server == 72);
+  CHECK(nvl72.inter_server.nics_per_server == 72);
+  CHECK(nvl72.device.peak_flops.at(DType::kBFloat16) == Approx(2500e12));
+
+  const ClusterSpec a2 = LoadShipped("atlas800t-a2-910b");
+  CHECK(a2.intra_server.kind == IntraServerFabric::Kind::kHccsMesh);
+  CHECK(a2.intra_server.group_size == 8);
+  CHECK(a2.device.memory_bandwidth == Approx(1.6 * 1099511627776.0));
+  CHECK(a2.inter_server.nic_bandwidth == Approx(25e9));
+  CHECK_FALSE(a2.device.peak_flops.count(DType::kFloat8E4M3));
+
+  const ClusterSpec h800 = LoadShipped("deepseek-h800-2048");
+  CHECK(h800.device_count() == 2048);
+  CHECK(h800.intra_server.link_bandwidth == Approx(200e9));
+
+  const ClusterSpec cm384 = LoadShipped("cloudmatrix384-910c");
+  CHECK(cm384.devices_per_server == 384);
+  CHECK(cm384.intra_server.link_bandwidth == Approx(392e9));
 }
 
 TEST_CASE("clusters round-trip through JSON") {
-  for (const char* name : {"ascend910-atlas900", "dgx-a100-hdr", "dgx-h100-ndr"}) {
+  for (const char* name : {"ascend910-atlas900", "dgx-a100-hdr", "dgx-h100-ndr", "dgx-h200-ndr", "dgx-b200-ndr",
+                           "gb200-nvl72", "atlas800t-a2-910b", "deepseek-h800-2048", "cloudmatrix384-910c"}) {
     const ClusterSpec c = LoadShipped(name);
     const nlohmann::json j = ToJson(c);
     CHECK(ReadClusterSpec(JsonNode(j, "round.json")) == c);
@@ -82,6 +115,16 @@ TEST_CASE("nics default to one per device and defaults apply") {
 
 TEST_CASE("cluster validation names the key and the rule") {
   auto doc = SmallCluster();
+  doc["devices_per_server"] = 1025;
+  CHECK_THAT(ErrorAt(doc, "/devices_per_server"), Catch::Contains("1024"));
+
+  doc = SmallCluster();
+  doc["servers"] = 1;
+  doc["devices_per_server"] = 128;
+  doc["intra_server"]["group_size"] = 128;
+  CHECK_THAT(ErrorAt(doc, "/intra_server/group_size"), Catch::Contains("64"));
+
+  doc = SmallCluster();
   doc["device"]["peak_flops"] = {{"fp16", "100 TFLOP/s"}};
   CHECK_THAT(ErrorAt(doc, "/device/peak_flops/fp16"), Catch::Contains("is not a dtype"));
 

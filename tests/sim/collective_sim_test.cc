@@ -53,6 +53,22 @@ TEST_CASE("a ring AllReduce on an idle uniform ring matches 2(n-1)/n S/B + 2(n-1
                     .epsilon(0.01));
 }
 
+TEST_CASE("a ring AllReduce over the 72 GPUs of one NVL72 rack stays on NVLink and matches its closed form") {
+  const ClusterSpec cluster = Cluster("gb200-nvl72");
+  const auto members = Strided(72, 1);
+  const GroupPlacement placement = PlaceGroup(members, cluster);
+  CHECK(placement.servers == 1);
+  CHECK(placement.per_server == 72);
+  const double bytes = 1 << 30;
+  const double closed = 2.0 * 71 / 72 * bytes / 900e9 + 2 * 71 * 3e-6;
+  const auto t = Simulate(
+      cluster, 2 * 72,
+      {ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, members, 72, Fidelity::kAggregated)});
+  CHECK(t[0] == Approx(closed).epsilon(0.01));
+  CHECK(t[0] == Approx(CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, placement, cluster))
+                    .epsilon(0.01));
+}
+
 TEST_CASE("step fidelity agrees with aggregated flows on a uniform ring") {
   const ClusterSpec cluster = Cluster("dgx-a100-hdr");
   const auto members = Strided(8, 8);
