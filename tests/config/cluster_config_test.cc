@@ -180,7 +180,8 @@ TEST_CASE("cluster validation names the key and the rule") {
   // Found by the config fuzzer: the default levels (no key to point at) is named at its object.
   doc = SmallCluster();
   doc["servers"] = 512;
-  CHECK_THAT(ErrorAt(doc, "/inter_server"), Catch::Contains("a 2-level fat tree of radix-64 switches connects at most 2048"));
+  CHECK_THAT(ErrorAt(doc, "/inter_server"),
+             Catch::Contains("a 2-level fat tree of radix-64 switches connects at most 2048"));
 
   doc = SmallCluster();
   doc["servers"] = 131072;

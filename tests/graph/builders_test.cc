@@ -74,6 +74,38 @@ TEST_CASE("pipeline stages split layers evenly and untie the LM head") {
                     Catch::Contains("cannot fill pipeline_stages 4"));
 }
 
+TEST_CASE("offset moves layers between pipeline stages as MindFormers does") {
+  const std::map<std::string, ParamValue> small = {
+      {"layers", int64_t{10}}, {"hidden", int64_t{64}}, {"heads", int64_t{8}}};
+  auto with_offset = [&](std::vector<int64_t> offset) {
+    auto params = small;
+    params["offset"] = std::move(offset);
+    return params;
+  };
+  auto layers_on = [](const Graph& g, int64_t stage) {
+    int count = 0;
+    for (int layer = 0; layer < 10; ++layer)
+      count += g.op(*g.FindOperator("layer" + std::to_string(layer) + "/ffn/mapping")).pipeline_stage == stage;
+    return count;
+  };
+  // 10 layers over 4 stages: 2 each plus the offsets' 2 extra, here on the middle stages.
+  const Graph g = Build("gpt", with_offset({0, 1, 1, 0}), BuildOptions{4, false});
+  CHECK(layers_on(g, 0) == 2);
+  CHECK(layers_on(g, 1) == 3);
+  CHECK(layers_on(g, 2) == 3);
+  CHECK(layers_on(g, 3) == 2);
+  // Without an offset the first stages take one more.
+  const Graph even = Build("gpt", small, BuildOptions{4, false});
+  CHECK(layers_on(even, 0) == 3);
+  CHECK(layers_on(even, 3) == 2);
+  CHECK_THROWS_WITH(Build("gpt", with_offset({0, 1, 1}), BuildOptions{4, false}),
+                    Catch::Contains("offset has 3 entries but there are 4 pipeline stages"));
+  CHECK_THROWS_WITH(Build("gpt", with_offset({1, 1, 1, 0}), BuildOptions{4, false}),
+                    Catch::Contains("must add up to 2 (10 % 4)"));
+  CHECK_THROWS_WITH(Build("gpt", with_offset({-2, 2, 1, 1}), BuildOptions{4, false}),
+                    Catch::Contains("leaves pipeline stage 0 with 0 layers"));
+}
+
 TEST_CASE("recompute marks the transformer layers only") {
   const Graph g =
       Build("gpt", {{"layers", int64_t{2}}, {"hidden", int64_t{64}}, {"heads", int64_t{8}}}, BuildOptions{1, true});

@@ -61,9 +61,9 @@ TEST_CASE("a ring AllReduce over the 72 GPUs of one NVL72 rack stays on NVLink a
   CHECK(placement.per_server == 72);
   const double bytes = 1 << 30;
   const double closed = 2.0 * 71 / 72 * bytes / 900e9 + 2 * 71 * 3e-6;
-  const auto t = Simulate(
-      cluster, 2 * 72,
-      {ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, members, 72, Fidelity::kAggregated)});
+  const auto t = Simulate(cluster, 2 * 72,
+                          {ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, members, 72,
+                                            Fidelity::kAggregated)});
   CHECK(t[0] == Approx(closed).epsilon(0.01));
   CHECK(t[0] == Approx(CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, placement, cluster))
                     .epsilon(0.01));

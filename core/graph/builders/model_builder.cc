@@ -1,5 +1,8 @@
 #include "core/graph/builders/model_builder.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 namespace shardlab {
 
 BuilderParams ModelBuilder::Defaults() const {
@@ -20,6 +23,33 @@ const ModelBuilder* FindModelBuilder(const std::string& name) {
   return nullptr;
 }
 
-int64_t StageOfLayer(int64_t layer, int64_t layers, int64_t stages) { return layer * stages / layers; }
+std::vector<int64_t> StagesOfLayers(int64_t layers, int64_t stages, const std::vector<int64_t>& offset) {
+  if (layers < stages)
+    throw GraphError("layers " + std::to_string(layers) + " cannot fill pipeline_stages " + std::to_string(stages));
+  std::vector<int64_t> stage_of(layers);
+  if (offset.empty()) {
+    for (int64_t layer = 0; layer < layers; ++layer) stage_of[layer] = layer * stages / layers;
+    return stage_of;
+  }
+  if (static_cast<int64_t>(offset.size()) != stages)
+    throw GraphError(fmt::format("offset has {} entries but there are {} pipeline stages", offset.size(), stages));
+  int64_t total = 0;
+  for (int64_t s = 0; s < stages; ++s) {
+    const int64_t count = layers / stages + offset[s];
+    if (count < 1)
+      throw GraphError(fmt::format("offset {} leaves pipeline stage {} with {} layers ({} / {} + {})", offset[s], s,
+                                   count, layers, stages, offset[s]));
+    total += count;
+  }
+  if (total != layers)
+    throw GraphError(
+        fmt::format("offset [{}] places {} layers on the {} stages, but the model has {}: the offsets "
+                    "must add up to {} ({} % {})",
+                    fmt::join(offset, ", "), total, stages, layers, layers % stages, layers, stages));
+  int64_t layer = 0;
+  for (int64_t s = 0; s < stages; ++s)
+    for (int64_t i = 0; i < layers / stages + offset[s]; ++i) stage_of[layer++] = s;
+  return stage_of;
+}
 
 }  // namespace shardlab

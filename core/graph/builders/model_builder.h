@@ -14,13 +14,14 @@
 
 namespace shardlab {
 
-using ParamValue = std::variant<int64_t, bool, std::string>;
+// An integer, a flag, a name, or a list of integers (each within the spec's range).
+using ParamValue = std::variant<int64_t, bool, std::string, std::vector<int64_t>>;
 
 struct ParamSpec {
   std::string name;
   ParamValue fallback;
   std::string help;
-  int64_t min = 0;  // integer parameters only
+  int64_t min = 0;  // integer and integer-list parameters only
   int64_t max = std::numeric_limits<int32_t>::max();
   std::vector<std::string> choices = {};  // string parameters only
 };
@@ -34,6 +35,9 @@ class BuilderParams {
   int64_t Int(const std::string& name) const { return std::get<int64_t>(values_.at(name)); }
   bool Bool(const std::string& name) const { return std::get<bool>(values_.at(name)); }
   const std::string& String(const std::string& name) const { return std::get<std::string>(values_.at(name)); }
+  const std::vector<int64_t>& Ints(const std::string& name) const {
+    return std::get<std::vector<int64_t>>(values_.at(name));
+  }
   const std::map<std::string, ParamValue>& values() const { return values_; }
   void Set(const std::string& name, ParamValue value) { values_[name] = std::move(value); }
 
@@ -43,7 +47,7 @@ class BuilderParams {
 
 // Settings of the run the model is built for, rather than of the model.
 struct BuildOptions {
-  int64_t pipeline_stages = 1;  // layers are assigned to stages evenly
+  int64_t pipeline_stages = 1;  // layers are assigned to stages evenly, unless a builder's offset says otherwise
   bool recompute = false;       // mark the repeated layers' forward for recomputation
 };
 
@@ -67,7 +71,11 @@ ModelBuilder ResNet50Builder();
 ModelBuilder WideDeepBuilder();
 ModelBuilder FfnBuilder();
 
-// The stage of layer `layer` of `layers` when split evenly over `stages`.
-int64_t StageOfLayer(int64_t layer, int64_t layers, int64_t stages);
+// The stage of each of `layers` layers over `stages` pipeline stages. With
+// an empty `offset` they are spread evenly (the first stages take one more
+// when `stages` does not divide `layers`); otherwise as MindFormers' offset:
+// stage i holds layers / stages + offset[i] layers, which must be at least
+// one and add up to `layers` (throws GraphError naming the rule).
+std::vector<int64_t> StagesOfLayers(int64_t layers, int64_t stages, const std::vector<int64_t>& offset);
 
 }  // namespace shardlab

@@ -183,6 +183,10 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
       {"qkv_concat", false, "one column-parallel MatMul for query, key and value, then split (MindFormers qkv_concat)"},
       {"ffn_concat", false, "one column-parallel MatMul for a gated MLP's gate and up projections, then split"},
       {"parallel_residual", false, "attention and MLP both read the layer input and add to it (GPT-NeoX)"},
+      {"offset", std::vector<int64_t>{},
+       "MindFormers offset: pipeline stage i holds layers / pipeline_stages + offset[i] layers (one entry per stage, "
+       "adding up to layers % pipeline_stages); empty: spread evenly",
+       -4096, 4096},
       {"fp8",
        std::string("off"),
        "FP8 GEMMs in the linear layers of attention and MLP (Transformer Engine; the embedding, attention core and "
@@ -347,8 +351,7 @@ int LanguageModelLoss(GraphBuilder& b, const Dims& d, const std::string& name, i
 Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const BuildOptions& options) {
   const Dims d = ReadDims(params);
   const int64_t stages = options.pipeline_stages;
-  if (d.layers < stages)
-    throw GraphError("layers " + std::to_string(d.layers) + " cannot fill pipeline_stages " + std::to_string(stages));
+  const std::vector<int64_t> stage_of = StagesOfLayers(d.layers, stages, params.Ints("offset"));
   GraphBuilder b(graph_name);
   const Shard shard{d.sharded && d.all_ops};
   const int input_ids = b.Input("input_ids", {d.batch, d.seq}, DType::kInt32);
@@ -359,7 +362,7 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
   auto [x, table] = Embeddings(b, d, input_ids, position_ids);
   if (d.dropout) x = b.Dropout("embedding/dropout", x, kKeepProb, shard({{d.rows(), 1}}));
   for (int64_t layer = 0; layer < d.layers; ++layer) {
-    b.set_stage(StageOfLayer(layer, d.layers, stages));
+    b.set_stage(stage_of[layer]);
     b.set_scope("layer" + std::to_string(layer) + "/");
     b.set_recompute(options.recompute);
     const int attention = Attention(b, d, Norm(b, d, "attention_norm", x), mask, true);
@@ -392,8 +395,7 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
 Graph BuildBert(const std::string& graph_name, const BuilderParams& params, const BuildOptions& options) {
   const Dims d = ReadDims(params);
   const int64_t stages = options.pipeline_stages;
-  if (d.layers < stages)
-    throw GraphError("layers " + std::to_string(d.layers) + " cannot fill pipeline_stages " + std::to_string(stages));
+  const std::vector<int64_t> stage_of = StagesOfLayers(d.layers, stages, params.Ints("offset"));
   if (d.seq_parallel) throw GraphError("use_seq_parallel is built for the decoder (gpt), not BERT");
   const int64_t predictions = params.Int("max_predictions_per_seq");
   GraphBuilder b(graph_name);
@@ -416,7 +418,7 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
   x = Norm(b, d, "embedding/norm", x);
   if (d.dropout) x = b.Dropout("embedding/dropout", x, kKeepProb, shard({{d.rows(), 1}}));
   for (int64_t layer = 0; layer < d.layers; ++layer) {
-    b.set_stage(StageOfLayer(layer, d.layers, stages));
+    b.set_stage(stage_of[layer]);
     b.set_scope("layer" + std::to_string(layer) + "/");
     b.set_recompute(options.recompute);
     x = Norm(b, d, "attention_norm", Residual(b, d, "attention_residual", x, Attention(b, d, x, mask, false)));
