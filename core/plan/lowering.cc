@@ -128,6 +128,7 @@ class Lowering {
       }
       Task c = Collective(stage, t.name, t.op, t.collective, t.group, t.comm_bytes / kk);
       c.recompute = t.recompute;
+      c.dimension = t.dimension;
       return c;
     };
     std::vector<int> index_map;
@@ -543,9 +544,10 @@ class Lowering {
       for (auto [begin, end] : split(weight_bytes, p_.comm_fusion.allgather)) {
         double gathered = 0;
         for (size_t i = begin; i < end; ++i) gathered += weight_bytes[i];
-        stage.step_start.push_back(Collective(stage,
-                                              fmt::format("optimizer_shard/allgather.{}", stage.step_start.size()), -1,
-                                              shardlab::Collective::kAllGather, group, gathered));
+        Task gather = Collective(stage, fmt::format("optimizer_shard/allgather.{}", stage.step_start.size()), -1,
+                                 shardlab::Collective::kAllGather, group, gathered);
+        gather.dimension = CommDimension::kData;
+        stage.step_start.push_back(gather);
       }
     }
     // The communication stream runs the fused collectives in execution
@@ -629,6 +631,7 @@ class Lowering {
           Task gather = Collective(stage, fmt::format("{}/{}.weight_gather", graph_.op(t.op).name, pass), t.op,
                                    shardlab::Collective::kAllGather, group, bytes);
           gather.overlapped = previous_compute >= 0;
+          gather.dimension = CommDimension::kData;
           before[previous_compute >= 0 ? previous_compute : i].push_back(std::move(gather));
         }
       }

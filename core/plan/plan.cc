@@ -6,7 +6,18 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/util/enum_names.h"
+
 namespace shardlab {
+namespace {
+
+constexpr EnumNames<CommDimension, kCommDimensions> kDimensions({"tensor", "data", "pipeline"});
+
+}  // namespace
+
+const char* ToString(CommDimension dimension) { return kDimensions[dimension]; }
+
+CommDimension ParseCommDimension(const std::string& name) { return kDimensions.Parse(name, "communication dimension"); }
 
 int64_t Plan::RepresentativeRank(int64_t stage) const {
   const StageProgram& s = stages[stage];

@@ -29,6 +29,19 @@ struct CommGroupSpec {
   bool operator==(const CommGroupSpec& o) const { return device_matrix == o.device_matrix && dims == o.dims; }
 };
 
+// The parallel dimension a collective serves; reports split communication by it.
+enum class CommDimension {
+  kTensor,    // operator-level: tensor-parallel reductions, sequence-parallel gathers and scatters, redistributions
+              // ("tensor")
+  kData,      // gradient buckets and the parallel optimizer's weight gathers ("data")
+  kPipeline,  // activations and their gradients between neighbouring stages ("pipeline")
+};
+inline constexpr int kCommDimensions = 3;
+
+const char* ToString(CommDimension dimension);
+// Inverse of ToString; throws std::invalid_argument naming the value.
+CommDimension ParseCommDimension(const std::string& name);
+
 struct Task {
   enum class Kind { kCompute, kCollective };
   Kind kind = Kind::kCompute;
@@ -47,6 +60,7 @@ struct Task {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   int group = -1;  // index into StageProgram::groups
   double comm_bytes = 0;
+  CommDimension dimension = CommDimension::kTensor;
   // Runs on the communication stream beside the compute that follows it
   // (MicroBatchInterleaved); otherwise it blocks the compute stream.
   bool overlapped = false;

@@ -52,6 +52,15 @@ std::string FormatStepReport(const RunSpec& run, const Plan& plan, const StepRes
   out += fmt::format("  comm       {} of communication per device on stage {} ({} hidden behind compute)\n",
                      Seconds(r.communication_seconds), r.slowest_stage,
                      Seconds(Hidden(r.communication_seconds, r.exposed_communication_seconds)));
+  const StageResult& slowest = r.stages[r.slowest_stage];
+  if (!slowest.communication.empty()) {
+    out += "  by dim    ";
+    for (const DimensionCommunication& c : slowest.communication) {
+      out += fmt::format(" {} {} ({}", ToString(c.dimension), Seconds(c.seconds), Bytes(c.bytes));
+      out += c.dimension == CommDimension::kPipeline ? ")" : fmt::format(", {} exposed)", Seconds(c.exposed_seconds));
+      out += &c == &slowest.communication.back() ? "\n" : ";";
+    }
+  }
   const StageResult* peak = &r.stages.front();
   for (const auto& s : r.stages)
     if (s.memory.peak > peak->memory.peak) peak = &s;

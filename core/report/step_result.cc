@@ -1,16 +1,68 @@
 #include "core/report/step_result.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/config/units.h"
+#include "core/plan/pass_steps.h"
 
 namespace shardlab {
 
 namespace {
+
+using PerDimension = std::array<double, kCommDimensions>;
+
+// A pass's collectives in closed form, per dimension: their busy time and
+// the part of it not hidden behind the compute beside them.
+struct PassComm {
+  PerDimension seconds{}, exposed{};
+};
+
+PassComm ClosedFormPassComm(const std::vector<Task>& tasks) {
+  PassComm c;
+  for (const PassStep& step : PassSteps(tasks, 0, tasks.size())) {
+    const double comm = step.CommunicationSeconds(tasks);
+    if (comm <= 0) continue;
+    const bool overlapped = tasks[step.collectives.front()].overlapped;
+    const double exposed = overlapped ? std::max(0.0, comm - step.compute_seconds) : comm;
+    for (int t : step.collectives) {
+      const auto d = static_cast<size_t>(tasks[t].dimension);
+      c.seconds[d] += tasks[t].seconds;
+      c.exposed[d] += exposed * tasks[t].seconds / comm;
+    }
+  }
+  return c;
+}
+
+// Adds `amount` to `into` split as `weights` are (all to the tensor dimension when they are all zero).
+void ShareOut(double amount, const PerDimension& weights, PerDimension& into) {
+  double total = 0;
+  for (double w : weights) total += w;
+  if (total <= 0) {
+    into[static_cast<size_t>(CommDimension::kTensor)] += amount;
+    return;
+  }
+  for (size_t d = 0; d < weights.size(); ++d) into[d] += amount * weights[d] / total;
+}
+
+// The bytes each device puts on the wire per step, per dimension, from the stage's program.
+PerDimension StepBytes(const Plan& plan, const StageProgram& program) {
+  PerDimension bytes{};
+  const double m = static_cast<double>(plan.micro_batches);
+  for (const auto* pass : {&program.forward, &program.backward})
+    for (const Task& t : *pass)
+      if (t.kind == Task::Kind::kCollective) bytes[static_cast<size_t>(t.dimension)] += m * t.comm_bytes;
+  for (const Task& t : program.step_start) bytes[static_cast<size_t>(t.dimension)] += t.comm_bytes;
+  for (const GradientBucket& b : program.buckets)
+    bytes[static_cast<size_t>(CommDimension::kData)] += b.every_micro_batch ? m * b.bytes : b.bytes;
+  bytes[static_cast<size_t>(CommDimension::kPipeline)] +=
+      m * (program.send_forward_bytes + program.send_backward_bytes);
+  return bytes;
+}
 
 // One stage's figures from its representative device's events.
 StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
@@ -19,6 +71,11 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
   r.stage = s;
   r.memory = program.memory;
   const std::vector<const TraceEvent*> events = RepresentativeEvents(trace, s, plan.RepresentativeRank(s));
+  const PassComm forward_comm = ClosedFormPassComm(program.forward),
+                 backward_comm = ClosedFormPassComm(program.backward);
+  PerDimension seconds{}, exposed{};
+  constexpr auto kData = static_cast<size_t>(CommDimension::kData);
+  constexpr auto kPipeline = static_cast<size_t>(CommDimension::kPipeline);
   double passes_begin = 0, last_pass_end = 0, lane_end = 0, end = 0, forward = 0, backward = 0;
   for (const TraceEvent* e : events) {
     // A stage does not wait for its last transfer to arrive: the receiver does.
@@ -28,21 +85,28 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
         passes_begin = std::max(passes_begin, e->end());
         r.communication_seconds += e->duration;
         r.exposed_communication_seconds += e->duration;
+        seconds[kData] += e->duration;
+        exposed[kData] += e->duration;
         break;
       case EventKind::kForward:
-      case EventKind::kBackward:
+      case EventKind::kBackward: {
         (e->kind == EventKind::kForward ? forward : backward) += e->duration;
         r.compute_seconds += e->compute;
         r.communication_seconds += e->communication;
         r.exposed_communication_seconds += e->duration - e->compute;
+        const PassComm& closed = e->kind == EventKind::kForward ? forward_comm : backward_comm;
+        ShareOut(e->communication, closed.seconds, seconds);
+        ShareOut(e->duration - e->compute, closed.exposed, exposed);
         last_pass_end = std::max(last_pass_end, e->end());
         break;
+      }
       case EventKind::kOptimizer:
         r.compute_seconds += e->duration;
         break;
       case EventKind::kGradient:
       case EventKind::kSend:
         r.communication_seconds += e->duration;
+        seconds[e->kind == EventKind::kSend ? kPipeline : kData] += e->duration;
         if (e->lane == Lane::kCommunication) lane_end = std::max(lane_end, e->end());
         break;
       case EventKind::kReceive:  // waiting on the compute stream: a gap between passes
@@ -59,6 +123,10 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
   for (const Interval& b : r.bubbles) r.bubble_seconds += b.end - b.start;
   // The gradient tail: the communication stream running past the last pass.
   r.exposed_communication_seconds += std::max(0.0, lane_end - last_pass_end);
+  exposed[kData] += std::max(0.0, lane_end - last_pass_end);
+  const PerDimension bytes = StepBytes(plan, program);
+  for (size_t d = 0; d < seconds.size(); ++d)
+    r.communication.push_back({static_cast<CommDimension>(d), seconds[d], bytes[d], exposed[d]});
   const double micro_batches = static_cast<double>(plan.micro_batches);
   r.forward_seconds = forward / micro_batches;
   r.backward_seconds = backward / micro_batches;
@@ -74,7 +142,8 @@ StepResult Summarize(const Plan& plan, Trace trace) {
   r.engine = trace.engine;
   r.engine_detail = trace.detail;
   r.wall_seconds = trace.wall_seconds;
-  for (int64_t s = 0; s < static_cast<int64_t>(plan.stages.size()); ++s) r.stages.push_back(SummarizeStage(plan, trace, s));
+  for (int64_t s = 0; s < static_cast<int64_t>(plan.stages.size()); ++s)
+    r.stages.push_back(SummarizeStage(plan, trace, s));
   r.events = std::move(trace.events);
 
   for (const auto& s : r.stages) {
@@ -118,6 +187,12 @@ StepResult Summarize(const Plan& plan, Trace trace) {
 nlohmann::json ToJson(const StageResult& s) {
   nlohmann::json bubbles = nlohmann::json::array();
   for (const Interval& b : s.bubbles) bubbles.push_back({b.start, b.end});
+  nlohmann::json communication = nlohmann::json::array();
+  for (const DimensionCommunication& c : s.communication)
+    communication.push_back({{"dimension", ToString(c.dimension)},
+                             {"seconds", c.seconds},
+                             {"bytes", c.bytes},
+                             {"exposed_seconds", c.exposed_seconds}});
   return {{"stage", s.stage},
           {"forward_seconds_per_micro_batch", s.forward_seconds},
           {"backward_seconds_per_micro_batch", s.backward_seconds},
@@ -129,7 +204,8 @@ nlohmann::json ToJson(const StageResult& s) {
           {"passes_end_seconds", s.passes_end_seconds},
           {"end_seconds", s.end_seconds},
           {"memory", ToJson(s.memory)},
-          {"out_of_memory", s.out_of_memory}};
+          {"out_of_memory", s.out_of_memory},
+          {"communication_by_dimension", communication}};
 }
 
 StageResult StageResultFromJson(const nlohmann::json& s) {
@@ -158,6 +234,10 @@ StageResult StageResultFromJson(const nlohmann::json& s) {
   st.memory.dominant = m.at("dominant");
   st.memory.dominant_bytes = m.at("dominant_bytes");
   st.out_of_memory = s.at("out_of_memory");
+  if (s.contains("communication_by_dimension"))  // result.json files written before it was reported have none
+    for (const auto& c : s.at("communication_by_dimension"))
+      st.communication.push_back(
+          {ParseCommDimension(c.at("dimension")), c.at("seconds"), c.at("bytes"), c.at("exposed_seconds")});
   return st;
 }
 
@@ -165,21 +245,21 @@ nlohmann::json ToJson(const StepResult& r) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : r.stages) stages.push_back(ToJson(s));
   nlohmann::json j = {{"engine", r.engine},
-          {"step_seconds", r.step_seconds},
-          {"samples_per_second", r.samples_per_second},
-          {"tokens_per_second", r.tokens_per_second},
-          {"tflops_per_device", r.tflops_per_device},
-          {"mfu", r.mfu},
-          {"compute_seconds", r.compute_seconds},
-          {"communication_seconds", r.communication_seconds},
-          {"exposed_communication_seconds", r.exposed_communication_seconds},
-          {"bubble_seconds", r.bubble_seconds},
-          {"bubble_fraction", r.bubble_fraction},
-          {"slowest_stage", r.slowest_stage},
-          {"slowest_reason", r.slowest_reason},
-          {"out_of_memory", r.out_of_memory},
-          {"memory_message", r.memory_message},
-          {"stages", stages}};
+                      {"step_seconds", r.step_seconds},
+                      {"samples_per_second", r.samples_per_second},
+                      {"tokens_per_second", r.tokens_per_second},
+                      {"tflops_per_device", r.tflops_per_device},
+                      {"mfu", r.mfu},
+                      {"compute_seconds", r.compute_seconds},
+                      {"communication_seconds", r.communication_seconds},
+                      {"exposed_communication_seconds", r.exposed_communication_seconds},
+                      {"bubble_seconds", r.bubble_seconds},
+                      {"bubble_fraction", r.bubble_fraction},
+                      {"slowest_stage", r.slowest_stage},
+                      {"slowest_reason", r.slowest_reason},
+                      {"out_of_memory", r.out_of_memory},
+                      {"memory_message", r.memory_message},
+                      {"stages", stages}};
   if (!r.engine_detail.empty()) j["engine_detail"] = r.engine_detail;
   if (!r.events.empty()) {
     nlohmann::json events = nlohmann::json::array();

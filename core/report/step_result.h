@@ -20,6 +20,14 @@ struct Interval {
   bool operator==(const Interval&) const = default;
 };
 
+// One parallel dimension's communication on a device over the step.
+struct DimensionCommunication {
+  CommDimension dimension = CommDimension::kTensor;
+  double seconds = 0;          // busy time of its collectives
+  double bytes = 0;            // what each device contributes, as the collectives count it (plan.h)
+  double exposed_seconds = 0;  // not hidden behind compute (pipeline transfers: their wait is a bubble)
+};
+
 struct StageResult {
   int64_t stage = 0;
   double forward_seconds = 0;  // one micro-batch (all chunks)
@@ -35,6 +43,10 @@ struct StageResult {
   double end_seconds = 0;         // after the gradient tail and the optimizer
   MemoryBreakdown memory;
   bool out_of_memory = false;
+  // communication_seconds and exposed_communication_seconds split by
+  // dimension, in CommDimension order. Inside a pass the traced communication
+  // is shared out as the pass's closed form splits it.
+  std::vector<DimensionCommunication> communication;
 };
 
 struct StepResult {

@@ -96,5 +96,44 @@ TEST_CASE("adam_offload keeps the optimizer states in host memory and moves grad
   CHECK(StepSeconds(host) > StepSeconds(device));
 }
 
+double DimensionSum(const StageResult& s, double DimensionCommunication::*field) {
+  double sum = 0;
+  for (const DimensionCommunication& c : s.communication) sum += c.*field;
+  return sum;
+}
+
+const DimensionCommunication& Dimension(const StageResult& s, CommDimension d) {
+  return s.communication.at(static_cast<size_t>(d));
+}
+
+TEST_CASE("communication splits by dimension into parts that add up to the stage's and survive JSON") {
+  const PreparedRun one = Prepare(Llama70b(OptimizerLevel::kLevel1));
+  const PreparedRun three = Prepare(Llama70b(OptimizerLevel::kLevel3));
+  const StepResult a = Summarize(one.plan, RunAnalytical(one.plan));
+  const StepResult b = Summarize(three.plan, RunAnalytical(three.plan));
+  for (const StepResult* r : {&a, &b})
+    for (const StageResult& s : r->stages) {
+      REQUIRE(s.communication.size() == kCommDimensions);
+      CHECK(DimensionSum(s, &DimensionCommunication::seconds) == Approx(s.communication_seconds).epsilon(1e-9));
+      CHECK(DimensionSum(s, &DimensionCommunication::exposed_seconds) ==
+            Approx(s.exposed_communication_seconds).epsilon(1e-9));
+    }
+  const StageResult &x = a.stages[1], &y = b.stages[1];
+  const StageProgram& program = one.plan.stages[1];
+  // Pipeline: one activation forward and one gradient back per micro-batch.
+  CHECK(Dimension(x, CommDimension::kPipeline).bytes ==
+        Approx(32 * (program.send_forward_bytes + program.send_backward_bytes)));
+  // Level3 reduce-scatters the gradients after each of the 32 micro-batches and gathers the
+  // stage's weights 64 times: data-parallel communication, more of it exposed; the
+  // tensor-parallel collectives do not change.
+  CHECK(Dimension(y, CommDimension::kData).bytes > 10 * Dimension(x, CommDimension::kData).bytes / 2);
+  CHECK(Dimension(y, CommDimension::kData).exposed_seconds > Dimension(x, CommDimension::kData).exposed_seconds);
+  CHECK(Dimension(y, CommDimension::kTensor).bytes == Approx(Dimension(x, CommDimension::kTensor).bytes));
+  const StageResult back = StageResultFromJson(ToJson(x));
+  REQUIRE(back.communication.size() == kCommDimensions);
+  CHECK(back.communication[1].dimension == CommDimension::kData);
+  CHECK(back.communication[1].bytes == x.communication[1].bytes);
+}
+
 }  // namespace
 }  // namespace shardlab
