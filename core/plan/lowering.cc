@@ -14,6 +14,7 @@
 #include "core/layout/redistribution.h"
 #include "core/ops/graph_layouts.h"
 #include "core/plan/pass_steps.h"
+#include "core/plan/pipeline_schedule.h"
 
 namespace shardlab {
 namespace {
@@ -702,6 +703,20 @@ class Lowering {
     return host_only;
   }
 
+  // The most micro-batches whose activations a stage holds at once, from its
+  // schedule: every forward whose backward has not run yet holds its chunk's
+  // share (1/chunks) of them. 1F1B: min(M, S - s); GPipe: M; interleaved:
+  // Megatron's warm-up plus one, over the chunks.
+  static double MicroBatchesInFlight(const Plan& plan, int64_t stage) {
+    int64_t outstanding = 0, most = 0;
+    for (const ScheduleItem& item : StageSchedule(plan.schedule, stage, static_cast<int64_t>(plan.stages.size()),
+                                                  plan.micro_batches, plan.chunks)) {
+      outstanding += item.forward ? 1 : -1;
+      most = std::max(most, outstanding);
+    }
+    return static_cast<double>(most) / static_cast<double>(plan.chunks);
+  }
+
   void Memory(const Plan& plan, StageProgram& stage) {
     MemoryBreakdown& m = stage.memory;
     for (const ParamShare& share : shares_) {
@@ -768,11 +783,9 @@ class Lowering {
     }
     if (plan.training) {
       m.activations_per_micro_batch = kept;
-      const int64_t depth = static_cast<int64_t>(plan.stages.size()) - stage.stage;
-      m.micro_batches_in_flight =
-          plan.schedule == PipelineSchedule::kGPipe ? plan.micro_batches : std::min(plan.micro_batches, depth);
-      m.activations = kept * static_cast<double>(m.micro_batches_in_flight) + largest_segment;
-      m.host += host_kept * static_cast<double>(m.micro_batches_in_flight);
+      m.micro_batches_in_flight = MicroBatchesInFlight(plan, stage.stage);
+      m.activations = kept * m.micro_batches_in_flight + largest_segment;
+      m.host += host_kept * m.micro_batches_in_flight;
     } else {
       m.activations_per_micro_batch = 2 * largest_output;  // inference frees what it has consumed
       m.activations = m.activations_per_micro_batch;

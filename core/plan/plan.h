@@ -92,7 +92,7 @@ struct MemoryBreakdown {
   double gradients = 0;
   double optimizer_states = 0;
   double activations_per_micro_batch = 0;
-  int64_t micro_batches_in_flight = 1;
+  double micro_batches_in_flight = 1;  // fractional when interleaved: chunks of micro-batches
   double activations = 0;
   double communication_buffers = 0;
   // Host-device training: parameters used only by host operators (with their

@@ -127,5 +127,20 @@ TEST_CASE("force_fp32_communication doubles the bytes of 16-bit reductions and l
         Summarize(plain.plan, RunAnalytical(plain.plan)).step_seconds);
 }
 
+TEST_CASE("the interleaved schedule holds more micro-batches of activations in flight than 1F1B") {
+  RunSpec run = Llama70b();  // 4 stages, 32 micro-batches, 20 layers per stage
+  const PreparedRun plain = Prepare(run);
+  run.simulation.pipeline_schedule = PipelineSchedule::kInterleaved;
+  run.simulation.virtual_pipeline_chunks = 2;
+  const PreparedRun interleaved = Prepare(run);
+  for (int64_t s = 0; s < 4; ++s) {
+    const MemoryBreakdown &a = plain.plan.stages[s].memory, &b = interleaved.plan.stages[s].memory;
+    CHECK(a.micro_batches_in_flight == 4 - s);
+    // Megatron's warm-up (S - s - 1) * 2 + (v - 1) * S chunk-forwards, plus one, each half a stage.
+    CHECK(b.micro_batches_in_flight == Approx(((4 - s - 1) * 2 + 4 + 1) / 2.0));
+    CHECK(b.activations > a.activations);
+  }
+}
+
 }  // namespace
 }  // namespace shardlab
