@@ -188,6 +188,7 @@ ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size) {
   c.micro_batch_interleaved = reader.Int("micro_batch_interleaved", 1, 1, 16);
   c.global_batch_size = reader.RequiredInt("global_batch_size", 1, int64_t{1} << 40);
   c.recompute = reader.Bool("recompute", false);
+  c.select_recompute = reader.Bool("select_recompute", false);
   c.fully_use_devices = reader.Bool("fully_use_devices", true);
   c.enable_alltoall = reader.Bool("enable_alltoall", false);
   if (auto v = reader.Optional("cost_model")) {
@@ -303,6 +304,7 @@ nlohmann::json ToJson(const ParallelConfig& c) {
   j["micro_batch_interleaved"] = c.micro_batch_interleaved;
   j["global_batch_size"] = c.global_batch_size;
   j["recompute"] = c.recompute;
+  j["select_recompute"] = c.select_recompute;
   j["fully_use_devices"] = c.fully_use_devices;
   j["enable_alltoall"] = c.enable_alltoall;
   j["cost_model"] = {{"model", c.cost_model.model},

@@ -102,6 +102,11 @@ struct ParallelConfig {
   int64_t micro_batch_interleaved = 1;
   int64_t global_batch_size = 0;
   bool recompute = false;
+  // MindFormers' recompute_config select_recompute (Megatron's selective
+  // activation recomputation): only the attention core (scores, mask,
+  // softmax, dropout, context) is recomputed, so its [seq, seq] tensors are
+  // not kept. Nothing to do for flash attention, which keeps none.
+  bool select_recompute = false;
   bool fully_use_devices = true;
   bool enable_alltoall = false;
   // The strategy search's cost model (MindSpore's set_cost_model_context):

@@ -122,6 +122,7 @@ Graph BuildRunGraph(const RunSpec& run) {
   BuildOptions options;
   options.pipeline_stages = run.parallel.pipeline_stages;
   options.recompute = run.parallel.recompute;
+  options.select_recompute = run.parallel.select_recompute;
   const nlohmann::json empty = nlohmann::json::object();
   Graph graph = BuildModelGraph(run.model, options, JsonNode(empty, run.file, "/model"));
   // A split index past the last gradient splits nothing: a config written for another model.

@@ -142,5 +142,25 @@ TEST_CASE("the interleaved schedule holds more micro-batches of activations in f
   }
 }
 
+TEST_CASE("select_recompute drops the eager attention core's [seq, seq] tensors and recomputes only them") {
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/gpt3-175b-ascend-4096.json"));
+  run.parallel.recompute = false;
+  const PreparedRun none = Prepare(run);
+  run.parallel.select_recompute = true;
+  const PreparedRun select = Prepare(run);
+  run.parallel.recompute = true;
+  const PreparedRun full = Prepare(run);
+  // Per layer: scores, the masked scores, softmax and dropout, each [2 samples, 96 / 8 heads, 2048, 2048] in
+  // float16; 96 layers over 16 stages.
+  const double core = 4 * 2 * 12 * 2048.0 * 2048 * 2;
+  const MemoryBreakdown &a = none.plan.stages[1].memory, &b = select.plan.stages[1].memory;
+  CHECK(a.activations_per_micro_batch - b.activations_per_micro_batch == Approx(6 * core));
+  const double plain = Summarize(none.plan, RunAnalytical(none.plan)).step_seconds;
+  const double selective = Summarize(select.plan, RunAnalytical(select.plan)).step_seconds;
+  const double everything = Summarize(full.plan, RunAnalytical(full.plan)).step_seconds;
+  CHECK(plain < selective);
+  CHECK(selective < everything);
+}
+
 }  // namespace
 }  // namespace shardlab

@@ -47,8 +47,9 @@ class BuilderParams {
 
 // Settings of the run the model is built for, rather than of the model.
 struct BuildOptions {
-  int64_t pipeline_stages = 1;  // layers are assigned to stages evenly, unless a builder's offset says otherwise
-  bool recompute = false;       // mark the repeated layers' forward for recomputation
+  int64_t pipeline_stages = 1;    // layers are assigned to stages evenly, unless a builder's offset says otherwise
+  bool recompute = false;         // mark the repeated layers' forward for recomputation
+  bool select_recompute = false;  // mark only the attention core (when `recompute` is off)
 };
 
 struct ModelBuilder {

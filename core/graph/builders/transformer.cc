@@ -37,7 +37,8 @@ struct Dims {
   bool vocab_parallel_loss;
   bool qkv_concat, ffn_concat;
   bool seq_parallel;
-  std::string fp8;  // the linear layers' fp8_format: off, e4m3, hybrid
+  std::string fp8;                // the linear layers' fp8_format: off, e4m3, hybrid
+  bool select_recompute = false;  // recompute the eager attention core only (set from the run's options)
 
   // The split of the [tokens, hidden] activations between blocks.
   int64_t rows() const { return seq_parallel ? dp * mp : dp; }
@@ -260,11 +261,13 @@ int Attention(GraphBuilder& b, const Dims& d, int x, int mask, bool causal) {
     context = b.FlashAttention("attention/flash", qh, kh, vh, causal, shard(Strategy{bnsd, bnsd, bnsd}));
   } else {
     const Strategy per_head = {{dp, mp, 1, 1}, {dp, mp, 1, 1}};
+    if (d.select_recompute) b.set_recompute(true);
     int scores = b.BatchMatMul("attention/scores", qh, kh, false, false, shard(per_head));
     scores = b.Binary("Add", "attention/mask_add", scores, mask, shard({{dp, mp, 1, 1}, {dp, 1, 1, 1}}));
     int probs = b.Softmax("attention/softmax", scores, -1, shard({{dp, mp, 1, 1}}));
     if (d.dropout) probs = b.Dropout("attention/probs_dropout", probs, kKeepProb, shard({{dp, mp, 1, 1}}));
     context = b.BatchMatMul("attention/context", probs, vh, false, false, shard(per_head));
+    if (d.select_recompute) b.set_recompute(false);
   }
   const int merged = b.Transpose("attention/merge_heads", context, {0, 2, 1, 3}, shard({{dp, mp, 1, 1}}));
   const int flat = b.Reshape("attention/merge", merged, {d.tokens(), d.q_width()});
@@ -349,7 +352,8 @@ int LanguageModelLoss(GraphBuilder& b, const Dims& d, const std::string& name, i
 }
 
 Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const BuildOptions& options) {
-  const Dims d = ReadDims(params);
+  Dims d = ReadDims(params);
+  d.select_recompute = options.select_recompute && !options.recompute;
   const int64_t stages = options.pipeline_stages;
   const std::vector<int64_t> stage_of = StagesOfLayers(d.layers, stages, params.Ints("offset"));
   GraphBuilder b(graph_name);
@@ -393,7 +397,8 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
 }
 
 Graph BuildBert(const std::string& graph_name, const BuilderParams& params, const BuildOptions& options) {
-  const Dims d = ReadDims(params);
+  Dims d = ReadDims(params);
+  d.select_recompute = options.select_recompute && !options.recompute;
   const int64_t stages = options.pipeline_stages;
   const std::vector<int64_t> stage_of = StagesOfLayers(d.layers, stages, params.Ints("offset"));
   if (d.seq_parallel) throw GraphError("use_seq_parallel is built for the decoder (gpt), not BERT");
