@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/graph/fp8_format.h"
 #include "core/util/input_file.h"
 #include "core/util/json_reader.h"
 #include "core/util/paths.h"
@@ -61,6 +62,12 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
       root.Child("cluster").Fail(
           fmt::format("the {} has no peak_flops for the model's dtype {}", run.cluster.device.model, ToString(dtype)));
   }
+  if (run.model.graph && !run.cluster.device.peak_flops.count(DType::kFloat8E4M3))
+    for (const Operator& op : run.model.graph->operators())
+      if (Fp8GemmDType(op, false))
+        root.Child("model").Fail(fmt::format(
+            "operator \"{}\" of model \"{}\" has fp8_format \"{}\", but the {} has no peak_flops for float8_e4m3fn",
+            op.name, run.model.name, op.StringAttr("fp8_format", ""), run.cluster.device.model));
   if (values.count("fp8") && run.model.params.String("fp8") != "off" &&
       !run.cluster.device.peak_flops.count(DType::kFloat8E4M3)) {
     const auto params = root.json().contains("model_params") ? root.Child("model_params") : root.Child("model");

@@ -342,8 +342,9 @@ class Lowering {
   // 16-bit tensors carry fp32 on the wire.
   double WireBytes(shardlab::Collective type, double bytes, DType dtype) const {
     const bool reduction = type == shardlab::Collective::kAllReduce || type == shardlab::Collective::kReduceScatter;
-    if (!p_.force_fp32_communication || !reduction || DTypeBytes(dtype) >= 4) return bytes;
-    return bytes * 4.0 / static_cast<double>(DTypeBytes(dtype));
+    const bool half = dtype == DType::kFloat16 || dtype == DType::kBFloat16;
+    if (!p_.force_fp32_communication || !reduction || !half) return bytes;
+    return 2 * bytes;
   }
 
   // A copy over PCIe between host and device memory.
@@ -508,7 +509,9 @@ class Lowering {
         const double slice = share.slice_elements;
         const double dtype = static_cast<double>(DTypeBytes(tensor.dtype));
         bytes.push_back(slice * (p_.gradient_fp32_sync || p_.force_fp32_communication ? 4.0 : dtype));
-        weight_bytes.push_back(slice * dtype / static_cast<double>(stage.groups[group].size));
+        // Level3 gathers device weights at each use; host weights still once per step.
+        const bool at_use = GathersWeightsJustInTime() && !host_only_[share.tensor];
+        weight_bytes.push_back(at_use ? 0.0 : slice * dtype / static_cast<double>(stage.groups[group].size));
       }
       auto split = [&](const std::vector<double>& sizes, const FusionSetting& setting) {
         std::vector<std::pair<size_t, size_t>> ranges;
@@ -540,11 +543,12 @@ class Lowering {
       }
       // The parallel optimizer gathers the updated weight shards before the
       // next first forward, fused by the AllGather setting (on each rank's
-      // shard); level3 gathers them at each use instead.
-      if (!sharded || GathersWeightsJustInTime()) continue;
+      // shard); level3 gathers device weights at each use instead.
+      if (!sharded) continue;
       for (auto [begin, end] : split(weight_bytes, p_.comm_fusion.allgather)) {
         double gathered = 0;
         for (size_t i = begin; i < end; ++i) gathered += weight_bytes[i];
+        if (gathered == 0) continue;
         Task gather = Collective(stage, fmt::format("optimizer_shard/allgather.{}", stage.step_start.size()), -1,
                                  shardlab::Collective::kAllGather, group, gathered);
         gather.dimension = CommDimension::kData;
@@ -563,8 +567,8 @@ class Lowering {
       stage.optimizer.push_back(HostTransfer("optimizer/gradients_to_host", -1, 4 * optimizer_elements));
     Task update = Compute("optimizer/update", -1, 10 * optimizer_elements, optimizer_elements * (2 * state + 12),
                           DType::kFloat32, offload);
-    // Offloaded, every device of a server updates on the same host CPUs at once.
-    if (offload) update.seconds *= static_cast<double>(run_.cluster.devices_per_server);
+    // Offloaded, every device of the run on a server updates on the same host CPUs at once.
+    if (offload) update.seconds *= static_cast<double>(std::min(run_.cluster.devices_per_server, p_.device_num));
     stage.optimizer.push_back(update);
     if (offload)  // ...and the updated weights come back in the model's dtype
       stage.optimizer.push_back(
@@ -729,7 +733,8 @@ class Lowering {
       // and kept for the step (level1, level2): the working copy is the whole
       // slice. Level3 keeps only the owned shard (the gathered copies are
       // counted below, as buffers).
-      const bool sharded_weight = GathersWeightsJustInTime() && share.shards > 1 && share.mirror;
+      const bool sharded_weight =
+          GathersWeightsJustInTime() && share.shards > 1 && share.mirror && !host_only_[share.tensor];
       double parameters = (sharded_weight ? owned : slice) * dtype, gradients = 0, states = 0;
       // An FP8 GEMM's weight is also kept cast to FP8 for the step (one byte per element).
       if (Fp8GemmDType(graph_.op(share.first_user), false) && !sharded_weight) parameters += slice;
@@ -793,12 +798,17 @@ class Lowering {
     for (const auto& b : stage.buckets) m.communication_buffers = std::max(m.communication_buffers, b.bytes);
     if (GathersWeightsJustInTime()) {
       // Level3: the gathered weights of the operator computing and of the
-      // one being prefetched.
-      double largest = 0;
-      for (size_t i = 0; i < graph_.operators().size(); ++i)
-        if (graph_.op(static_cast<int>(i)).pipeline_stage == stage.stage)
-          largest = std::max(largest, GatheredWeightBytes(static_cast<int>(i)));
-      m.communication_buffers = std::max(m.communication_buffers, 2 * largest);
+      // one being prefetched; under recompute a segment's weights, gathered
+      // for its recomputed forward, stay until their backwards have run.
+      double largest = 0, segment = 0, largest_segment = 0;
+      for (size_t i = 0; i < graph_.operators().size(); ++i) {
+        const int op = static_cast<int>(i);
+        if (graph_.op(op).pipeline_stage != stage.stage) continue;
+        largest = std::max(largest, GatheredWeightBytes(op));
+        segment = i > 0 && SameSegment(op - 1, op) ? segment + GatheredWeightBytes(op) : GatheredWeightBytes(op);
+        largest_segment = std::max(largest_segment, segment);
+      }
+      m.communication_buffers = std::max(m.communication_buffers, std::max(2 * largest, largest_segment + largest));
     }
     m.peak = m.parameters + m.gradients + m.optimizer_states + m.activations + m.communication_buffers;
     const std::pair<double, const char*> parts[] = {{m.parameters, "parameters"},

@@ -22,9 +22,9 @@ struct PassComm {
   PerDimension seconds{}, exposed{};
 };
 
-PassComm ClosedFormPassComm(const std::vector<Task>& tasks) {
+PassComm ClosedFormPassComm(const std::vector<Task>& tasks, const std::vector<bool>& breaks = {}) {
   PassComm c;
-  for (const PassStep& step : PassSteps(tasks, 0, tasks.size())) {
+  for (const PassStep& step : PassSteps(tasks, 0, tasks.size(), breaks)) {
     const double comm = step.CommunicationSeconds(tasks);
     if (comm <= 0) continue;
     const bool overlapped = tasks[step.collectives.front()].overlapped;
@@ -38,15 +38,17 @@ PassComm ClosedFormPassComm(const std::vector<Task>& tasks) {
   return c;
 }
 
-// Adds `amount` to `into` split as `weights` are (all to the tensor dimension when they are all zero).
-void ShareOut(double amount, const PerDimension& weights, PerDimension& into) {
-  double total = 0;
-  for (double w : weights) total += w;
-  if (total <= 0) {
-    into[static_cast<size_t>(CommDimension::kTensor)] += amount;
+// Adds `amount` to `into` split as `weights` are, else as `fallback` is
+// (all to the tensor dimension when both are all zero).
+void ShareOut(double amount, const PerDimension& weights, const PerDimension& fallback, PerDimension& into) {
+  for (const PerDimension* w : {&weights, &fallback}) {
+    double total = 0;
+    for (double x : *w) total += x;
+    if (total <= 0) continue;
+    for (size_t d = 0; d < w->size(); ++d) into[d] += amount * (*w)[d] / total;
     return;
   }
-  for (size_t d = 0; d < weights.size(); ++d) into[d] += amount * weights[d] / total;
+  into[static_cast<size_t>(CommDimension::kTensor)] += amount;
 }
 
 // The bytes each device puts on the wire per step, per dimension, from the stage's program.
@@ -59,8 +61,10 @@ PerDimension StepBytes(const Plan& plan, const StageProgram& program) {
   for (const Task& t : program.step_start) bytes[static_cast<size_t>(t.dimension)] += t.comm_bytes;
   for (const GradientBucket& b : program.buckets)
     bytes[static_cast<size_t>(CommDimension::kData)] += b.every_micro_batch ? m * b.bytes : b.bytes;
+  // One transfer each way per micro-batch and chunk (none back in inference).
+  const double chunks = static_cast<double>(plan.chunks);
   bytes[static_cast<size_t>(CommDimension::kPipeline)] +=
-      m * (program.send_forward_bytes + program.send_backward_bytes);
+      m * chunks * (program.send_forward_bytes + (plan.training ? program.send_backward_bytes : 0.0));
   return bytes;
 }
 
@@ -71,8 +75,8 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
   r.stage = s;
   r.memory = program.memory;
   const std::vector<const TraceEvent*> events = RepresentativeEvents(trace, s, plan.RepresentativeRank(s));
-  const PassComm forward_comm = ClosedFormPassComm(program.forward),
-                 backward_comm = ClosedFormPassComm(program.backward);
+  const PassComm forward_comm = ClosedFormPassComm(program.forward);
+  const PassComm backward_comm = ClosedFormPassComm(program.backward, BucketBreaks(program));
   PerDimension seconds{}, exposed{};
   constexpr auto kData = static_cast<size_t>(CommDimension::kData);
   constexpr auto kPipeline = static_cast<size_t>(CommDimension::kPipeline);
@@ -95,8 +99,8 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
         r.communication_seconds += e->communication;
         r.exposed_communication_seconds += e->duration - e->compute;
         const PassComm& closed = e->kind == EventKind::kForward ? forward_comm : backward_comm;
-        ShareOut(e->communication, closed.seconds, seconds);
-        ShareOut(e->duration - e->compute, closed.exposed, exposed);
+        ShareOut(e->communication, closed.seconds, closed.seconds, seconds);
+        ShareOut(e->duration - e->compute, closed.exposed, closed.seconds, exposed);
         last_pass_end = std::max(last_pass_end, e->end());
         break;
       }
