@@ -804,8 +804,9 @@ class Lowering {
       for (size_t i = 0; i < graph_.operators().size(); ++i) {
         const int op = static_cast<int>(i);
         if (graph_.op(op).pipeline_stage != stage.stage) continue;
-        largest = std::max(largest, GatheredWeightBytes(op));
-        segment = i > 0 && SameSegment(op - 1, op) ? segment + GatheredWeightBytes(op) : GatheredWeightBytes(op);
+        const double gathered = GatheredWeightBytes(op);
+        largest = std::max(largest, gathered);
+        segment = (i > 0 && SameSegment(op - 1, op) ? segment : 0) + gathered;
         largest_segment = std::max(largest_segment, segment);
       }
       m.communication_buffers = std::max(m.communication_buffers, std::max(2 * largest, largest_segment + largest));
