@@ -116,6 +116,15 @@ void Llama(BuilderParams& p, const HfReader& r, const std::string& type) {
   p.Set("tie_word_embeddings", r.Bool("tie_word_embeddings", false));
 }
 
+// Mixtral: Mistral's attention, every MLP a mixture of SwiGLU experts
+// (intermediate_size each), top-k routing with the balance loss.
+void Mixtral(BuilderParams& p, const HfReader& r, const std::string& type) {
+  Llama(p, r, type);
+  p.Set("experts", r.Int("num_local_experts"));
+  p.Set("experts_per_token", r.Int("num_experts_per_tok", 2));
+  p.Set("router_aux_loss", r.Number("router_aux_loss_coef", 0.001) > 0);
+}
+
 void Gpt2(BuilderParams& p, const HfReader& r, const std::string&) {
   ModernDefaults(p, r);
   p.Set("layers", r.Int("n_layer"));
@@ -160,7 +169,7 @@ struct Architecture {
 
 const std::map<std::string, Architecture>& Architectures() {
   static const std::map<std::string, Architecture> architectures = {
-      {"llama", {"gpt", Llama}}, {"mistral", {"gpt", Llama}},    {"qwen2", {"gpt", Llama}},
+      {"llama", {"gpt", Llama}}, {"mistral", {"gpt", Llama}},    {"qwen2", {"gpt", Llama}}, {"mixtral", {"gpt", Mixtral}},
       {"gpt2", {"gpt", Gpt2}},   {"gpt_neox", {"gpt", GptNeox}}, {"bert", {"bert", Bert}},
   };
   return architectures;

@@ -17,6 +17,8 @@ namespace {
 ParamValue ReadParam(const ParamSpec& spec, const JsonNode& node) {
   if (std::holds_alternative<int64_t>(spec.fallback)) return node.AsInt(spec.min, spec.max);
   if (std::holds_alternative<bool>(spec.fallback)) return node.AsBool();
+  if (std::holds_alternative<double>(spec.fallback))
+    return node.AsNumber(static_cast<double>(spec.min), static_cast<double>(spec.max));
   if (std::holds_alternative<std::vector<int64_t>>(spec.fallback)) {
     std::vector<int64_t> values;
     for (const JsonNode& item : node.AsArray()) values.push_back(item.AsInt(spec.min, spec.max));

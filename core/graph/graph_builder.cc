@@ -116,6 +116,21 @@ int GraphBuilder::Transpose(const std::string& name, int x, std::vector<int64_t>
   return Add("Transpose", name, {x}, {{"perm", std::move(perm)}}, std::move(s));
 }
 
+std::pair<int, int> GraphBuilder::TopK(const std::string& name, int x, int64_t k, OptStrategy s) {
+  Add("TopK", name, {x}, {{"k", k}}, std::move(s));
+  const auto& outputs = graph_.operators().back().outputs;
+  return {outputs[0], outputs[1]};
+}
+
+int GraphBuilder::MoeDispatch(const std::string& name, int x, int expert_ids, int64_t experts, int64_t capacity,
+                              OptStrategy s) {
+  return Add("MoeDispatch", name, {x, expert_ids}, {{"expert_num", experts}, {"capacity", capacity}}, std::move(s));
+}
+
+int GraphBuilder::MoeCombine(const std::string& name, int y, int expert_ids, int weights, OptStrategy s) {
+  return Add("MoeCombine", name, {y, expert_ids, weights}, {}, std::move(s));
+}
+
 int GraphBuilder::OneHot(const std::string& name, int indices, int64_t depth, DType dtype, OptStrategy s) {
   return Add("OneHot", name, {indices},
              {{"depth", depth}, {"axis", int64_t{-1}}, {"dtype", std::string(ToString(dtype))}}, std::move(s));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <string>
 
 #include "core/graph/graph.h"
@@ -68,6 +69,13 @@ class GraphBuilder {
   std::vector<int> SplitV(const std::string& name, int x, int64_t split_dim, std::vector<int64_t> sizes,
                           OptStrategy s = {});
   int Transpose(const std::string& name, int x, std::vector<int64_t> perm, OptStrategy s = {});
+  // The k largest entries of the last dimension: {values, int32 indices}.
+  std::pair<int, int> TopK(const std::string& name, int x, int64_t k, OptStrategy s = {});
+  // Routes x [groups, tokens, hidden] to `experts` experts of `capacity` slots each.
+  int MoeDispatch(const std::string& name, int x, int expert_ids, int64_t experts, int64_t capacity,
+                  OptStrategy s = {});
+  // Sums the expert outputs back per token, weighted by `weights`.
+  int MoeCombine(const std::string& name, int y, int expert_ids, int weights, OptStrategy s = {});
   int OneHot(const std::string& name, int indices, int64_t depth, DType dtype, OptStrategy s = {});
   // Returns the per-sample loss ([batch]).
   int SoftmaxCrossEntropy(const std::string& name, int logits, int labels, OptStrategy s = {});

@@ -61,6 +61,38 @@ TensorType InferMatMul(const Operator& op, const TensorType& a, const TensorType
   return {out, a.dtype};
 }
 
+void RequireIndices(const Operator& op, const TensorType& t, const char* what) {
+  if (t.dtype != DType::kInt32 && t.dtype != DType::kInt64) Fail(op, fmt::format("{} must be int32 or int64", what));
+}
+
+// MoeDispatch(x, expert_ids): x [groups, tokens, hidden] and the experts each
+// token is routed to, [groups, tokens, k], give every expert its tokens of
+// each group in `capacity` slots: [groups, expert_num, capacity, hidden].
+TensorType InferMoeDispatch(const Operator& op, const TensorType& x, const TensorType& ids) {
+  RequireRank(op, x, 3, 3, "x [groups, tokens, hidden]");
+  RequireRank(op, ids, 3, 3, "expert_ids [groups, tokens, k]");
+  RequireIndices(op, ids, "expert_ids");
+  if (ids.shape[0] != x.shape[0] || ids.shape[1] != x.shape[1])
+    Fail(op, fmt::format("expert_ids {} must route the groups and tokens of x {}", Str(ids.shape), Str(x.shape)));
+  const int64_t experts = op.IntAttr("expert_num", 0), capacity = op.IntAttr("capacity", 0);
+  if (experts < 1 || capacity < 1) Fail(op, "expert_num and capacity must be >= 1");
+  return {{x.shape[0], experts, capacity, x.shape[2]}, x.dtype};
+}
+
+// MoeCombine(y, expert_ids, weights): the experts' outputs [groups,
+// expert_num, capacity, hidden] summed back per token, each weighted by its
+// router probability: [groups, tokens, hidden].
+TensorType InferMoeCombine(const Operator& op, const TensorType& y, const TensorType& ids, const TensorType& weights) {
+  RequireRank(op, y, 4, 4, "expert outputs [groups, experts, capacity, hidden]");
+  RequireRank(op, ids, 3, 3, "expert_ids [groups, tokens, k]");
+  RequireIndices(op, ids, "expert_ids");
+  if (weights.shape != ids.shape)
+    Fail(op, fmt::format("weights {} must have the shape of expert_ids {}", Str(weights.shape), Str(ids.shape)));
+  if (ids.shape[0] != y.shape[0])
+    Fail(op, fmt::format("expert_ids {} and expert outputs {} differ in groups", Str(ids.shape), Str(y.shape)));
+  return {{y.shape[0], ids.shape[1], y.shape[3]}, y.dtype};
+}
+
 // FlashAttentionScore(query, key, value) in MindSpore's BNSD layout: query
 // [batch, heads, seq, head_dim], key and value [batch, kv_heads, kv_seq,
 // head_dim] with heads a multiple of kv_heads (grouped-query attention).
@@ -240,6 +272,17 @@ std::vector<TensorType> InferOutputs(const Operator& op, const std::vector<Tenso
     }
     return parts;
   }
+  if (t == "TopK") {
+    RequireRank(op, in[0], 1, 8, "input");
+    const int64_t k = op.IntAttr("k", 1);
+    if (k < 1 || k > in[0].shape.back())
+      Fail(op, fmt::format("k {} must be in 1..{}, the last dimension of {}", k, in[0].shape.back(), Str(in[0].shape)));
+    Shape out = in[0].shape;
+    out.back() = k;
+    return {{out, in[0].dtype}, {out, DType::kInt32}};
+  }
+  if (t == "MoeDispatch") return {InferMoeDispatch(op, in[0], in[1])};
+  if (t == "MoeCombine") return {InferMoeCombine(op, in[0], in[1], in[2])};
   if (t == "Transpose") {
     const auto perm = op.IntsAttr("perm");
     Shape sorted = perm;

@@ -26,7 +26,7 @@ std::pair<double, double> PerElement(const std::string& type) {
   if (type == "RotaryPositionEmbedding") return {3, 3};  // x * cos + rotate_half(x) * sin
   if (type == "SoftmaxCrossEntropyWithLogits" || type == "CrossEntropyLoss") return {6, 3};
   if (type == "SigmoidCrossEntropyWithLogits") return {5, 3};
-  return {0, 0};  // data movement only: Cast, Gather, Reshape, Transpose, OneHot
+  return {0, 0};  // data movement only: Cast, Gather, Reshape, Transpose, OneHot, MoeDispatch
 }
 
 }  // namespace
@@ -63,6 +63,16 @@ OpWork ComputeOpWork(const Operator& op, const std::vector<TensorType>& in, cons
     const double window = static_cast<double>(op.IntAttr("kernel_size", 1) * op.IntAttr("kernel_size", 1));
     w.forward_flops = Elements(out[0]) * window;
     w.backward_flops = Elements(in[0]);
+  } else if (type == "MoeCombine") {
+    // A weighted sum of each token's k expert outputs; backward forms the
+    // outputs' gradients (a copy) and the weights' (a dot product each).
+    const double k = static_cast<double>(in[1].shape.back());
+    w.forward_flops = 2.0 * k * Elements(out[0]);
+    w.backward_flops = w.forward_flops;
+  } else if (type == "TopK") {
+    // A partial selection: about one comparison per candidate and chosen place.
+    w.forward_flops = Elements(in[0]) * static_cast<double>(out[0].shape.back());
+    w.backward_flops = Elements(out[0]);  // scatter the chosen gradients
   } else if (type == "ReduceSum" || type == "ReduceMean" || type == "ReduceMax" || type == "ReduceMin") {
     w.forward_flops = Elements(in[0]);
     w.backward_flops = Elements(in[0]);

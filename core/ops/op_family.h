@@ -81,5 +81,6 @@ OpFamily ConvFamily();
 OpFamily PoolFamily();
 OpFamily BatchNormFamily();
 OpFamily FlashAttentionFamily();
+OpFamily MoeFamily();
 
 }  // namespace shardlab

@@ -303,6 +303,9 @@ class Lowering {
       if (t.kind == TensorKind::kInput && backward) continue;  // dataset inputs have no gradient
       const auto r = InputRedistribution(op_index, i);
       if (!r) continue;
+      // Tokens on their way to their experts or back.
+      const bool routes_tokens =
+          op.type == "MoeCombine" || (t.producer >= 0 && graph_.op(t.producer).type == "MoeDispatch");
       for (const RedistOp& rop : r->ops) {
         if (!rop.is_communication()) continue;
         const double bytes = static_cast<double>(ElementCount(rop.input_shape) * DTypeBytes(t.dtype));
@@ -316,6 +319,7 @@ class Lowering {
         tasks.push_back(Collective(stage, fmt::format("{}/redistribute.{}", op.name, ToString(rop.kind)), op_index,
                                    type, Group(stage, rop.arrangement, {rop.device_dim}),
                                    WireBytes(type, task_bytes, t.dtype)));
+        if (routes_tokens) tasks.back().dimension = CommDimension::kExpert;
       }
     }
     return tasks;

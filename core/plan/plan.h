@@ -35,8 +35,10 @@ enum class CommDimension {
               // ("tensor")
   kData,      // gradient buckets and the parallel optimizer's weight gathers ("data")
   kPipeline,  // activations and their gradients between neighbouring stages ("pipeline")
+  kExpert,    // tokens exchanged with their experts, the redistributions after MoeDispatch and before MoeCombine
+              // ("expert")
 };
-inline constexpr int kCommDimensions = 3;
+inline constexpr int kCommDimensions = 4;
 
 const char* ToString(CommDimension dimension);
 // Inverse of ToString; throws std::invalid_argument naming the value.

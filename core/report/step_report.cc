@@ -1,6 +1,10 @@
 #include "core/report/step_report.h"
 
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/config/units.h"
 #include "core/report/graph_summary.h"
@@ -53,14 +57,15 @@ std::string FormatStepReport(const RunSpec& run, const Plan& plan, const StepRes
                      Seconds(r.communication_seconds), r.slowest_stage,
                      Seconds(Hidden(r.communication_seconds, r.exposed_communication_seconds)));
   const StageResult& slowest = r.stages[r.slowest_stage];
-  if (!slowest.communication.empty()) {
-    out += "  by dim    ";
-    for (const DimensionCommunication& c : slowest.communication) {
-      out += fmt::format(" {} {} ({}", ToString(c.dimension), Seconds(c.seconds), Bytes(c.bytes));
-      out += c.dimension == CommDimension::kPipeline ? ")" : fmt::format(", {} exposed)", Seconds(c.exposed_seconds));
-      out += &c == &slowest.communication.back() ? "\n" : ";";
-    }
+  // The dimensions that carry anything (all idle: none).
+  std::vector<std::string> dimensions;
+  for (const DimensionCommunication& c : slowest.communication) {
+    if (c.seconds == 0 && c.bytes == 0) continue;
+    std::string text = fmt::format("{} {} ({}", ToString(c.dimension), Seconds(c.seconds), Bytes(c.bytes));
+    text += c.dimension == CommDimension::kPipeline ? ")" : fmt::format(", {} exposed)", Seconds(c.exposed_seconds));
+    dimensions.push_back(std::move(text));
   }
+  if (!dimensions.empty()) out += fmt::format("  by dim     {}\n", fmt::join(dimensions, "; "));
   const StageResult* peak = &r.stages.front();
   for (const auto& s : r.stages)
     if (s.memory.peak > peak->memory.peak) peak = &s;

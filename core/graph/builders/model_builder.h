@@ -14,14 +14,15 @@
 
 namespace shardlab {
 
-// An integer, a flag, a name, or a list of integers (each within the spec's range).
-using ParamValue = std::variant<int64_t, bool, std::string, std::vector<int64_t>>;
+// An integer, a flag, a name, a list of integers (each within the spec's
+// range), or a real number (within it too).
+using ParamValue = std::variant<int64_t, bool, std::string, std::vector<int64_t>, double>;
 
 struct ParamSpec {
   std::string name;
   ParamValue fallback;
   std::string help;
-  int64_t min = 0;  // integer and integer-list parameters only
+  int64_t min = 0;  // integer, integer-list and number parameters only
   int64_t max = std::numeric_limits<int32_t>::max();
   std::vector<std::string> choices = {};  // string parameters only
 };
@@ -34,6 +35,7 @@ class BuilderParams {
 
   int64_t Int(const std::string& name) const { return std::get<int64_t>(values_.at(name)); }
   bool Bool(const std::string& name) const { return std::get<bool>(values_.at(name)); }
+  double Number(const std::string& name) const { return std::get<double>(values_.at(name)); }
   const std::string& String(const std::string& name) const { return std::get<std::string>(values_.at(name)); }
   const std::vector<int64_t>& Ints(const std::string& name) const {
     return std::get<std::vector<int64_t>>(values_.at(name));

@@ -6,6 +6,7 @@
 // learned positions, GeLU, biases) and the LLaMA family (RMSNorm, RoPE,
 // SwiGLU, grouped-query attention, no biases, untied embeddings) through its
 // parameters; BERT is the post-LayerNorm encoder with its pre-training heads.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 
@@ -38,6 +39,10 @@ struct Dims {
   bool qkv_concat, ffn_concat;
   bool seq_parallel;
   std::string fp8;                // the linear layers' fp8_format: off, e4m3, hybrid
+  // Mixture of experts (experts == 0: every layer has the dense MLP).
+  int64_t experts, experts_per_token, moe_ffn, shared_experts, first_dense_layers, ep;
+  double capacity_factor;
+  bool aux_loss;
   bool select_recompute = false;  // recompute the eager attention core only (set from the run's options)
 
   // The split of the [tokens, hidden] activations between blocks.
@@ -85,6 +90,14 @@ Dims ReadDims(const BuilderParams& p) {
   d.ffn_concat = p.Bool("ffn_concat");
   d.seq_parallel = p.Bool("use_seq_parallel") && d.mp > 1;
   d.fp8 = p.String("fp8");
+  d.experts = p.Int("experts");
+  d.experts_per_token = p.Int("experts_per_token");
+  d.moe_ffn = p.Int("moe_ffn_hidden") > 0 ? p.Int("moe_ffn_hidden") : d.ffn;
+  d.shared_experts = p.Int("shared_experts");
+  d.first_dense_layers = p.Int("first_dense_layers");
+  d.ep = p.Int("expert_parallel");
+  d.capacity_factor = p.Number("capacity_factor");
+  d.aux_loss = p.Bool("router_aux_loss");
   d.dtype = *ParseDType(p.String("dtype"));
   if (p.Int("head_dim") == 0 && d.hidden % d.heads != 0)
     throw GraphError("hidden " + Text(d.hidden) + " is not divisible by heads " + Text(d.heads) + "; set head_dim");
@@ -98,6 +111,18 @@ Dims ReadDims(const BuilderParams& p) {
   if (d.seq_parallel && d.seq % d.mp != 0)
     throw GraphError("sequence parallel splits seq_length " + Text(d.seq) + " over model_parallel " + Text(d.mp) +
                      ", which does not divide it");
+  if (d.experts > 0) {
+    if (d.experts_per_token > d.experts)
+      throw GraphError("experts_per_token " + Text(d.experts_per_token) + " exceeds experts " + Text(d.experts));
+    if (d.capacity_factor <= 0) throw GraphError("capacity_factor must be > 0");
+    if (d.experts % d.ep != 0)
+      throw GraphError("expert_parallel " + Text(d.ep) + " does not divide experts " + Text(d.experts));
+    if (d.dp % d.ep != 0)
+      throw GraphError("expert_parallel " + Text(d.ep) + " does not divide data_parallel " + Text(d.dp) +
+                       " (MindFormers splits the experts over a part of the data-parallel devices)");
+  } else if (d.ep > 1) {
+    throw GraphError("expert_parallel " + Text(d.ep) + " needs a mixture-of-experts model (experts > 0)");
+  }
   if (d.position == "rope" && d.head_dim % 2 != 0)
     throw GraphError("rotary position embedding needs an even head_dim, got " + Text(d.head_dim));
   if (d.position == "learned" && d.max_positions < d.seq)
@@ -195,6 +220,24 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
        0,
        0,
        {"off", "e4m3", "hybrid"}},
+      {"experts", int64_t{0},
+       "routed experts of each mixture-of-experts layer (Mixtral num_local_experts, DeepSeek n_routed_experts); 0: "
+       "dense MLPs only",
+       0, 4096},
+      {"experts_per_token", int64_t{2}, "experts each token is routed to (top-k)", 1, 4096},
+      {"moe_ffn_hidden", int64_t{0}, "inner size of one expert's MLP (0: ffn_hidden)", 0, 1 << 22},
+      {"shared_experts", int64_t{0}, "experts every token passes through besides its routed ones (DeepSeek)", 0, 64},
+      {"first_dense_layers", int64_t{0}, "leading layers with a dense MLP instead of experts (DeepSeek first_k_dense_replace)",
+       0, 4096},
+      {"capacity_factor", 1.0,
+       "expert capacity as a multiple of a balanced share (tokens x experts_per_token / experts); 1: dropless on "
+       "average",
+       0, 64},
+      {"expert_parallel", int64_t{1},
+       "MindFormers expert_parallel: the experts split over this many of the data-parallel devices, tokens exchanged "
+       "by AlltoAll",
+       1, 4096},
+      {"router_aux_loss", true, "compute the router's load-balancing loss (Switch Transformer) in every MoE layer"},
       {"dtype",
        std::string("float16"),
        "compute dtype of weights and activations",
@@ -274,33 +317,128 @@ int Attention(GraphBuilder& b, const Dims& d, int x, int mask, bool causal) {
   return Linear(b, d, "attention/projection", flat, d.hidden, false, d.bias_rest);
 }
 
-// Position-wise MLP: column-parallel mapping (gate and up when gated), the
-// activation (of the gate, times up, when gated), row-parallel projection.
-int FeedForward(GraphBuilder& b, const Dims& d, int x) {
+std::string ActivationName(const Dims& d) {
+  std::string name = d.activation;
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+// Position-wise MLP of inner size `ffn` under `scope`: column-parallel mapping
+// (gate and up when gated), the activation (of the gate, times up, when
+// gated), row-parallel projection.
+int FeedForward(GraphBuilder& b, const Dims& d, int x, const std::string& scope, int64_t ffn) {
   const Shard shard{d.sharded && d.all_ops};
   const int64_t dp = d.dp, mp = d.mp;
-  std::string act_name = d.activation;
-  for (char& c : act_name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string act_name = ActivationName(d);
   if (!d.gated) {
-    const int y = Linear(b, d, "ffn/mapping", x, d.ffn, true, d.bias_rest);
-    return Linear(b, d, "ffn/projection", b.Activation(d.activation, "ffn/" + act_name, y, shard({{dp, mp}})), d.hidden,
-                  false, d.bias_rest);
+    const int y = Linear(b, d, scope + "/mapping", x, ffn, true, d.bias_rest);
+    return Linear(b, d, scope + "/projection", b.Activation(d.activation, scope + "/" + act_name, y, shard({{dp, mp}})),
+                  d.hidden, false, d.bias_rest);
   }
   int gate, up;
   if (d.ffn_concat) {
     // One [2 x ffn, hidden] weight whose model_parallel slices each hold their gate and up rows.
-    const int both = Linear(b, d, "ffn/gate_up", x, 2 * d.ffn, true, d.bias_rest);
-    const int pairs = b.Reshape("ffn/gate_up_pairs", both, {d.tokens(), d.ffn, 2});
-    const auto parts = b.SplitV("ffn/gate_up_split", pairs, 2, {1, 1}, shard({{dp, mp, 1}}));
-    gate = b.Reshape("ffn/gate_flat", parts[0], {d.tokens(), d.ffn});
-    up = b.Reshape("ffn/up_flat", parts[1], {d.tokens(), d.ffn});
+    const int both = Linear(b, d, scope + "/gate_up", x, 2 * ffn, true, d.bias_rest);
+    const int pairs = b.Reshape(scope + "/gate_up_pairs", both, {d.tokens(), ffn, 2});
+    const auto parts = b.SplitV(scope + "/gate_up_split", pairs, 2, {1, 1}, shard({{dp, mp, 1}}));
+    gate = b.Reshape(scope + "/gate_flat", parts[0], {d.tokens(), ffn});
+    up = b.Reshape(scope + "/up_flat", parts[1], {d.tokens(), ffn});
   } else {
-    gate = Linear(b, d, "ffn/gate", x, d.ffn, true, d.bias_rest);
-    up = Linear(b, d, "ffn/up", x, d.ffn, true, d.bias_rest);
+    gate = Linear(b, d, scope + "/gate", x, ffn, true, d.bias_rest);
+    up = Linear(b, d, scope + "/up", x, ffn, true, d.bias_rest);
   }
-  int y = b.Activation(d.activation, "ffn/" + act_name, gate, shard({{dp, mp}}));
-  y = b.Binary("Mul", "ffn/gated", y, up, shard({{dp, mp}, {dp, mp}}));
-  return Linear(b, d, "ffn/projection", y, d.hidden, false, d.bias_rest);
+  int y = b.Activation(d.activation, scope + "/" + act_name, gate, shard({{dp, mp}}));
+  y = b.Binary("Mul", scope + "/gated", y, up, shard({{dp, mp}, {dp, mp}}));
+  return Linear(b, d, scope + "/projection", y, d.hidden, false, d.bias_rest);
+}
+
+// One batched GEMM of every expert: x [groups, experts, capacity, in] times
+// the experts' weights [experts, out, in]. The experts split over
+// expert_parallel, the groups over the rest of data_parallel, the inner size
+// over model_parallel (column-parallel up, row-parallel down).
+int ExpertLinear(GraphBuilder& b, const Dims& d, const std::string& name, int x, int64_t out_dim, bool column) {
+  const int64_t in_dim = b.shape(x).back();
+  const int w = b.Parameter(name + ".weight", {d.experts, out_dim, in_dim}, d.dtype);
+  const int64_t g = d.dp / d.ep;
+  const Strategy s = column ? Strategy{{g, d.ep, 1, 1}, {d.ep, d.mp, 1}} : Strategy{{g, d.ep, 1, d.mp}, {d.ep, 1, d.mp}};
+  const int y = b.BatchMatMul(name, x, w, false, true, Shard{d.sharded}(s));
+  if (d.fp8 != "off") b.SetProducerAttr(y, "fp8_format", d.fp8);
+  return y;
+}
+
+// A mixture-of-experts MLP on x [tokens, hidden]: the router's top-k experts
+// per token, the tokens dispatched to them (an AlltoAll over expert_parallel
+// where the experts are split), each expert's MLP, the outputs combined back
+// weighted by the router, plus the shared experts every token passes through.
+// Tokens are routed in groups (a sample, or under sequence parallelism a
+// model_parallel share of one); each expert takes `capacity` tokens per group.
+int MixtureOfExperts(GraphBuilder& b, const Dims& d, int x) {
+  const Shard shard{d.sharded && d.all_ops};
+  const int64_t rows = d.rows(), g = d.dp / d.ep, k = d.experts_per_token;
+  const int64_t groups = d.batch * (d.seq_parallel ? d.mp : 1), tokens = d.tokens() / groups;
+  const int64_t capacity = std::max<int64_t>(
+      1, static_cast<int64_t>(std::ceil(d.capacity_factor * static_cast<double>(tokens * k) /
+                                        static_cast<double>(d.experts))));
+  const int router = b.Parameter("moe/router.weight", {d.experts, d.hidden}, d.dtype);
+  const int logits = b.MatMul("moe/router", x, router, false, true, shard({{rows, 1}, {1, 1}}));
+  const int probs = b.Softmax("moe/router_softmax", logits, -1, shard({{rows, 1}}));
+  const auto [weights, ids] = b.TopK("moe/topk", probs, k, shard({{rows, 1}}));
+  const int grouped_x = b.Reshape("moe/groups", x, {groups, tokens, d.hidden});
+  const int grouped_ids = b.Reshape("moe/expert_ids", ids, {groups, tokens, k});
+  const int grouped_weights = b.Reshape("moe/expert_weights", weights, {groups, tokens, k});
+  int y = b.MoeDispatch("moe/dispatch", grouped_x, grouped_ids, d.experts, capacity,
+                        shard({{rows, 1, 1}, {rows, 1, 1}}));
+  const Strategy inner = {{g, d.ep, 1, d.mp}};
+  const std::string act_name = ActivationName(d);
+  if (d.gated) {
+    int gate, up;
+    if (d.ffn_concat) {
+      // One weight for gate and up, as FeedForward's: the dispatched tokens go out once.
+      const Shape shape = {groups, d.experts, capacity, d.moe_ffn};
+      Shape pairs_shape = shape;
+      pairs_shape.push_back(2);
+      const int both = ExpertLinear(b, d, "moe/experts.gate_up", y, 2 * d.moe_ffn, true);
+      const int pairs = b.Reshape("moe/experts.gate_up_pairs", both, pairs_shape);
+      const auto parts = b.SplitV("moe/experts.gate_up_split", pairs, 4, {1, 1}, shard({{g, d.ep, 1, d.mp, 1}}));
+      gate = b.Reshape("moe/experts.gate_flat", parts[0], shape);
+      up = b.Reshape("moe/experts.up_flat", parts[1], shape);
+    } else {
+      gate = ExpertLinear(b, d, "moe/experts.gate", y, d.moe_ffn, true);
+      up = ExpertLinear(b, d, "moe/experts.up", y, d.moe_ffn, true);
+    }
+    y = b.Activation(d.activation, "moe/experts." + act_name, gate, shard(inner));
+    y = b.Binary("Mul", "moe/experts.gated", y, up, shard({inner[0], inner[0]}));
+  } else {
+    y = ExpertLinear(b, d, "moe/experts.mapping", y, d.moe_ffn, true);
+    y = b.Activation(d.activation, "moe/experts." + act_name, y, shard(inner));
+  }
+  y = ExpertLinear(b, d, "moe/experts.projection", y, d.hidden, false);
+  y = b.MoeCombine("moe/combine", y, grouped_ids, grouped_weights,
+                   shard({{rows, 1, 1, 1}, {rows, 1, 1}, {rows, 1, 1}}));
+  y = b.Reshape("moe/ungroup", y, {d.tokens(), d.hidden});
+  if (d.aux_loss) {
+    // Switch Transformer's balance loss per group: the mean router
+    // probability of each expert times the share of tokens routed to it. Its
+    // gradient joins the router's in backward (Megatron's MoEAuxLossAutoScaler),
+    // so nothing carries it to the loss across pipeline stages.
+    const int mean_probs = b.Reduce("ReduceMean", "moe/aux_loss/mean_probs",
+                                    b.Reshape("moe/aux_loss/probs", probs, {groups, tokens, d.experts}), {1}, false,
+                                    shard({{rows, 1, 1}}));
+    const int chosen =
+        b.OneHot("moe/aux_loss/onehot", grouped_ids, d.experts, DType::kFloat32, shard({{rows, 1, 1, 1}}));
+    const int load = b.Reduce("ReduceSum", "moe/aux_loss/load", chosen, {1, 2}, false, shard({{rows, 1, 1, 1}}));
+    const int balance = b.Binary("Mul", "moe/aux_loss/balance", mean_probs, load, shard({{rows, 1}, {rows, 1}}));
+    b.Reduce("ReduceSum", "moe/aux_loss/sum", balance, {1}, false, shard({{rows, 1}}));
+  }
+  if (d.shared_experts == 0) return y;
+  const int shared = FeedForward(b, d, x, "moe/shared_experts", d.shared_experts * d.moe_ffn);
+  return b.Binary("Add", "moe/add_shared", y, shared, shard({{rows, 1}, {rows, 1}}));
+}
+
+// The layer's MLP: experts from first_dense_layers on in a mixture-of-experts model.
+int Mlp(GraphBuilder& b, const Dims& d, int x, int64_t layer) {
+  if (d.experts > 0 && layer >= d.first_dense_layers) return MixtureOfExperts(b, d, x);
+  return FeedForward(b, d, x, "ffn", d.ffn);
 }
 
 // The model's normalisation (LayerNorm or RMSNorm) over the hidden dimension.
@@ -371,12 +509,12 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
     b.set_recompute(options.recompute);
     const int attention = Attention(b, d, Norm(b, d, "attention_norm", x), mask, true);
     if (d.parallel_residual) {
-      const int ffn = FeedForward(b, d, Norm(b, d, "ffn_norm", x));
+      const int ffn = Mlp(b, d, Norm(b, d, "ffn_norm", x), layer);
       x = Residual(b, d, "ffn_residual", Residual(b, d, "attention_residual", x, attention), ffn);
       continue;
     }
     x = Residual(b, d, "attention_residual", x, attention);
-    const int ffn = FeedForward(b, d, Norm(b, d, "ffn_norm", x));
+    const int ffn = Mlp(b, d, Norm(b, d, "ffn_norm", x), layer);
     x = Residual(b, d, "ffn_residual", x, ffn);
   }
   b.set_recompute(false);
@@ -427,7 +565,7 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
     b.set_scope("layer" + std::to_string(layer) + "/");
     b.set_recompute(options.recompute);
     x = Norm(b, d, "attention_norm", Residual(b, d, "attention_residual", x, Attention(b, d, x, mask, false)));
-    x = Norm(b, d, "ffn_norm", Residual(b, d, "ffn_residual", x, FeedForward(b, d, x)));
+    x = Norm(b, d, "ffn_norm", Residual(b, d, "ffn_residual", x, Mlp(b, d, x, layer)));
   }
   b.set_recompute(false);
   b.set_scope("");

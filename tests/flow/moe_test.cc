@@ -1,0 +1,134 @@
+// Mixture-of-experts layers and expert parallelism through the whole flow
+// (run -> strategies -> plan -> analytical step) on the shipped Mixtral 8x7B
+// run: tokens routed by AlltoAll over the expert group, experts split over it,
+// their gradients reduced over the rest of data parallel, FLOPs by capacity.
+#include <catch2/catch.hpp>
+
+#include "core/analytical/analytical_engine.h"
+#include "core/flow/prepared_run.h"
+#include "core/ops/flops.h"
+#include "core/report/graph_summary.h"
+#include "core/report/step_result.h"
+#include "tests/test_util.h"
+
+namespace shardlab {
+namespace {
+
+RunSpec Mixtral() { return LoadRunFile(testing::SourcePath("configs/runs/mixtral-8x7b-h100-64.json")); }
+
+std::vector<const Task*> Collectives(const std::vector<Task>& tasks, Collective type) {
+  std::vector<const Task*> out;
+  for (const Task& t : tasks)
+    if (t.kind == Task::Kind::kCollective && t.collective == type) out.push_back(&t);
+  return out;
+}
+
+// Forward FLOPs of the products whose names contain `part`.
+double GemmFlops(const Graph& graph, const std::string& part) {
+  double flops = 0;
+  for (const Operator& op : graph.operators())
+    if ((op.type == "MatMul" || op.type == "BatchMatMul") && op.name.find(part) != std::string::npos)
+      flops += ComputeOpWork(graph, op).forward_flops;
+  return flops;
+}
+
+TEST_CASE("expert parallel sends tokens to their experts and back by AlltoAll inside the expert group") {
+  const PreparedRun run = Prepare(Mixtral());
+  const StageProgram& stage = run.plan.stages[0];
+  const int layers = 8;  // 32 layers over 4 stages
+  // One exchange out (after dispatch) and one back (before combine) per layer, both ways in backward.
+  const auto forward = Collectives(stage.forward, Collective::kAllToAll);
+  CHECK(forward.size() == 2 * layers);
+  CHECK(Collectives(stage.backward, Collective::kAllToAll).size() == 2 * layers);
+  for (const Task* t : forward) {
+    INFO(t->name);
+    CHECK(t->dimension == CommDimension::kExpert);
+    const CommGroupSpec& group = stage.groups[t->group];
+    CHECK(group.size == 8);                  // expert_parallel
+    CHECK(group.placement.servers == 1);     // tensor parallel 1: the expert group is one DGX
+    // Each device's slice [groups, experts, capacity, hidden] is 1 sample x 8 experts x 1024 slots x 4096, bf16.
+    CHECK(t->comm_bytes == 8.0 * 1024 * 4096 * 2);
+  }
+  // No tensor parallelism: nothing else communicates inside a pass.
+  CHECK(Collectives(stage.forward, Collective::kAllReduce).empty());
+  CHECK(Collectives(stage.forward, Collective::kAllGather).empty());
+  const StepResult result = Summarize(run.plan, RunAnalytical(run.plan));
+  bool reported = false;
+  for (const DimensionCommunication& c : result.stages[0].communication)
+    if (c.dimension == CommDimension::kExpert) reported = c.bytes > 0 && c.seconds > 0;
+  CHECK(reported);
+}
+
+TEST_CASE("MindSpore without enable_alltoall exchanges tokens by AllGather and a local slice") {
+  RunSpec spec = Mixtral();
+  spec.parallel.enable_alltoall = false;
+  const PreparedRun gathered = Prepare(spec), exchanged = Prepare(Mixtral());
+  const StageProgram& stage = gathered.plan.stages[0];
+  CHECK(Collectives(stage.forward, Collective::kAllToAll).empty());
+  CHECK(Collectives(stage.forward, Collective::kAllGather).size() == 16);
+  CHECK(Collectives(stage.backward, Collective::kReduceScatter).size() == 16);
+  CHECK(Summarize(gathered.plan, RunAnalytical(gathered.plan)).step_seconds >
+        Summarize(exchanged.plan, RunAnalytical(exchanged.plan)).step_seconds);
+}
+
+TEST_CASE("each device holds experts over expert_parallel and reduces their gradients over the rest of data parallel") {
+  RunSpec spec = Mixtral();
+  const PreparedRun ep8 = Prepare(spec);
+  spec.model.params.Set("expert_parallel", int64_t{1});
+  const PreparedRun ep1 = Prepare(spec);
+  // Stage 1 holds 8 layers of 3 expert matrices [8, 14336, 4096], bf16; EP8 keeps one expert of 8.
+  const double experts = 8.0 * 3 * 8 * 14336 * 4096 * 2;
+  CHECK(ep1.plan.stages[1].memory.parameters - ep8.plan.stages[1].memory.parameters ==
+        Approx(experts * 7 / 8).epsilon(1e-9));
+  // Expert gradients are replicated over data_parallel / expert_parallel = 2 devices only.
+  bool pair = false;
+  for (const GradientBucket& b : ep8.plan.stages[1].buckets) pair |= ep8.plan.stages[1].groups[b.group].size == 2;
+  CHECK(pair);
+}
+
+TEST_CASE("experts compute 2 FLOPs per weight per routed token times the capacity factor") {
+  RunSpec spec = Mixtral();
+  const Graph graph = Prepare(spec).graph;
+  const double tokens = 16 * 4096, k = 2, hidden = 4096, ffn = 14336;
+  CHECK(GemmFlops(graph, "layer0/moe/experts.") == Approx(2 * 3 * hidden * ffn * k * tokens).epsilon(1e-12));
+  // The router scores every expert for every token.
+  CHECK(GemmFlops(graph, "layer0/moe/router") == 2 * hidden * 8 * tokens);
+  // Capacity 1.25: 1280 slots per expert and sample instead of 1024.
+  spec.model.params.Set("capacity_factor", 1.25);
+  CHECK(GemmFlops(Prepare(spec).graph, "layer0/moe/experts.") ==
+        Approx(1.25 * 2 * 3 * hidden * ffn * k * tokens).epsilon(1e-12));
+}
+
+TEST_CASE("shared experts and leading dense layers add their MLPs to the parameter count") {
+  RunSpec spec = Mixtral();
+  spec.model.params.Set("layers", int64_t{4});
+  spec.parallel.pipeline_stages = 1;
+  spec.parallel.device_num = 16;
+  const double base = static_cast<double>(SummarizeGraph(Prepare(spec).graph, 1).parameters);
+  spec.model.params.Set("shared_experts", int64_t{2});
+  spec.model.params.Set("moe_ffn_hidden", int64_t{1024});
+  spec.model.params.Set("first_dense_layers", int64_t{1});
+  const double changed = static_cast<double>(SummarizeGraph(Prepare(spec).graph, 1).parameters);
+  const double h = 4096, dense = 3 * h * 14336, expert = 3 * h * 1024, router = 8 * h;
+  // Layer 0 turns dense; layers 1-3 have experts of 1024 and a shared MLP of 2 x 1024.
+  const double before = 4 * (8 * 3 * h * 14336 + router);
+  const double after = dense + 3 * (8 * expert + router + 2 * expert);
+  CHECK(changed - base == Approx(after - before).epsilon(1e-12));
+}
+
+TEST_CASE("expert_parallel must divide the experts and data_parallel and needs experts") {
+  RunSpec spec = Mixtral();
+  spec.model.params.Set("expert_parallel", int64_t{3});
+  CHECK_THROWS_WITH(Prepare(spec), Catch::Contains("expert_parallel 3 does not divide experts 8"));
+  spec = Mixtral();
+  spec.model.params.Set("expert_parallel", int64_t{8});
+  spec.model.params.Set("data_parallel", int64_t{4});
+  spec.model.params.Set("model_parallel", int64_t{4});
+  CHECK_THROWS_WITH(Prepare(spec), Catch::Contains("expert_parallel 8 does not divide data_parallel 4"));
+  spec = Mixtral();
+  spec.model.params.Set("experts", int64_t{0});
+  CHECK_THROWS_WITH(Prepare(spec), Catch::Contains("needs a mixture-of-experts model"));
+}
+
+}  // namespace
+}  // namespace shardlab
