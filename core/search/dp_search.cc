@@ -165,7 +165,18 @@ class Eliminator {
         EliminateStar(static_cast<int>(n));
         return true;
       }
-    return false;
+    // Beyond MindSpore's rules: what none of them reduces (a graph with a K4
+    // minor, such as a mixture-of-experts layer, whose TopK feeds both the
+    // dispatch and the combine) loses the node with the fewest edges as a star.
+    int fewest = -1;
+    for (size_t n = 0; n < cost_.size(); ++n) {
+      const size_t edges = in_[n].size() + out_[n].size();
+      if (alive_[n] && edges > 1 && (fewest < 0 || edges < in_[fewest].size() + out_[fewest].size()))
+        fewest = static_cast<int>(n);
+    }
+    if (fewest < 0) return false;
+    EliminateStar(fewest);
+    return true;
   }
 
   // u -> v -> w becomes u -> w.
@@ -263,19 +274,21 @@ class Eliminator {
     return true;
   }
 
-  // A source with more successors folds into its first one; the other
-  // successors' edges count at their best for each of its candidates
-  // (MindSpore's star elimination: not exact, the last resort).
+  // A node folds into its first neighbour; its other edges count at their
+  // best for each of its candidates (MindSpore's star elimination of a source
+  // with many successors: not exact, the last resort).
   void EliminateStar(int v) {
-    const std::vector<int> outs = Alive(out_[v]);
-    const Edge& first = edges_[outs[0]];
-    const int target = first.to;
+    std::vector<int> edges = Alive(out_[v]);
+    for (int id : in_[v]) edges.push_back(id);
+    const Edge& first = edges_[edges[0]];
+    const int target = first.from == v ? first.to : first.from;
     std::vector<double> rest(Size(v), 0);
-    for (size_t k = 1; k < outs.size(); ++k) {
-      const Edge& e = edges_[outs[k]];
+    for (size_t k = 1; k < edges.size(); ++k) {
+      const Edge& e = edges_[edges[k]];
+      const int other = e.from == v ? e.to : e.from;
       for (size_t sv = 0; sv < Size(v); ++sv) {
         double min = kInf;
-        for (size_t so = 0; so < Size(e.to); ++so) min = std::min(min, e.cost[sv][so]);
+        for (size_t so = 0; so < Size(other); ++so) min = std::min(min, Away(e, v, sv, so));
         rest[sv] += min;
       }
     }
@@ -283,12 +296,12 @@ class Eliminator {
     for (size_t st = 0; st < Size(target); ++st) {
       double min = kInf;
       for (size_t sv = 0; sv < Size(v); ++sv) {
-        const double value = cost_[v][sv] + first.cost[sv][st] + rest[sv];
+        const double value = cost_[v][sv] + Away(first, v, sv, st) + rest[sv];
         if (value < min) min = value, best[st][0] = sv;
       }
       cost_[target][st] += min;
     }
-    for (int id : outs) RemoveEdge(id);
+    for (int id : edges) RemoveEdge(id);
     alive_[v] = false;
     log_.push_back({Step::Kind::kStar, v, target, -1, std::move(best)});
   }

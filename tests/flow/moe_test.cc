@@ -116,6 +116,19 @@ TEST_CASE("shared experts and leading dense layers add their MLPs to the paramet
   CHECK(changed - base == Approx(after - before).epsilon(1e-12));
 }
 
+TEST_CASE("dynamic programming searches a mixture-of-experts model, which MindSpore's exact rules do not reduce") {
+  // The norm's output feeds the router and the dispatch, TopK feeds the
+  // dispatch and the combine, the residual spans the layer: a K4 minor, left
+  // to the star fallback.
+  RunSpec spec = Mixtral();
+  spec.model.params.Set("layers", int64_t{4});
+  spec.parallel.parallel_mode = ParallelMode::kAutoParallel;
+  spec.parallel.search_mode = SearchMode::kDynamicProgramming;
+  PreparedRun run;
+  REQUIRE_NOTHROW(run = Prepare(spec));
+  CHECK(Summarize(run.plan, RunAnalytical(run.plan)).step_seconds > 0);
+}
+
 TEST_CASE("expert_parallel must divide the experts and data_parallel and needs experts") {
   RunSpec spec = Mixtral();
   spec.model.params.Set("expert_parallel", int64_t{3});
