@@ -205,8 +205,11 @@ class Engine {
     int64_t transfers = 0, steps = 0, devices = 0;
     for (const Device& d : devices_) {
       const StagePrograms& p = programs_[d.stage];
-      for (const ScheduleItem& item : p.order)
-        steps += d.closed_passes ? 1 : static_cast<int64_t>((item.forward ? p.forward : p.backward)[item.chunk].size());
+      for (const ScheduleItem& item : p.order) {
+        const auto& pass = (item.forward ? p.forward : p.backward)[item.chunk];
+        steps += d.closed_passes ? 1 : static_cast<int64_t>(pass.size());
+        if (!d.closed_passes) transfers += AllToAllFlows(d, item.forward ? StageOf(d).forward : StageOf(d).backward, pass);
+      }
       transfers += static_cast<int64_t>(d.ranks.size() * p.order.size());
       devices += static_cast<int64_t>(d.ranks.size());
     }
@@ -214,7 +217,7 @@ class Engine {
     if (seconds <= kMaxSimGridSeconds) return;
     throw std::runtime_error(fmt::format(
         "this step would take about {:.0f} s on SimGrid ({} of {} devices simulated, the others symmetric to them: "
-        "{} pipeline transfers and {} pass steps), more than its limit of {:.0f} s: use fewer devices or "
+        "{} pipeline transfers and AlltoAll flows, {} pass steps), more than its limit of {:.0f} s: use fewer devices or "
         "micro-batches, a layout whose devices are symmetric, or --engine analytical",
         seconds, devices, plan_.devices, transfers, steps, kMaxSimGridSeconds));
   }
@@ -281,6 +284,20 @@ class Engine {
   };
 
   const StageProgram& StageOf(const Device& d) const { return plan_.stages[d.stage]; }
+
+  // The lane's share of the flows its passes' AlltoAlls start across lanes:
+  // n (n - 1) flows per group of n (one per pair), n above 64 members.
+  int64_t AllToAllFlows(const Device& d, const std::vector<Task>& tasks, const std::vector<PassStep>& pass) const {
+    int64_t flows = 0;
+    for (const PassStep& step : pass)
+      for (int t : step.collectives) {
+        const Task& task = tasks[t];
+        if (task.collective != shardlab::Collective::kAllToAll || d.inside_lane[task.group]) continue;
+        const int64_t n = StageOf(d).groups[task.group].size;
+        flows += static_cast<int64_t>(d.ranks.size()) * (n <= 64 ? n - 1 : 1);
+      }
+    return flows;
+  }
 
   void StartStep(Device& d) {
     if (d.start_task < StageOf(d).step_start.size()) {

@@ -125,6 +125,43 @@ void Mixtral(BuilderParams& p, const HfReader& r, const std::string& type) {
   p.Set("router_aux_loss", r.Number("router_aux_loss_coef", 0.001) > 0);
 }
 
+// DeepSeek-V2/V3: LLaMA's norms and SwiGLU, multi-head latent attention, and
+// mixtures of fine-grained experts with shared experts after the first dense
+// layers. V3 scores experts by sigmoid with a selection bias (topk_method
+// noaux_tc) beside a small balance loss. The multi-token-prediction module
+// (num_nextn_predict_layers) is not built.
+void DeepSeek(BuilderParams& p, const HfReader& r, const std::string& type) {
+  ModernDefaults(p, r);
+  StandardShape(p, r);
+  p.Set("qkv_concat", false);
+  p.Set("seq_length", SequenceLength(r));
+  p.Set("activation", Activation(r, "hidden_act", "silu", true));
+  p.Set("norm", std::string("rms_norm"));
+  p.Set("position_embedding", std::string("rope"));
+  p.Set("linear_bias", std::string("none"));
+  r.Refuse("attention_bias", true, "shardlab builds DeepSeek's attention without biases");
+  p.Set("tie_word_embeddings", r.Bool("tie_word_embeddings", false));
+  p.Set("kv_heads", r.Int("num_attention_heads"));
+  p.Set("head_dim", r.Int("qk_nope_head_dim"));
+  p.Set("rope_head_dim", r.Int("qk_rope_head_dim"));
+  p.Set("v_head_dim", r.Int("v_head_dim"));
+  p.Set("kv_lora_rank", r.Int("kv_lora_rank"));
+  if (r.Has("q_lora_rank")) p.Set("q_lora_rank", r.Int("q_lora_rank"));
+  if (r.Int("moe_layer_freq", 1) != 1)
+    r.Child("moe_layer_freq").Fail("shardlab builds experts in every layer after first_k_dense_replace (freq 1)");
+  p.Set("experts", r.Int("n_routed_experts"));
+  p.Set("experts_per_token", r.Int("num_experts_per_tok"));
+  p.Set("moe_ffn_hidden", r.Int("moe_intermediate_size"));
+  auto count = [&](const std::string& key) { return r.Has(key) ? r.Child(key).AsInt(0, kMaxDim) : int64_t{0}; };
+  p.Set("shared_experts", count("n_shared_experts"));
+  p.Set("first_dense_layers", count("first_k_dense_replace"));
+  const bool v3 = type == "deepseek_v3";
+  p.Set("router_scoring", r.String("scoring_func", v3 ? "sigmoid" : "softmax") == "sigmoid" ? std::string("sigmoid")
+                                                                                             : std::string("softmax"));
+  p.Set("router_expert_bias", r.String("topk_method", v3 ? "noaux_tc" : "greedy") == "noaux_tc");
+  p.Set("router_aux_loss", r.Number("aux_loss_alpha", 0.001) > 0);
+}
+
 void Gpt2(BuilderParams& p, const HfReader& r, const std::string&) {
   ModernDefaults(p, r);
   p.Set("layers", r.Int("n_layer"));
@@ -170,6 +207,7 @@ struct Architecture {
 const std::map<std::string, Architecture>& Architectures() {
   static const std::map<std::string, Architecture> architectures = {
       {"llama", {"gpt", Llama}}, {"mistral", {"gpt", Llama}},    {"qwen2", {"gpt", Llama}}, {"mixtral", {"gpt", Mixtral}},
+      {"deepseek_v2", {"gpt", DeepSeek}}, {"deepseek_v3", {"gpt", DeepSeek}},
       {"gpt2", {"gpt", Gpt2}},   {"gpt_neox", {"gpt", GptNeox}}, {"bert", {"bert", Bert}},
   };
   return architectures;

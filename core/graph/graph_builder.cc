@@ -116,6 +116,14 @@ int GraphBuilder::Transpose(const std::string& name, int x, std::vector<int64_t>
   return Add("Transpose", name, {x}, {{"perm", std::move(perm)}}, std::move(s));
 }
 
+int GraphBuilder::Concat(const std::string& name, std::vector<int> inputs, int64_t axis, OptStrategy s) {
+  return Add("Concat", name, std::move(inputs), {{"axis", axis}}, std::move(s));
+}
+
+int GraphBuilder::BroadcastTo(const std::string& name, int x, Shape shape, OptStrategy s) {
+  return Add("BroadcastTo", name, {x}, {{"shape", std::move(shape)}}, std::move(s));
+}
+
 std::pair<int, int> GraphBuilder::TopK(const std::string& name, int x, int64_t k, OptStrategy s) {
   Add("TopK", name, {x}, {{"k", k}}, std::move(s));
   const auto& outputs = graph_.operators().back().outputs;

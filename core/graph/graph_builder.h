@@ -69,6 +69,8 @@ class GraphBuilder {
   std::vector<int> SplitV(const std::string& name, int x, int64_t split_dim, std::vector<int64_t> sizes,
                           OptStrategy s = {});
   int Transpose(const std::string& name, int x, std::vector<int64_t> perm, OptStrategy s = {});
+  int Concat(const std::string& name, std::vector<int> inputs, int64_t axis, OptStrategy s = {});
+  int BroadcastTo(const std::string& name, int x, Shape shape, OptStrategy s = {});
   // The k largest entries of the last dimension: {values, int32 indices}.
   std::pair<int, int> TopK(const std::string& name, int x, int64_t k, OptStrategy s = {});
   // Routes x [groups, tokens, hidden] to `experts` experts of `capacity` slots each.

@@ -37,6 +37,8 @@ const std::vector<OpTypeInfo>& OpTypes() {
       {"Transpose", 1, 1, "transpose", {"perm"}},
       {"SplitV", 1, 1, "softmax", {"size_splits", "split_dim"}},
       {"TopK", 1, 1, "softmax", {"k"}},
+      {"Concat", 1, 8, "concat", {"axis"}},
+      {"BroadcastTo", 1, 1, "broadcast", {"shape"}},
       {"MoeDispatch", 2, 2, "moe", {"expert_num", "capacity"}},
       {"MoeCombine", 3, 3, "moe", {}},
       {"OneHot", 1, 1, "one_hot", {"depth", "axis", "dtype"}},

@@ -100,7 +100,10 @@ TensorType InferFlashAttention(const Operator& op, const TensorType& q, const Te
   if (op.StringAttr("input_layout", "BNSD") != "BNSD") Fail(op, "only input_layout \"BNSD\" is supported");
   RequireRank(op, q, 4, 4, "query (BNSD)");
   RequireRank(op, k, 4, 4, "key (BNSD)");
-  if (k.shape != v.shape) Fail(op, fmt::format("key {} and value {} must have one shape", Str(k.shape), Str(v.shape)));
+  RequireRank(op, v, 4, 4, "value (BNSD)");
+  if (k.shape[0] != v.shape[0] || k.shape[1] != v.shape[1] || k.shape[2] != v.shape[2])
+    Fail(op, fmt::format("key {} and value {} must agree on batch, heads and sequence (only head_dim may differ)",
+                         Str(k.shape), Str(v.shape)));
   if (q.shape[0] != k.shape[0] || q.shape[3] != k.shape[3])
     Fail(op, fmt::format("query {} and key {} must agree on batch and head_dim", Str(q.shape), Str(k.shape)));
   if (q.shape[1] % k.shape[1] != 0)
@@ -112,7 +115,8 @@ TensorType InferFlashAttention(const Operator& op, const TensorType& q, const Te
     Fail(op, fmt::format("sparse_mode {} is not supported: 0 (no mask), 2 or 3 (causal)", mode));
   const double keep = op.NumberAttr("keep_prob", 1.0);
   if (!(keep > 0 && keep <= 1)) Fail(op, fmt::format("keep_prob must be in (0, 1], got {}", keep));
-  return q;
+  // The context has the value's head_dim (multi-head latent attention: 128 against the query's 192).
+  return {{q.shape[0], q.shape[1], q.shape[2], v.shape[3]}, q.dtype};
 }
 
 int64_t WindowOutput(const Operator& op, int64_t size, int64_t kernel, int64_t stride, int64_t pad) {
@@ -271,6 +275,31 @@ std::vector<TensorType> InferOutputs(const Operator& op, const std::vector<Tenso
       parts.push_back({shape, in[0].dtype});
     }
     return parts;
+  }
+  if (t == "Concat") {
+    const int64_t rank = static_cast<int64_t>(in[0].shape.size());
+    const auto axis = NormalizeAxis(op.IntAttr("axis", 0), rank);
+    if (!axis) Fail(op, "axis is out of range");
+    Shape out = in[0].shape;
+    for (size_t i = 1; i < in.size(); ++i) {
+      Shape other = in[i].shape;
+      if (other.size() != out.size() || in[i].dtype != in[0].dtype)
+        Fail(op, fmt::format("input {} {} differs in rank or dtype from input 0 {}", i, Str(other), Str(in[0].shape)));
+      other[*axis] = out[*axis];
+      if (other != out)
+        Fail(op, fmt::format("input {} {} differs from input 0 {} outside axis {}", i, Str(in[i].shape),
+                             Str(in[0].shape), *axis));
+      out[*axis] += in[i].shape[*axis];
+    }
+    return {{out, in[0].dtype}};
+  }
+  if (t == "BroadcastTo") {
+    const Shape shape = op.IntsAttr("shape");
+    bool fits = shape.size() == in[0].shape.size();
+    for (size_t i = 0; fits && i < shape.size(); ++i) fits = in[0].shape[i] == shape[i] || in[0].shape[i] == 1;
+    if (!fits)
+      Fail(op, fmt::format("cannot broadcast {} to {}: dimensions must match or be 1", Str(in[0].shape), Str(shape)));
+    return {{shape, in[0].dtype}};
   }
   if (t == "TopK") {
     RequireRank(op, in[0], 1, 8, "input");

@@ -26,7 +26,7 @@ std::pair<double, double> PerElement(const std::string& type) {
   if (type == "RotaryPositionEmbedding") return {3, 3};  // x * cos + rotate_half(x) * sin
   if (type == "SoftmaxCrossEntropyWithLogits" || type == "CrossEntropyLoss") return {6, 3};
   if (type == "SigmoidCrossEntropyWithLogits") return {5, 3};
-  return {0, 0};  // data movement only: Cast, Gather, Reshape, Transpose, OneHot, MoeDispatch
+  return {0, 0};  // data movement only: Cast, Gather, Reshape, Transpose, OneHot, MoeDispatch, Concat, BroadcastTo
 }
 
 }  // namespace
@@ -44,15 +44,16 @@ OpWork ComputeOpWork(const Operator& op, const std::vector<TensorType>& in, cons
     w.forward_flops = 2.0 * Elements(out[0]) * static_cast<double>(k);
     w.backward_flops = 2.0 * w.forward_flops;  // dA = dY·Bᵀ and dB = Aᵀ·dY
   } else if (type == "FlashAttentionScore") {
-    // Two products per (query, key) pair, Q·Kᵀ and P·V, each 2·head_dim
-    // FLOPs; a causal mask (sparse_mode 2, 3) skips the blocks above the
+    // Two products per (query, key) pair, Q·Kᵀ and P·V, of 2·head_dim FLOPs
+    // each (the query's and the value's head_dim); a causal mask (sparse_mode 2, 3) skips the blocks above the
     // diagonal, about half. Backward recomputes Q·Kᵀ and forms dV, dP, dQ and
     // dK: five products to forward's two (FlashAttention-2, Dao 2023, §3.1.2).
     const auto& q = in[0].shape;
     const auto& k = in[1].shape;
+    const auto& v = in[2].shape;
     const double pairs = static_cast<double>(q[0] * q[1] * q[2]) * static_cast<double>(k[2]);
     const double causal = op.IntAttr("sparse_mode", 0) == 0 ? 1.0 : 0.5;
-    w.forward_flops = 4.0 * pairs * static_cast<double>(q[3]) * causal;
+    w.forward_flops = 2.0 * pairs * static_cast<double>(q[3] + v[3]) * causal;
     w.backward_flops = 2.5 * w.forward_flops;
   } else if (type == "Conv2D") {
     const auto& weight = in[1].shape;

@@ -33,7 +33,7 @@ const OpFamily& FamilyOf(const std::string& op_type) {
     for (OpFamily f : {MatMulFamily(), ElementwiseFamily(), BiasAddFamily(), ActivationFamily(), SoftmaxFamily(),
                        LayerNormFamily(), ReduceFamily(), GatherFamily(), ReshapeFamily(), TransposeFamily(),
                        OneHotFamily(), LossFamily(), ConvFamily(), PoolFamily(), BatchNormFamily(),
-                       FlashAttentionFamily(), MoeFamily()})
+                       FlashAttentionFamily(), MoeFamily(), ConcatFamily(), BroadcastFamily()})
       m.emplace(f.name, f);
     // Dropout shares the activation rule.
     m.emplace("dropout", ActivationFamily());

@@ -82,5 +82,7 @@ OpFamily PoolFamily();
 OpFamily BatchNormFamily();
 OpFamily FlashAttentionFamily();
 OpFamily MoeFamily();
+OpFamily ConcatFamily();
+OpFamily BroadcastFamily();
 
 }  // namespace shardlab

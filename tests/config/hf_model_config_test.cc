@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "core/ops/flops.h"
 #include "core/report/graph_summary.h"
 #include "core/util/json_reader.h"
 #include "tests/test_util.h"
@@ -32,7 +33,7 @@ TEST_CASE("shipped Hugging Face configs build with their published parameter cou
   const std::pair<const char*, int64_t> published[] = {
       {"Llama-2-7b-hf", 6738415616},     {"Llama-2-70b-hf", 68976648192},  {"Meta-Llama-3-8B", 8030261248},
       {"Meta-Llama-3-70B", 70553706496}, {"Llama-3.1-405B", 405853388800}, {"Qwen2-72B", 72706203648},
-      {"Mixtral-8x7B-v0.1", 46702792704},
+      {"Mixtral-8x7B-v0.1", 46702792704}, {"DeepSeek-V3", 671026404352},
   };
   for (const auto& [folder, count] : published) {
     INFO(folder);
@@ -40,6 +41,41 @@ TEST_CASE("shipped Hugging Face configs build with their published parameter cou
     CHECK(model.name == folder);
     CHECK(model.builder == "gpt");
     CHECK(Parameters(model) == count);
+  }
+}
+
+TEST_CASE("DeepSeek-V3 builds its 671 B parameters with latent attention and 256 experts") {
+  const ModelSpec model = Shipped("DeepSeek-V3");
+  const GraphSummary s = SummarizeGraph(Build(model), 1);
+  // From the config: embedding and head 2 x 129280 x 7168; per layer MLA 187,107,328 and two norms;
+  // 3 dense MLPs of 3 x 7168 x 18432; 58 MoE layers of 256 + 1 experts of 3 x 7168 x 2048 and a
+  // router [256, 7168]; the final norm. The technical report's 671 B (its 14 B multi-token
+  // prediction module aside).
+  const int64_t h = 7168, attention = 187107328, norms = 2 * h, expert = 3 * h * 2048;
+  const int64_t dense_layer = attention + norms + 3 * h * 18432;
+  const int64_t moe_layer = attention + norms + 257 * expert + 256 * h;
+  CHECK(s.parameters == 2 * 129280 * h + 3 * dense_layer + 58 * moe_layer + h);
+  CHECK(s.parameters == 671026404352);
+  // The selection bias of each MoE layer's router is not trained by gradients.
+  CHECK(s.non_trainable_parameters == 58 * 256);
+  CHECK(model.params.Int("kv_lora_rank") == 512);
+  CHECK(model.params.Int("q_lora_rank") == 1536);
+  CHECK(model.params.String("router_scoring") == "sigmoid");
+  CHECK(model.params.Int("first_dense_layers") == 3);
+  CHECK(model.params.Int("seq_length") == 4096);  // rope_scaling's original context
+}
+
+TEST_CASE("latent attention costs the query's 192-wide and the value's 128-wide products per pair") {
+  ModelSpec model = Shipped("DeepSeek-V3");
+  model.params.Set("layers", int64_t{1});
+  model.params.Set("first_dense_layers", int64_t{1});
+  const Graph graph = Build(model);
+  for (const Operator& op : graph.operators()) {
+    if (op.type != "FlashAttentionScore") continue;
+    const double seq = 4096, heads = 128;
+    // Causal: half of seq x seq pairs per head, 2 x (192 + 128) FLOPs each.
+    CHECK(ComputeOpWork(graph, op).forward_flops == 2 * (192 + 128) * heads * seq * seq / 2);
+    CHECK(graph.tensor(op.outputs[0]).shape == Shape{1, 128, 4096, 128});
   }
 }
 

@@ -129,6 +129,21 @@ TEST_CASE("dynamic programming searches a mixture-of-experts model, which MindSp
   CHECK(Summarize(run.plan, RunAnalytical(run.plan)).step_seconds > 0);
 }
 
+TEST_CASE("DeepSeek-V3 on 2048 H800 exchanges tokens across servers and fits with recompute") {
+  const PreparedRun run = Prepare(LoadRunFile(testing::SourcePath("configs/runs/deepseek-v3-h800-2048.json")));
+  // Stage 0 holds the three dense layers; stage 2 four MoE layers.
+  CHECK(Collectives(run.plan.stages[0].forward, Collective::kAllToAll).empty());
+  const auto exchanges = Collectives(run.plan.stages[2].forward, Collective::kAllToAll);
+  CHECK(exchanges.size() == 2 * 4);
+  for (const Task* t : exchanges) {
+    const CommGroupSpec& group = run.plan.stages[2].groups[t->group];
+    CHECK(group.size == 64);
+    CHECK(group.placement.servers == 8);
+  }
+  const StepResult result = Summarize(run.plan, RunAnalytical(run.plan));
+  for (const StageResult& stage : result.stages) CHECK(stage.memory.peak < run.plan.device_memory);
+}
+
 TEST_CASE("expert_parallel must divide the experts and data_parallel and needs experts") {
   RunSpec spec = Mixtral();
   spec.model.params.Set("expert_parallel", int64_t{3});

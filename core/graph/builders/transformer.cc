@@ -39,10 +39,14 @@ struct Dims {
   bool qkv_concat, ffn_concat;
   bool seq_parallel;
   std::string fp8;                // the linear layers' fp8_format: off, e4m3, hybrid
+  // Multi-head latent attention (kv_lora == 0: standard attention).
+  int64_t q_lora, kv_lora, rope_dim, v_dim;
   // Mixture of experts (experts == 0: every layer has the dense MLP).
   int64_t experts, experts_per_token, moe_ffn, shared_experts, first_dense_layers, ep;
   double capacity_factor;
   bool aux_loss;
+  bool sigmoid_router;  // DeepSeek-V3 scores experts by sigmoid, not softmax
+  bool expert_bias;     // with a per-expert bias in the selection (DeepSeek-V3's aux-loss-free balancing)
   bool select_recompute = false;  // recompute the eager attention core only (set from the run's options)
 
   // The split of the [tokens, hidden] activations between blocks.
@@ -90,6 +94,10 @@ Dims ReadDims(const BuilderParams& p) {
   d.ffn_concat = p.Bool("ffn_concat");
   d.seq_parallel = p.Bool("use_seq_parallel") && d.mp > 1;
   d.fp8 = p.String("fp8");
+  d.q_lora = p.Int("q_lora_rank");
+  d.kv_lora = p.Int("kv_lora_rank");
+  d.rope_dim = p.Int("rope_head_dim");
+  d.v_dim = p.Int("v_head_dim") > 0 ? p.Int("v_head_dim") : d.head_dim;
   d.experts = p.Int("experts");
   d.experts_per_token = p.Int("experts_per_token");
   d.moe_ffn = p.Int("moe_ffn_hidden") > 0 ? p.Int("moe_ffn_hidden") : d.ffn;
@@ -98,6 +106,14 @@ Dims ReadDims(const BuilderParams& p) {
   d.ep = p.Int("expert_parallel");
   d.capacity_factor = p.Number("capacity_factor");
   d.aux_loss = p.Bool("router_aux_loss");
+  d.sigmoid_router = p.String("router_scoring") == "sigmoid";
+  d.expert_bias = p.Bool("router_expert_bias");
+  if (d.kv_lora > 0) {
+    if (!d.flash) throw GraphError("multi-head latent attention (kv_lora_rank > 0) needs attention \"flash\"");
+    if (d.position != "rope" || d.rope_dim == 0 || d.rope_dim % 2 != 0)
+      throw GraphError("multi-head latent attention needs position_embedding \"rope\" and an even rope_head_dim");
+    if (d.qkv_concat) throw GraphError("multi-head latent attention has no fused qkv weight; set qkv_concat false");
+  }
   d.dtype = *ParseDType(p.String("dtype"));
   if (p.Int("head_dim") == 0 && d.hidden % d.heads != 0)
     throw GraphError("hidden " + Text(d.hidden) + " is not divisible by heads " + Text(d.heads) + "; set head_dim");
@@ -220,6 +236,15 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
        0,
        0,
        {"off", "e4m3", "hybrid"}},
+      {"kv_lora_rank", int64_t{0},
+       "multi-head latent attention (DeepSeek-V2/V3): keys and values projected up from a latent of this size, "
+       "with a shared rotary key of rope_head_dim; head_dim is then the non-rotary query/key part (0: standard "
+       "attention)",
+       0, 1 << 16},
+      {"q_lora_rank", int64_t{0}, "latent attention: queries projected up from a latent of this size too (0: directly)",
+       0, 1 << 16},
+      {"rope_head_dim", int64_t{0}, "latent attention: the rotary part of each query and key head", 0, 4096},
+      {"v_head_dim", int64_t{0}, "latent attention: the value head size (0: head_dim)", 0, 1 << 16},
       {"experts", int64_t{0},
        "routed experts of each mixture-of-experts layer (Mixtral num_local_experts, DeepSeek n_routed_experts); 0: "
        "dense MLPs only",
@@ -238,6 +263,15 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
        "by AlltoAll",
        1, 4096},
       {"router_aux_loss", true, "compute the router's load-balancing loss (Switch Transformer) in every MoE layer"},
+      {"router_scoring",
+       std::string("softmax"),
+       "how the router scores experts: softmax, or sigmoid (DeepSeek-V3)",
+       0,
+       0,
+       {"softmax", "sigmoid"}},
+      {"router_expert_bias", false,
+       "a per-expert bias added to the scores for the selection (DeepSeek-V3's auxiliary-loss-free balancing; not "
+       "trained by gradients)"},
       {"dtype",
        std::string("float16"),
        "compute dtype of weights and activations",
@@ -263,9 +297,66 @@ int Linear(GraphBuilder& b, const Dims& d, const std::string& name, int x, int64
   return b.BiasAdd(name + ".bias_add", y, beta, column ? shard({{dp, mp}, {mp}}) : shard({{d.rows(), 1}, {1}}));
 }
 
+// A Dense layer whose weight every model_parallel device holds whole (the
+// latent attention's down projections), on x [tokens, in] split over data_parallel.
+int ReplicatedLinear(GraphBuilder& b, const Dims& d, const std::string& name, int x, int64_t out_dim) {
+  const int w = b.Parameter(name + ".weight", {out_dim, b.shape(x).back()}, d.dtype);
+  const int y = b.MatMul(name, x, w, false, true, Shard{d.sharded}({{d.dp, 1}, {1, 1}}));
+  if (d.fp8 != "off") b.SetProducerAttr(y, "fp8_format", d.fp8);
+  return y;
+}
+
+// RMSNorm of a latent [tokens, size] split over data_parallel.
+int LatentNorm(GraphBuilder& b, const Dims& d, const std::string& name, int x) {
+  const int gamma = b.Parameter(name + ".gamma", {b.shape(x).back()}, DType::kFloat32);
+  return b.RmsNorm(name, x, gamma, Shard{d.sharded && d.all_ops}({{d.dp, 1}, {1}}));
+}
+
+// Multi-head latent attention (DeepSeek-V2/V3) on x [tokens, hidden]: queries
+// from a latent (or directly), keys and values from a shared latent, each
+// head's key the non-rotary part of its own and a rotary part shared by all
+// heads, values of v_head_dim. The down projections are replicated over
+// model_parallel, the up projections split heads like column-parallel layers.
+int LatentAttention(GraphBuilder& b, const Dims& d, int x) {
+  const Shard shard{d.sharded && d.all_ops};
+  const int64_t dp = d.dp, mp = d.mp, qk_dim = d.head_dim + d.rope_dim;
+  const Strategy heads4 = {{dp, 1, mp, 1}};
+  int q = x;
+  if (d.q_lora > 0)
+    q = LatentNorm(b, d, "attention/q_norm", ReplicatedLinear(b, d, "attention/q_down", x, d.q_lora));
+  q = Linear(b, d, "attention/q_up", q, d.heads * qk_dim, true, false);
+  q = b.Reshape("attention/query_split", q, {d.batch, d.seq, d.heads, qk_dim});
+  const auto q_parts = b.SplitV("attention/query_rope_split", q, 3, {d.head_dim, d.rope_dim}, shard(heads4));
+  const int q_rope = b.RotaryPositionEmbedding("attention/query_rotary", q_parts[1], shard(heads4));
+  q = b.Concat("attention/query_join", {q_parts[0], q_rope}, 3, shard({heads4[0], heads4[0]}));
+
+  const int kv = ReplicatedLinear(b, d, "attention/kv_down", x, d.kv_lora + d.rope_dim);
+  const auto kv_parts = b.SplitV("attention/kv_latent_split", kv, 1, {d.kv_lora, d.rope_dim}, shard({{dp, 1}}));
+  const int latent = LatentNorm(b, d, "attention/kv_norm", kv_parts[0]);
+  int kv_heads = Linear(b, d, "attention/kv_up", latent, d.heads * (d.head_dim + d.v_dim), true, false);
+  kv_heads = b.Reshape("attention/kv_split", kv_heads, {d.batch, d.seq, d.heads, d.head_dim + d.v_dim});
+  const auto k_v = b.SplitV("attention/key_value_split", kv_heads, 3, {d.head_dim, d.v_dim}, shard(heads4));
+  int k_rope = b.Reshape("attention/key_rope_heads", kv_parts[1], {d.batch, d.seq, 1, d.rope_dim});
+  k_rope = b.RotaryPositionEmbedding("attention/key_rotary", k_rope, shard({{dp, 1, 1, 1}}));
+  k_rope = b.BroadcastTo("attention/key_rope_shared", k_rope, {d.batch, d.seq, d.heads, d.rope_dim},
+                         shard({{dp, 1, 1, 1}}));
+  const int k = b.Concat("attention/key_join", {k_v[0], k_rope}, 3, shard({heads4[0], heads4[0]}));
+
+  const std::vector<int64_t> bnsd = {dp, mp, 1, 1};
+  auto to_bnsd = [&](const std::string& name, int t) {
+    return b.Transpose("attention/" + name + "_heads", t, {0, 2, 1, 3}, shard(heads4));
+  };
+  const int context = b.FlashAttention("attention/flash", to_bnsd("query", q), to_bnsd("key", k),
+                                       to_bnsd("value", k_v[1]), true, shard(Strategy{bnsd, bnsd, bnsd}));
+  const int merged = b.Transpose("attention/merge_heads", context, {0, 2, 1, 3}, shard({bnsd}));
+  const int flat = b.Reshape("attention/merge", merged, {d.tokens(), d.heads * d.v_dim});
+  return Linear(b, d, "attention/projection", flat, d.hidden, false, d.bias_rest);
+}
+
 // Self-attention on x [tokens, hidden]; returns the projected output.
 // `causal` masks future positions (decoders); the eager form adds `mask`.
 int Attention(GraphBuilder& b, const Dims& d, int x, int mask, bool causal) {
+  if (d.kv_lora > 0) return LatentAttention(b, d, x);
   const Shard shard{d.sharded && d.all_ops};
   const int64_t dp = d.dp, mp = d.mp;
   int q, k, v;
@@ -381,8 +472,14 @@ int MixtureOfExperts(GraphBuilder& b, const Dims& d, int x) {
                                         static_cast<double>(d.experts))));
   const int router = b.Parameter("moe/router.weight", {d.experts, d.hidden}, d.dtype);
   const int logits = b.MatMul("moe/router", x, router, false, true, shard({{rows, 1}, {1, 1}}));
-  const int probs = b.Softmax("moe/router_softmax", logits, -1, shard({{rows, 1}}));
-  const auto [weights, ids] = b.TopK("moe/topk", probs, k, shard({{rows, 1}}));
+  const int probs = d.sigmoid_router ? b.Activation("Sigmoid", "moe/router_sigmoid", logits, shard({{rows, 1}}))
+                                     : b.Softmax("moe/router_softmax", logits, -1, shard({{rows, 1}}));
+  int scores = probs;
+  if (d.expert_bias) {
+    const int bias = b.Parameter("moe/router.expert_bias", {d.experts}, DType::kFloat32, false);
+    scores = b.BiasAdd("moe/router_expert_bias", probs, bias, shard({{rows, 1}, {1}}));
+  }
+  const auto [weights, ids] = b.TopK("moe/topk", scores, k, shard({{rows, 1}}));
   const int grouped_x = b.Reshape("moe/groups", x, {groups, tokens, d.hidden});
   const int grouped_ids = b.Reshape("moe/expert_ids", ids, {groups, tokens, k});
   const int grouped_weights = b.Reshape("moe/expert_weights", weights, {groups, tokens, k});
