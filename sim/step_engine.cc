@@ -285,8 +285,9 @@ class Engine {
 
   const StageProgram& StageOf(const Device& d) const { return plan_.stages[d.stage]; }
 
-  // The lane's share of the flows its passes' AlltoAlls start across lanes:
-  // n (n - 1) flows per group of n (one per pair), n above 64 members.
+  // The flows its passes' AlltoAlls start from the lane's devices
+  // (collective_flows.cc): n - 1 per member of a group of n (one per peer),
+  // 1 per member above 64 members.
   int64_t AllToAllFlows(const Device& d, const std::vector<Task>& tasks, const std::vector<PassStep>& pass) const {
     int64_t flows = 0;
     for (const PassStep& step : pass)

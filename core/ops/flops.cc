@@ -47,14 +47,16 @@ OpWork ComputeOpWork(const Operator& op, const std::vector<TensorType>& in, cons
     // Two products per (query, key) pair, Q·Kᵀ and P·V, of 2·head_dim FLOPs
     // each (the query's and the value's head_dim); a causal mask (sparse_mode 2, 3) skips the blocks above the
     // diagonal, about half. Backward recomputes Q·Kᵀ and forms dV, dP, dQ and
-    // dK: five products to forward's two (FlashAttention-2, Dao 2023, §3.1.2).
+    // dK: five products to forward's two (FlashAttention-2, Dao 2023, §3.1.2),
+    // 2.5 times forward when the head sizes agree.
     const auto& q = in[0].shape;
     const auto& k = in[1].shape;
     const auto& v = in[2].shape;
     const double pairs = static_cast<double>(q[0] * q[1] * q[2]) * static_cast<double>(k[2]);
     const double causal = op.IntAttr("sparse_mode", 0) == 0 ? 1.0 : 0.5;
     w.forward_flops = 2.0 * pairs * static_cast<double>(q[3] + v[3]) * causal;
-    w.backward_flops = 2.5 * w.forward_flops;
+    // Q·Kᵀ, dQ and dK at the query's head_dim; dV and dP at the value's.
+    w.backward_flops = 2.0 * pairs * static_cast<double>(3 * q[3] + 2 * v[3]) * causal;
   } else if (type == "Conv2D") {
     const auto& weight = in[1].shape;
     const double per_output = 2.0 * static_cast<double>(weight[1] * weight[2] * weight[3]);

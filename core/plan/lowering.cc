@@ -305,7 +305,7 @@ class Lowering {
       if (!r) continue;
       // Tokens on their way to their experts or back.
       const bool routes_tokens =
-          op.type == "MoeCombine" || (t.producer >= 0 && graph_.op(t.producer).type == "MoeDispatch");
+          (op.type == "MoeCombine" && i == 0) || (t.producer >= 0 && graph_.op(t.producer).type == "MoeDispatch");
       for (const RedistOp& rop : r->ops) {
         if (!rop.is_communication()) continue;
         const double bytes = static_cast<double>(ElementCount(rop.input_shape) * DTypeBytes(t.dtype));

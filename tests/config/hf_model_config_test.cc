@@ -70,13 +70,17 @@ TEST_CASE("latent attention costs the query's 192-wide and the value's 128-wide 
   model.params.Set("layers", int64_t{1});
   model.params.Set("first_dense_layers", int64_t{1});
   const Graph graph = Build(model);
+  int found = 0;
   for (const Operator& op : graph.operators()) {
     if (op.type != "FlashAttentionScore") continue;
-    const double seq = 4096, heads = 128;
-    // Causal: half of seq x seq pairs per head, 2 x (192 + 128) FLOPs each.
-    CHECK(ComputeOpWork(graph, op).forward_flops == 2 * (192 + 128) * heads * seq * seq / 2);
+    ++found;
+    const double pairs = 128.0 * 4096 * 4096 / 2;  // causal: half the query-key pairs of each head
+    const OpWork work = ComputeOpWork(graph, op);
+    CHECK(work.forward_flops == 2 * (192 + 128) * pairs);
+    CHECK(work.backward_flops == 2 * (3 * 192 + 2 * 128) * pairs);  // dQ, dK, Q·Kᵀ at 192; dV, dP at 128
     CHECK(graph.tensor(op.outputs[0]).shape == Shape{1, 128, 4096, 128});
   }
+  REQUIRE(found == 1);
 }
 
 TEST_CASE("LLaMA-3 405B trains at its pre-training context and keeps its grouped-query heads") {

@@ -18,7 +18,10 @@ struct Case {
     op.type = type;
     op.attrs = std::move(attrs);
     for (size_t i = 0; i < shapes.size(); ++i) {
-      const bool indices = ((type == "Gather" || type == "CrossEntropyLoss") && i == 1) || type == "OneHot";
+      const bool indices = ((type == "Gather" || type == "CrossEntropyLoss" || type == "MoeDispatch" ||
+                             type == "MoeCombine") &&
+                            i == 1) ||
+                           type == "OneHot";
       inputs.push_back({shapes[i], indices ? DType::kInt32 : DType::kFloat32});
     }
     outputs = InferOutputs(op, inputs);
@@ -382,6 +385,36 @@ TEST_CASE("RmsNorm RotaryPositionEmbedding and SplitV keep their last dimension 
   const OpLayout parts = split.Layout({{2, 4, 1}}, 8);
   CHECK(parts.outputs[2].SliceShape() == Shape{32, 2, 16});
   CHECK_THROWS_AS(split.Layout({{1, 1, 2}}, 2), LayoutError);
+}
+
+TEST_CASE("MoeDispatch and MoeCombine split groups and hidden only and keep the routing with its groups") {
+  const Case dispatch("MoeDispatch", {{8, 16, 32}, {8, 16, 2}}, {{"expert_num", int64_t{4}}, {"capacity", int64_t{8}}});
+  REQUIRE(dispatch.outputs[0].shape == Shape{8, 4, 8, 32});
+  const OpLayout l = dispatch.Layout({{4, 1, 2}, {4, 1, 1}}, 8);
+  CHECK(l.device_matrix == Shape{4, 2});
+  CHECK(l.inputs[0].tensor_map() == TensorMap{1, -1, 0});
+  CHECK(l.inputs[1].tensor_map() == TensorMap{1, -1, -1});
+  CHECK(l.outputs[0].tensor_map() == TensorMap{1, -1, -1, 0});
+  CHECK(l.forward_comm.empty());
+  CHECK_THROWS_WITH(dispatch.Layout({{4, 2, 1}, {4, 2, 1}}, 8), Catch::Contains("not dimension 1"));
+  CHECK_THROWS_WITH(dispatch.Layout({{4, 1, 1}, {2, 1, 1}}, 8), Catch::Contains("like its first input"));
+  const Case combine("MoeCombine", {{8, 4, 8, 32}, {8, 16, 2}, {8, 16, 2}});
+  REQUIRE(combine.outputs[0].shape == Shape{8, 16, 32});
+  const OpLayout c = combine.Layout({{8, 1, 1, 1}, {8, 1, 1}, {8, 1, 1}}, 8);
+  CHECK(c.outputs[0].tensor_map() == TensorMap{1, -1, 0});
+}
+
+TEST_CASE("Concat keeps its axis whole and BroadcastTo its repeated dimensions") {
+  const Case concat("Concat", {{4, 8, 16}, {4, 8, 4}}, {{"axis", int64_t{2}}});
+  REQUIRE(concat.outputs[0].shape == Shape{4, 8, 20});
+  const OpLayout l = concat.Layout({{2, 4, 1}, {2, 4, 1}}, 8);
+  CHECK(l.outputs[0].tensor_map() == TensorMap{2, 1, 0});
+  CHECK_THROWS_WITH(concat.Layout({{2, 1, 4}, {2, 1, 4}}, 8), Catch::Contains("cannot split its axis"));
+  CHECK_THROWS_WITH(concat.Layout({{2, 4, 1}, {4, 2, 1}}, 8), Catch::Contains("like input 0"));
+  const Case broadcast("BroadcastTo", {{4, 1, 16}}, {{"shape", std::vector<int64_t>{4, 8, 16}}});
+  const OpLayout b = broadcast.Layout({{4, 1, 2}}, 8);
+  CHECK(b.inputs[0].tensor_map() == TensorMap{2, 1, 0});
+  CHECK(b.outputs[0].tensor_map() == TensorMap{2, -1, 0});
 }
 
 }  // namespace

@@ -113,6 +113,9 @@ Dims ReadDims(const BuilderParams& p) {
     if (d.position != "rope" || d.rope_dim == 0 || d.rope_dim % 2 != 0)
       throw GraphError("multi-head latent attention needs position_embedding \"rope\" and an even rope_head_dim");
     if (d.qkv_concat) throw GraphError("multi-head latent attention has no fused qkv weight; set qkv_concat false");
+    if (d.kv_heads != d.heads)
+      throw GraphError("multi-head latent attention gives every query head its own key and value; kv_heads " +
+                       Text(d.kv_heads) + " must equal heads " + Text(d.heads));
   }
   d.dtype = *ParseDType(p.String("dtype"));
   if (p.Int("head_dim") == 0 && d.hidden % d.heads != 0)
@@ -298,18 +301,20 @@ int Linear(GraphBuilder& b, const Dims& d, const std::string& name, int x, int64
 }
 
 // A Dense layer whose weight every model_parallel device holds whole (the
-// latent attention's down projections), on x [tokens, in] split over data_parallel.
+// latent attention's down projections), on x [tokens, in] split as the
+// activations between blocks are (over model_parallel too under sequence
+// parallelism, so the narrow latent is gathered, not the input).
 int ReplicatedLinear(GraphBuilder& b, const Dims& d, const std::string& name, int x, int64_t out_dim) {
   const int w = b.Parameter(name + ".weight", {out_dim, b.shape(x).back()}, d.dtype);
-  const int y = b.MatMul(name, x, w, false, true, Shard{d.sharded}({{d.dp, 1}, {1, 1}}));
+  const int y = b.MatMul(name, x, w, false, true, Shard{d.sharded}({{d.rows(), 1}, {1, 1}}));
   if (d.fp8 != "off") b.SetProducerAttr(y, "fp8_format", d.fp8);
   return y;
 }
 
-// RMSNorm of a latent [tokens, size] split over data_parallel.
-int LatentNorm(GraphBuilder& b, const Dims& d, const std::string& name, int x) {
+// RMSNorm of a latent [tokens, size] split `rows` ways.
+int LatentNorm(GraphBuilder& b, const Dims& d, const std::string& name, int x, int64_t rows) {
   const int gamma = b.Parameter(name + ".gamma", {b.shape(x).back()}, DType::kFloat32);
-  return b.RmsNorm(name, x, gamma, Shard{d.sharded && d.all_ops}({{d.dp, 1}, {1}}));
+  return b.RmsNorm(name, x, gamma, Shard{d.sharded && d.all_ops}({{rows, 1}, {1}}));
 }
 
 // Multi-head latent attention (DeepSeek-V2/V3) on x [tokens, hidden]: queries
@@ -323,7 +328,7 @@ int LatentAttention(GraphBuilder& b, const Dims& d, int x) {
   const Strategy heads4 = {{dp, 1, mp, 1}};
   int q = x;
   if (d.q_lora > 0)
-    q = LatentNorm(b, d, "attention/q_norm", ReplicatedLinear(b, d, "attention/q_down", x, d.q_lora));
+    q = LatentNorm(b, d, "attention/q_norm", ReplicatedLinear(b, d, "attention/q_down", x, d.q_lora), d.rows());
   q = Linear(b, d, "attention/q_up", q, d.heads * qk_dim, true, false);
   q = b.Reshape("attention/query_split", q, {d.batch, d.seq, d.heads, qk_dim});
   const auto q_parts = b.SplitV("attention/query_rope_split", q, 3, {d.head_dim, d.rope_dim}, shard(heads4));
@@ -332,7 +337,7 @@ int LatentAttention(GraphBuilder& b, const Dims& d, int x) {
 
   const int kv = ReplicatedLinear(b, d, "attention/kv_down", x, d.kv_lora + d.rope_dim);
   const auto kv_parts = b.SplitV("attention/kv_latent_split", kv, 1, {d.kv_lora, d.rope_dim}, shard({{dp, 1}}));
-  const int latent = LatentNorm(b, d, "attention/kv_norm", kv_parts[0]);
+  const int latent = LatentNorm(b, d, "attention/kv_norm", kv_parts[0], dp);
   int kv_heads = Linear(b, d, "attention/kv_up", latent, d.heads * (d.head_dim + d.v_dim), true, false);
   kv_heads = b.Reshape("attention/kv_split", kv_heads, {d.batch, d.seq, d.heads, d.head_dim + d.v_dim});
   const auto k_v = b.SplitV("attention/key_value_split", kv_heads, 3, {d.head_dim, d.v_dim}, shard(heads4));
@@ -467,9 +472,11 @@ int MixtureOfExperts(GraphBuilder& b, const Dims& d, int x) {
   const Shard shard{d.sharded && d.all_ops};
   const int64_t rows = d.rows(), g = d.dp / d.ep, k = d.experts_per_token;
   const int64_t groups = d.batch * (d.seq_parallel ? d.mp : 1), tokens = d.tokens() / groups;
+  // The rounding tolerates the factor's binary representation (1.1 x 1000 is 1100 slots).
   const int64_t capacity = std::max<int64_t>(
       1, static_cast<int64_t>(std::ceil(d.capacity_factor * static_cast<double>(tokens * k) /
-                                        static_cast<double>(d.experts))));
+                                            static_cast<double>(d.experts) -
+                                        1e-9)));
   const int router = b.Parameter("moe/router.weight", {d.experts, d.hidden}, d.dtype);
   const int logits = b.MatMul("moe/router", x, router, false, true, shard({{rows, 1}, {1, 1}}));
   const int probs = d.sigmoid_router ? b.Activation("Sigmoid", "moe/router_sigmoid", logits, shard({{rows, 1}}))
@@ -479,6 +486,8 @@ int MixtureOfExperts(GraphBuilder& b, const Dims& d, int x) {
     const int bias = b.Parameter("moe/router.expert_bias", {d.experts}, DType::kFloat32, false);
     scores = b.BiasAdd("moe/router_expert_bias", probs, bias, shard({{rows, 1}, {1}}));
   }
+  // With the selection bias the combine weights are the unbiased scores of
+  // the chosen experts: a gather of the same size, costed as the TopK's values.
   const auto [weights, ids] = b.TopK("moe/topk", scores, k, shard({{rows, 1}}));
   const int grouped_x = b.Reshape("moe/groups", x, {groups, tokens, d.hidden});
   const int grouped_ids = b.Reshape("moe/expert_ids", ids, {groups, tokens, k});
