@@ -284,6 +284,11 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
   };
 }
 
+// Marks a linear layer's GEMM output with the model's fp8_format, when it has one.
+void MarkFp8(GraphBuilder& b, const Dims& d, int y) {
+  if (d.fp8 != "off") b.SetProducerAttr(y, "fp8_format", d.fp8);
+}
+
 // A Dense layer on x [tokens, in]: weight [out, in], split over model_parallel
 // by rows (column-parallel, output split) or by columns (row-parallel, the
 // partial sums AllReduced), with its bias when it has one.
@@ -295,7 +300,7 @@ int Linear(GraphBuilder& b, const Dims& d, const std::string& name, int x, int64
   const int beta = bias ? b.Parameter(name + ".bias", {out_dim}, d.dtype) : -1;
   const Strategy s = column ? Strategy{{dp, 1}, {mp, 1}} : Strategy{{dp, mp}, {1, mp}};
   const int y = b.MatMul(name, x, w, false, true, Shard{d.sharded}(s), !column && d.seq_parallel);
-  if (d.fp8 != "off") b.SetProducerAttr(y, "fp8_format", d.fp8);
+  MarkFp8(b, d, y);
   if (!bias) return y;
   return b.BiasAdd(name + ".bias_add", y, beta, column ? shard({{dp, mp}, {mp}}) : shard({{d.rows(), 1}, {1}}));
 }
@@ -307,7 +312,7 @@ int Linear(GraphBuilder& b, const Dims& d, const std::string& name, int x, int64
 int ReplicatedLinear(GraphBuilder& b, const Dims& d, const std::string& name, int x, int64_t out_dim) {
   const int w = b.Parameter(name + ".weight", {out_dim, b.shape(x).back()}, d.dtype);
   const int y = b.MatMul(name, x, w, false, true, Shard{d.sharded}({{d.rows(), 1}, {1, 1}}));
-  if (d.fp8 != "off") b.SetProducerAttr(y, "fp8_format", d.fp8);
+  MarkFp8(b, d, y);
   return y;
 }
 
@@ -458,7 +463,7 @@ int ExpertLinear(GraphBuilder& b, const Dims& d, const std::string& name, int x,
   const int64_t g = d.dp / d.ep;
   const Strategy s = column ? Strategy{{g, d.ep, 1, 1}, {d.ep, d.mp, 1}} : Strategy{{g, d.ep, 1, d.mp}, {d.ep, 1, d.mp}};
   const int y = b.BatchMatMul(name, x, w, false, true, Shard{d.sharded}(s));
-  if (d.fp8 != "off") b.SetProducerAttr(y, "fp8_format", d.fp8);
+  MarkFp8(b, d, y);
   return y;
 }
 
