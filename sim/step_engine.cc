@@ -208,7 +208,8 @@ class Engine {
       for (const ScheduleItem& item : p.order) {
         const auto& pass = (item.forward ? p.forward : p.backward)[item.chunk];
         steps += d.closed_passes ? 1 : static_cast<int64_t>(pass.size());
-        if (!d.closed_passes) transfers += AllToAllFlows(d, item.forward ? StageOf(d).forward : StageOf(d).backward, pass);
+        if (!d.closed_passes)
+          transfers += AllToAllFlows(d, item.forward ? StageOf(d).forward : StageOf(d).backward, pass);
       }
       transfers += static_cast<int64_t>(d.ranks.size() * p.order.size());
       devices += static_cast<int64_t>(d.ranks.size());
@@ -217,7 +218,8 @@ class Engine {
     if (seconds <= kMaxSimGridSeconds) return;
     throw std::runtime_error(fmt::format(
         "this step would take about {:.0f} s on SimGrid ({} of {} devices simulated, the others symmetric to them: "
-        "{} pipeline transfers and AlltoAll flows, {} pass steps), more than its limit of {:.0f} s: use fewer devices or "
+        "{} pipeline transfers and AlltoAll flows, {} pass steps), more than its limit of {:.0f} s: use fewer devices "
+        "or "
         "micro-batches, a layout whose devices are symmetric, or --engine analytical",
         seconds, devices, plan_.devices, transfers, steps, kMaxSimGridSeconds));
   }

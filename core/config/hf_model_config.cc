@@ -157,7 +157,7 @@ void DeepSeek(BuilderParams& p, const HfReader& r, const std::string& type) {
   p.Set("first_dense_layers", count("first_k_dense_replace"));
   const bool v3 = type == "deepseek_v3";
   p.Set("router_scoring", r.String("scoring_func", v3 ? "sigmoid" : "softmax") == "sigmoid" ? std::string("sigmoid")
-                                                                                             : std::string("softmax"));
+                                                                                            : std::string("softmax"));
   p.Set("router_expert_bias", r.String("topk_method", v3 ? "noaux_tc" : "greedy") == "noaux_tc");
   p.Set("router_aux_loss", r.Number("aux_loss_alpha", 0.001) > 0);
 }
@@ -206,9 +206,9 @@ struct Architecture {
 
 const std::map<std::string, Architecture>& Architectures() {
   static const std::map<std::string, Architecture> architectures = {
-      {"llama", {"gpt", Llama}}, {"mistral", {"gpt", Llama}},    {"qwen2", {"gpt", Llama}}, {"mixtral", {"gpt", Mixtral}},
-      {"deepseek_v2", {"gpt", DeepSeek}}, {"deepseek_v3", {"gpt", DeepSeek}},
-      {"gpt2", {"gpt", Gpt2}},   {"gpt_neox", {"gpt", GptNeox}}, {"bert", {"bert", Bert}},
+      {"llama", {"gpt", Llama}},     {"mistral", {"gpt", Llama}},        {"qwen2", {"gpt", Llama}},
+      {"mixtral", {"gpt", Mixtral}}, {"deepseek_v2", {"gpt", DeepSeek}}, {"deepseek_v3", {"gpt", DeepSeek}},
+      {"gpt2", {"gpt", Gpt2}},       {"gpt_neox", {"gpt", GptNeox}},     {"bert", {"bert", Bert}},
   };
   return architectures;
 }

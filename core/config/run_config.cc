@@ -77,10 +77,11 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
                           run.model.params.String("fp8"), run.cluster.device.model));
   }
   if (values.count("expert_parallel") && run.model.params.Int("expert_parallel") > 1 && !p.enable_alltoall)
-    Warn(fmt::format("{}: expert_parallel {} without parallel.enable_alltoall: tokens reach their experts by AllGather "
-                     "and a local slice, as MindSpore does by default (MindFormers sets enable_alltoall for expert "
-                     "parallel)",
-                     root.file(), run.model.params.Int("expert_parallel")));
+    Warn(
+        fmt::format("{}: expert_parallel {} without parallel.enable_alltoall: tokens reach their experts by AllGather "
+                    "and a local slice, as MindSpore does by default (MindFormers sets enable_alltoall for expert "
+                    "parallel)",
+                    root.file(), run.model.params.Int("expert_parallel")));
   if (values.count("data_parallel") && values.count("model_parallel")) {
     const int64_t dp = run.model.params.Int("data_parallel"), mp = run.model.params.Int("model_parallel");
     if (dp * mp > 1 && p.devices_per_stage() % (dp * mp) != 0)

@@ -17,8 +17,8 @@ void RequireOnly(const Strategy& s, size_t tuple, const std::vector<size_t>& spl
   for (size_t d = 0; d < s[tuple].size(); ++d) {
     const bool allowed = std::find(splittable.begin(), splittable.end(), d) != splittable.end();
     if (!allowed && s[tuple][d] != 1)
-      throw LayoutError(fmt::format("{} can split only its groups and hidden dimensions, not dimension {} of {}",
-                                    what, d, tuple == 0 ? "its first input" : "its routing inputs"));
+      throw LayoutError(fmt::format("{} can split only its groups and hidden dimensions, not dimension {} of {}", what,
+                                    d, tuple == 0 ? "its first input" : "its routing inputs"));
   }
 }
 

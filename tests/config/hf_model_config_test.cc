@@ -31,8 +31,8 @@ int64_t Parameters(const ModelSpec& model) { return SummarizeGraph(Build(model),
 TEST_CASE("shipped Hugging Face configs build with their published parameter counts") {
   // The counts Hugging Face lists for each checkpoint (model card / safetensors index).
   const std::pair<const char*, int64_t> published[] = {
-      {"Llama-2-7b-hf", 6738415616},     {"Llama-2-70b-hf", 68976648192},  {"Meta-Llama-3-8B", 8030261248},
-      {"Meta-Llama-3-70B", 70553706496}, {"Llama-3.1-405B", 405853388800}, {"Qwen2-72B", 72706203648},
+      {"Llama-2-7b-hf", 6738415616},      {"Llama-2-70b-hf", 68976648192},  {"Meta-Llama-3-8B", 8030261248},
+      {"Meta-Llama-3-70B", 70553706496},  {"Llama-3.1-405B", 405853388800}, {"Qwen2-72B", 72706203648},
       {"Mixtral-8x7B-v0.1", 46702792704}, {"DeepSeek-V3", 671026404352},
   };
   for (const auto& [folder, count] : published) {

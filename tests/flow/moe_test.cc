@@ -44,8 +44,8 @@ TEST_CASE("expert parallel sends tokens to their experts and back by AlltoAll in
     INFO(t->name);
     CHECK(t->dimension == CommDimension::kExpert);
     const CommGroupSpec& group = stage.groups[t->group];
-    CHECK(group.size == 8);                  // expert_parallel
-    CHECK(group.placement.servers == 1);     // tensor parallel 1: the expert group is one DGX
+    CHECK(group.size == 8);               // expert_parallel
+    CHECK(group.placement.servers == 1);  // tensor parallel 1: the expert group is one DGX
     // Each device's slice [groups, experts, capacity, hidden] is 1 sample x 8 experts x 1024 slots x 4096, bf16.
     CHECK(t->comm_bytes == 8.0 * 1024 * 4096 * 2);
   }

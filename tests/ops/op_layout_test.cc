@@ -18,10 +18,10 @@ struct Case {
     op.type = type;
     op.attrs = std::move(attrs);
     for (size_t i = 0; i < shapes.size(); ++i) {
-      const bool indices = ((type == "Gather" || type == "CrossEntropyLoss" || type == "MoeDispatch" ||
-                             type == "MoeCombine") &&
-                            i == 1) ||
-                           type == "OneHot";
+      const bool indices =
+          ((type == "Gather" || type == "CrossEntropyLoss" || type == "MoeDispatch" || type == "MoeCombine") &&
+           i == 1) ||
+          type == "OneHot";
       inputs.push_back({shapes[i], indices ? DType::kInt32 : DType::kFloat32});
     }
     outputs = InferOutputs(op, inputs);

@@ -38,15 +38,15 @@ struct Dims {
   bool vocab_parallel_loss;
   bool qkv_concat, ffn_concat;
   bool seq_parallel;
-  std::string fp8;                // the linear layers' fp8_format: off, e4m3, hybrid
+  std::string fp8;  // the linear layers' fp8_format: off, e4m3, hybrid
   // Multi-head latent attention (kv_lora == 0: standard attention).
   int64_t q_lora, kv_lora, rope_dim, v_dim;
   // Mixture of experts (experts == 0: every layer has the dense MLP).
   int64_t experts, experts_per_token, moe_ffn, shared_experts, first_dense_layers, ep;
   double capacity_factor;
   bool aux_loss;
-  bool sigmoid_router;  // DeepSeek-V3 scores experts by sigmoid, not softmax
-  bool expert_bias;     // with a per-expert bias in the selection (DeepSeek-V3's aux-loss-free balancing)
+  bool sigmoid_router;            // DeepSeek-V3 scores experts by sigmoid, not softmax
+  bool expert_bias;               // with a per-expert bias in the selection (DeepSeek-V3's aux-loss-free balancing)
   bool select_recompute = false;  // recompute the eager attention core only (set from the run's options)
 
   // The split of the [tokens, hidden] activations between blocks.
@@ -255,8 +255,8 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
       {"experts_per_token", int64_t{2}, "experts each token is routed to (top-k)", 1, 4096},
       {"moe_ffn_hidden", int64_t{0}, "inner size of one expert's MLP (0: ffn_hidden)", 0, 1 << 22},
       {"shared_experts", int64_t{0}, "experts every token passes through besides its routed ones (DeepSeek)", 0, 64},
-      {"first_dense_layers", int64_t{0}, "leading layers with a dense MLP instead of experts (DeepSeek first_k_dense_replace)",
-       0, 4096},
+      {"first_dense_layers", int64_t{0},
+       "leading layers with a dense MLP instead of experts (DeepSeek first_k_dense_replace)", 0, 4096},
       {"capacity_factor", 1.0,
        "expert capacity as a multiple of a balanced share (tokens x experts_per_token / experts); 1: dropless on "
        "average",
@@ -348,8 +348,8 @@ int LatentAttention(GraphBuilder& b, const Dims& d, int x) {
   const auto k_v = b.SplitV("attention/key_value_split", kv_heads, 3, {d.head_dim, d.v_dim}, shard(heads4));
   int k_rope = b.Reshape("attention/key_rope_heads", kv_parts[1], {d.batch, d.seq, 1, d.rope_dim});
   k_rope = b.RotaryPositionEmbedding("attention/key_rotary", k_rope, shard({{dp, 1, 1, 1}}));
-  k_rope = b.BroadcastTo("attention/key_rope_shared", k_rope, {d.batch, d.seq, d.heads, d.rope_dim},
-                         shard({{dp, 1, 1, 1}}));
+  k_rope =
+      b.BroadcastTo("attention/key_rope_shared", k_rope, {d.batch, d.seq, d.heads, d.rope_dim}, shard({{dp, 1, 1, 1}}));
   const int k = b.Concat("attention/key_join", {k_v[0], k_rope}, 3, shard({heads4[0], heads4[0]}));
 
   const std::vector<int64_t> bnsd = {dp, mp, 1, 1};
@@ -461,7 +461,8 @@ int ExpertLinear(GraphBuilder& b, const Dims& d, const std::string& name, int x,
   const int64_t in_dim = b.shape(x).back();
   const int w = b.Parameter(name + ".weight", {d.experts, out_dim, in_dim}, d.dtype);
   const int64_t g = d.dp / d.ep;
-  const Strategy s = column ? Strategy{{g, d.ep, 1, 1}, {d.ep, d.mp, 1}} : Strategy{{g, d.ep, 1, d.mp}, {d.ep, 1, d.mp}};
+  const Strategy s =
+      column ? Strategy{{g, d.ep, 1, 1}, {d.ep, d.mp, 1}} : Strategy{{g, d.ep, 1, d.mp}, {d.ep, 1, d.mp}};
   const int y = b.BatchMatMul(name, x, w, false, true, Shard{d.sharded}(s));
   MarkFp8(b, d, y);
   return y;
@@ -479,9 +480,8 @@ int MixtureOfExperts(GraphBuilder& b, const Dims& d, int x) {
   const int64_t groups = d.batch * (d.seq_parallel ? d.mp : 1), tokens = d.tokens() / groups;
   // The rounding tolerates the factor's binary representation (1.1 x 1000 is 1100 slots).
   const int64_t capacity = std::max<int64_t>(
-      1, static_cast<int64_t>(std::ceil(d.capacity_factor * static_cast<double>(tokens * k) /
-                                            static_cast<double>(d.experts) -
-                                        1e-9)));
+      1, static_cast<int64_t>(
+             std::ceil(d.capacity_factor * static_cast<double>(tokens * k) / static_cast<double>(d.experts) - 1e-9)));
   const int router = b.Parameter("moe/router.weight", {d.experts, d.hidden}, d.dtype);
   const int logits = b.MatMul("moe/router", x, router, false, true, shard({{rows, 1}, {1, 1}}));
   const int probs = d.sigmoid_router ? b.Activation("Sigmoid", "moe/router_sigmoid", logits, shard({{rows, 1}}))
@@ -497,8 +497,8 @@ int MixtureOfExperts(GraphBuilder& b, const Dims& d, int x) {
   const int grouped_x = b.Reshape("moe/groups", x, {groups, tokens, d.hidden});
   const int grouped_ids = b.Reshape("moe/expert_ids", ids, {groups, tokens, k});
   const int grouped_weights = b.Reshape("moe/expert_weights", weights, {groups, tokens, k});
-  int y = b.MoeDispatch("moe/dispatch", grouped_x, grouped_ids, d.experts, capacity,
-                        shard({{rows, 1, 1}, {rows, 1, 1}}));
+  int y =
+      b.MoeDispatch("moe/dispatch", grouped_x, grouped_ids, d.experts, capacity, shard({{rows, 1, 1}, {rows, 1, 1}}));
   const Strategy inner = {{g, d.ep, 1, d.mp}};
   const std::string act_name = ActivationName(d);
   if (d.gated) {
