@@ -29,8 +29,7 @@ void Emit(const BenchArgs& args, const nlohmann::json& measurements, const std::
 
 // Runs `part` on every rank; returns each rank's part and sets `device` to the ranks' device.
 std::vector<std::string> RunBenchmark(const exec::LaunchOptions& launch,
-                                      const std::function<std::string(exec::RankContext&)>& part,
-                                      std::string* device) {
+                                      const std::function<std::string(exec::RankContext&)>& part, std::string* device) {
   const auto outputs = exec::RunRanks(launch, [&](exec::RankContext& c) {
     return nlohmann::json{{"device", c.runtime.device()}, {"part", part(c)}}.dump();
   });
@@ -55,12 +54,12 @@ int BenchCollectives(const BenchArgs& args) {
   options.warmup = static_cast<int>(args.warmup);
   options.repeats = static_cast<int>(args.repeats);
   std::string device;
-  const std::vector<std::string> times =
-      RunBenchmark(launch, [&](exec::RankContext& c) { return exec::CollectiveBenchRank(c, options); }, &device);
+  const std::vector<std::string> times = RunBenchmark(
+      launch, [&](exec::RankContext& c) { return exec::CollectiveBenchRank(c, options); }, &device);
   const auto samples = exec::CombineCollectiveBench(options, args.backend, times);
-  std::string table = fmt::format(
-      "# {} collectives, {} ranks on {} ({}); {} iterations after {} warm-up, median of the slowest rank\n",
-      args.backend, launch.ranks, exec::HostName(), device, options.repeats, options.warmup);
+  std::string table =
+      fmt::format("# {} collectives, {} ranks on {} ({}); {} iterations after {} warm-up, median of the slowest rank\n",
+                  args.backend, launch.ranks, exec::HostName(), device, options.repeats, options.warmup);
   table += fmt::format("{:>14} {:>12} {:>12} {:>12} {:>12} {:>12}\n", "op", "size", "time(us)", "min(us)",
                        "algbw(GB/s)", "busbw(GB/s)");
   for (const auto& s : samples)
@@ -86,23 +85,24 @@ int BenchGemm(const BenchArgs& args) {
     for (const StageProgram& stage : plan.stages)
       for (const auto* tasks : {&stage.forward, &stage.backward})
         for (const Task& t : *tasks)
-          if (!t.gemm.empty() && seen.insert({t.gemm.m, t.gemm.n, t.gemm.k}).second) options.shapes.push_back(t.gemm);
+          if (!t.kernel.gemm.empty() && seen.insert({t.kernel.gemm.m, t.kernel.gemm.n, t.kernel.gemm.k}).second)
+            options.shapes.push_back(t.kernel.gemm);
   }
   options.warmup = static_cast<int>(std::min<int64_t>(args.warmup, 3));
   options.repeats = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(args.repeats, 5)));
   std::string device;
-  const std::vector<std::string> results =
-      RunBenchmark(launch, [&](exec::RankContext& c) { return exec::GemmBenchRank(c, options); }, &device);
+  const std::vector<std::string> results = RunBenchmark(
+      launch, [&](exec::RankContext& c) { return exec::GemmBenchRank(c, options); }, &device);
   const exec::GemmBenchResult r = exec::CombineGemmBench(options, results);
   double best = 0;
   for (const auto& g : r.gemms) best = std::max(best, g.flops() / g.seconds);
   const double peak = args.peak > 0 ? args.peak : best;
   const char* dtype = args.backend == "cuda" ? "bfloat16" : "float32";
-  std::string table = fmt::format(
-      "# {} GEMMs ({}), {} rank(s) at once on {}; median of {} after {} warm-up; efficiency against {}\n",
-      args.backend, dtype, launch.ranks, device, options.repeats, options.warmup,
-      args.peak > 0 ? FormatQuantity(peak, Quantity::kFlopsPerSecond) + " (--peak)"
-                    : FormatQuantity(peak, Quantity::kFlopsPerSecond) + " (the best measured)");
+  std::string table =
+      fmt::format("# {} GEMMs ({}), {} rank(s) at once on {}; median of {} after {} warm-up; efficiency against {}\n",
+                  args.backend, dtype, launch.ranks, device, options.repeats, options.warmup,
+                  args.peak > 0 ? FormatQuantity(peak, Quantity::kFlopsPerSecond) + " (--peak)"
+                                : FormatQuantity(peak, Quantity::kFlopsPerSecond) + " (the best measured)");
   table += fmt::format("{:>7} {:>7} {:>7} {:>12} {:>14} {:>11}\n", "m", "n", "k", "time(us)", "FLOP/s", "efficiency");
   for (const auto& g : r.gemms)
     table += fmt::format("{:>7} {:>7} {:>7} {:>12.1f} {:>14} {:>10.1f}%\n", g.shape.m, g.shape.n, g.shape.k,

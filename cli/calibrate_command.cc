@@ -40,11 +40,12 @@ int Calibrate(const CalibrateArgs& args) {
                                  100 * f.quality.max_relative_residual, 100 * f.large.max_relative_residual);
     }
     if (c.gemm)
-      std::cout << fmt::format("GEMM ({}): peak {}, half-efficiency size {:.0f}, overhead {:.1f} us; "
-                               "residuals rms {:.1f}%, max {:.1f}% over {} shapes\n",
-                               c.gemm->dtype, FormatQuantity(c.gemm->peak_flops, Quantity::kFlopsPerSecond),
-                               c.gemm->half_size, c.gemm->overhead * 1e6, 100 * c.gemm->quality.rms_relative_residual,
-                               100 * c.gemm->quality.max_relative_residual, c.gemm->quality.samples);
+      std::cout << fmt::format(
+          "GEMM ({}): peak {}, gemm_half_size {:.0f}, gemm_half_depth {:.0f}, overhead {:.1f} us; "
+          "residuals rms {:.1f}%, max {:.1f}% over {} shapes\n",
+          c.gemm->dtype, FormatQuantity(c.gemm->peak_flops, Quantity::kFlopsPerSecond), c.gemm->half_size,
+          c.gemm->half_depth, c.gemm->overhead * 1e6, 100 * c.gemm->quality.rms_relative_residual,
+          100 * c.gemm->quality.max_relative_residual, c.gemm->quality.samples);
     if (c.copy)
       std::cout << fmt::format("memory: {} (read + write), overhead {:.1f} us; residuals rms {:.1f}%, max {:.1f}%\n",
                                FormatQuantity(c.copy->bandwidth, Quantity::kBytesPerSecond), c.copy->overhead * 1e6,

@@ -35,7 +35,7 @@ struct Timing {
   Runtime::Event begin = 0, end = 0;
   bool timeline = false;
   TraceEvent event;
-  bool compute = false;   // counts as compute time
+  bool compute = false;  // counts as compute time
 };
 
 class RankProgram {
@@ -69,8 +69,8 @@ class RankProgram {
       TraceEvent e = Event(stage_, Lane::kCommunication, EventKind::kWeightGather, t.name);
       Collective(kCompute, t, t.seconds, "weight_gather", &e);
     }
-    std::vector<ScheduleItem> order = StageSchedule(plan_.training ? plan_.schedule : PipelineSchedule::kGPipe, stage_, S_,
-                                                    plan_.micro_batches, 1);
+    std::vector<ScheduleItem> order =
+        StageSchedule(plan_.training ? plan_.schedule : PipelineSchedule::kGPipe, stage_, S_, plan_.micro_batches, 1);
     if (!plan_.training)
       order.erase(std::remove_if(order.begin(), order.end(), [](const ScheduleItem& i) { return !i.forward; }),
                   order.end());
@@ -175,8 +175,10 @@ class RankProgram {
         if (!comm) continue;
         const bool sends = activations == lower;  // activations go up, gradients down
         comm->BindStream(runtime_.NativeStream(sends ? kSend : kCompute));
-        if (activations) (lower ? to_next_ : from_prev_) = std::move(comm);
-        else (lower ? grad_from_next_ : grad_to_prev_) = std::move(comm);
+        if (activations)
+          (lower ? to_next_ : from_prev_) = std::move(comm);
+        else
+          (lower ? grad_from_next_ : grad_to_prev_) = std::move(comm);
       }
     }
   }
@@ -202,8 +204,8 @@ class RankProgram {
     }
     // Sent: activations to the next stage, gradients to the previous one; received: the reverse.
     const bool has_prev = stage_ > 0, has_next = stage_ + 1 < S_;
-    const double transfer = std::max(has_next ? stage.send_forward_bytes : 0.0,
-                                     has_prev ? stage.send_backward_bytes : 0.0);
+    const double transfer =
+        std::max(has_next ? stage.send_forward_bytes : 0.0, has_prev ? stage.send_backward_bytes : 0.0);
     const double received = std::max(has_prev ? plan_.stages[stage_ - 1].send_forward_bytes : 0.0,
                                      has_next ? plan_.stages[stage_ + 1].send_backward_bytes : 0.0);
     send = std::max(send, ElementsFor(transfer));
@@ -231,7 +233,7 @@ class RankProgram {
 
   void Kernel(Stream s, const Task& t) {
     std::string type = "memory";
-    if (!t.gemm.empty()) {
+    if (!t.kernel.gemm.empty()) {
       type = "gemm";
     } else if (t.flops > 8 * t.bytes) {
       type = "gemm";  // a compute-bound operator that is not a MatMul (convolutions): a cube of equal FLOPs
@@ -239,11 +241,11 @@ class RankProgram {
       type = "host";
     }
     Timed(s, type, t.seconds, true, nullptr, [&] {
-      if (!t.gemm.empty()) {
-        const double one = 2.0 * static_cast<double>(t.gemm.m) * static_cast<double>(t.gemm.n) *
-                           static_cast<double>(t.gemm.k);
+      if (!t.kernel.gemm.empty()) {
+        const double one = 2.0 * static_cast<double>(t.kernel.gemm.m) * static_cast<double>(t.kernel.gemm.n) *
+                           static_cast<double>(t.kernel.gemm.k);
         const int repeat = std::max(1, static_cast<int>(std::lround(t.flops / one)));
-        runtime_.Gemm(s, t.gemm.m, t.gemm.n, t.gemm.k, repeat);
+        runtime_.Gemm(s, t.kernel.gemm.m, t.kernel.gemm.n, t.kernel.gemm.k, repeat);
       } else if (type == "gemm") {
         const int64_t side = std::max<int64_t>(1, std::llround(std::cbrt(t.flops / 2)));
         runtime_.Gemm(s, side, side, side);
@@ -265,12 +267,18 @@ class RankProgram {
       const shardlab::Collective c = t.collective;
       runtime_.Submit(s, [comm, c, in, out, n, elements] {
         switch (c) {
-          case shardlab::Collective::kAllReduce: comm->AllReduce(in, elements); break;
-          case shardlab::Collective::kAllGather: comm->AllGather(in, out, elements); break;
+          case shardlab::Collective::kAllReduce:
+            comm->AllReduce(in, elements);
+            break;
+          case shardlab::Collective::kAllGather:
+            comm->AllGather(in, out, elements);
+            break;
           case shardlab::Collective::kReduceScatter:
             comm->ReduceScatter(in, out, std::max<size_t>(1, elements / n));
             break;
-          case shardlab::Collective::kBroadcast: comm->Broadcast(in, elements, 0); break;
+          case shardlab::Collective::kBroadcast:
+            comm->Broadcast(in, elements, 0);
+            break;
           case shardlab::Collective::kAllToAll:
           case shardlab::Collective::kSendRecv:
             comm->AllToAll(in, out, std::max<size_t>(1, elements / n));
@@ -314,15 +322,16 @@ class RankProgram {
       t.collective = b.collective;
       t.group = b.group;
       t.comm_bytes = b.bytes;
-      TraceEvent e = Event(stage_, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(buckets_started_),
-                           b.every_micro_batch ? backward_micro_batch_ : -1);
+      TraceEvent e =
+          Event(stage_, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(buckets_started_),
+                b.every_micro_batch ? backward_micro_batch_ : -1);
       Collective(kComm, t, b.seconds, std::string("gradient ") + ToString(b.collective), &e);
     }
   }
 
   void Receive(Communicator* comm, double bytes, int64_t micro_batch, const char* what) {
-    TraceEvent e = Event(stage_, Lane::kPipeline, EventKind::kReceive, fmt::format("recv {} {}", what, micro_batch),
-                         micro_batch);
+    TraceEvent e =
+        Event(stage_, Lane::kPipeline, EventKind::kReceive, fmt::format("recv {} {}", what, micro_batch), micro_batch);
     float* out = runtime_.Output(kCompute);
     const size_t elements = ElementsFor(bytes);
     Timed(kCompute, "", 0, false, &e, [&] {
@@ -412,7 +421,8 @@ StepResult MeasuredStep(const Plan& plan, const std::vector<RankExecution>& rank
   Trace trace;
   trace.engine = "measured";
   for (const RankExecution& r : ranks)
-    if (r.rank == plan.RepresentativeRank(r.stage)) trace.events.insert(trace.events.end(), r.events.begin(), r.events.end());
+    if (r.rank == plan.RepresentativeRank(r.stage))
+      trace.events.insert(trace.events.end(), r.events.begin(), r.events.end());
   return Summarize(plan, std::move(trace));
 }
 

@@ -6,12 +6,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config/cluster_config.h"
 #include "core/util/config_error.h"
 #include "core/util/json_reader.h"
 
 namespace shardlab::testing {
 
 std::string SourcePath(const std::string& relative);  // a path inside the repository
+
+ClusterSpec ShippedCluster(const std::string& name);  // configs/clusters/<name>.json
 
 // Holds a parsed document so JsonNodes into it stay valid.
 struct Doc {

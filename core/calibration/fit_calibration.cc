@@ -17,7 +17,6 @@ namespace {
 
 constexpr double kMax = std::numeric_limits<double>::max();
 
-
 double Predict(const CollectiveFit& f, double bytes);
 
 // Residuals of the fitted model over the samples; with `ranks_factor` > 0
@@ -137,7 +136,10 @@ void FitGemm(const JsonNode& file, Calibration* c) {
   ObjectReader r(file);
   const std::string dtype = r.String("dtype", "float32");
   if (!ParseDType(dtype)) r.node().Child("dtype").Fail("\"" + dtype + "\" is not a dtype");
-  std::vector<std::tuple<double, double, double>> gemms;  // flops, smallest dimension, seconds
+  struct Sample {
+    double flops, thin, shallow, seconds;  // thin: 1/m + 1/n; shallow: 1/k
+  };
+  std::vector<Sample> gemms;
   for (const JsonNode& s : r.Required("samples").AsArray()) {
     ObjectReader sr(s);
     const double m = static_cast<double>(sr.RequiredInt("m", 1, 1 << 30));
@@ -145,7 +147,7 @@ void FitGemm(const JsonNode& file, Calibration* c) {
     const double k = static_cast<double>(sr.RequiredInt("k", 1, 1 << 30));
     const double seconds = sr.Required("seconds").AsNumber(1e-12, kMax);
     sr.Finish();
-    gemms.emplace_back(2 * m * n * k, std::min({m, n, k}), seconds);
+    gemms.push_back({2 * m * n * k, 1 / m + 1 / n, 1 / k, seconds});
   }
   std::vector<std::pair<double, double>> copies;
   if (auto list = r.Optional("copies"))
@@ -157,26 +159,29 @@ void FitGemm(const JsonNode& file, Calibration* c) {
       copies.emplace_back(bytes, seconds);
     }
   if (gemms.size() < 3) file.Child("samples").Fail("a GEMM fit needs at least 3 shapes");
-  // t = overhead + flops / peak + (flops / smallest) * half_size / peak
-  Eigen::MatrixXd x(static_cast<Eigen::Index>(gemms.size()), 3);
+  // t = overhead + flops / peak + flops (1/m + 1/n) half_size / peak + flops / k * half_depth / peak
+  // (ComputeSeconds' shape factor; the tiles' waves are left to the cluster's profile)
+  Eigen::MatrixXd x(static_cast<Eigen::Index>(gemms.size()), 4);
   Eigen::VectorXd y(static_cast<Eigen::Index>(gemms.size()));
   for (size_t i = 0; i < gemms.size(); ++i) {
-    const auto& [flops, smallest, seconds] = gemms[i];
+    const Sample& s = gemms[i];
     const auto row = static_cast<Eigen::Index>(i);
-    x.row(row) << 1, flops, flops / smallest;
-    y(row) = seconds;
+    x.row(row) << 1, s.flops, s.flops * s.thin, s.flops * s.shallow;
+    y(row) = s.seconds;
   }
   const RobustFit f = FitRobust(x, y);
   if (f.coefficients(1) <= 0) file.Child("samples").Fail("the GEMM times do not grow with the FLOPs");
-  c->gemm = GemmFit{dtype, 1 / f.coefficients(1), f.coefficients(2) / f.coefficients(1), f.coefficients(0),
+  c->gemm = GemmFit{dtype,
+                    1 / f.coefficients(1),
+                    f.coefficients(2) / f.coefficients(1),
+                    f.coefficients(3) / f.coefficients(1),
+                    f.coefficients(0),
                     QualityOf(f)};
   if (copies.size() >= 2) {
     const RobustFit cf = FitRobustLine(copies);
     if (cf.coefficients(1) > 0) c->copy = CopyFit{1 / cf.coefficients(1), cf.coefficients(0), QualityOf(cf)};
   }
 }
-
-
 
 }  // namespace
 

@@ -73,11 +73,9 @@ nlohmann::json ToJson(const Calibration& c) {
                                 {"fit", ToJson(f.quality)},
                                 {"fit_1MiB_and_more", ToJson(f.large)}});
   if (c.gemm)
-    j["gemm"] = {{"dtype", c.gemm->dtype},
-                 {"peak_flops", c.gemm->peak_flops},
-                 {"half_size", c.gemm->half_size},
-                 {"overhead", c.gemm->overhead},
-                 {"fit", ToJson(c.gemm->quality)}};
+    j["gemm"] = {{"dtype", c.gemm->dtype},         {"peak_flops", c.gemm->peak_flops},
+                 {"half_size", c.gemm->half_size}, {"half_depth", c.gemm->half_depth},
+                 {"overhead", c.gemm->overhead},   {"fit", ToJson(c.gemm->quality)}};
   if (c.copy)
     j["memory"] = {{"bandwidth", c.copy->bandwidth}, {"overhead", c.copy->overhead}, {"fit", ToJson(c.copy->quality)}};
   return j;
@@ -117,6 +115,7 @@ Calibration ReadCalibration(const JsonNode& node) {
     if (!ParseDType(f.dtype)) g->Child("dtype").Fail(Quoted(f.dtype) + " is not a dtype");
     f.peak_flops = ReadFitted(gr.Required("peak_flops"), Quantity::kFlopsPerSecond, false);
     f.half_size = gr.Required("half_size").AsNumber(0, PlausibleRange(Quantity::kBytes).second);
+    f.half_depth = gr.Required("half_depth").AsNumber(0, PlausibleRange(Quantity::kBytes).second);
     f.overhead = ReadFitted(gr.Required("overhead"), Quantity::kSeconds);
     f.quality = ReadQuality(gr.Required("fit"));
     gr.Finish();
@@ -144,9 +143,12 @@ void ApplyCalibration(const Calibration& c, const std::string& source, ClusterSp
   cluster->calibration_file = source;
   DeviceSpec& d = cluster->device;
   if (c.gemm) {
-    d.peak_flops[*ParseDType(c.gemm->dtype)] = c.gemm->peak_flops;
+    const DType dtype = *ParseDType(c.gemm->dtype);
+    d.peak_flops[dtype] = c.gemm->peak_flops;
     d.compute_efficiency = 1;
+    d.gemm_efficiency.erase(dtype);  // the fitted peak is what GEMMs of that dtype reach
     d.gemm_half_size = c.gemm->half_size;
+    d.gemm_half_depth = c.gemm->half_depth;
     d.kernel_overhead = c.gemm->overhead;
   }
   if (c.copy) {
@@ -169,8 +171,8 @@ void ApplyCalibration(const Calibration& c, const std::string& source, ClusterSp
       cluster->intra_server.latency = f->link.latency;
     } else {
       InterServerNetwork& n = cluster->inter_server;
-      n.nic_bandwidth = f->link.bandwidth * static_cast<double>(cluster->devices_per_server) /
-                        static_cast<double>(n.nics_per_server);
+      n.nic_bandwidth =
+          f->link.bandwidth * static_cast<double>(cluster->devices_per_server) / static_cast<double>(n.nics_per_server);
       n.link_latency = f->link.latency / 2;
       n.switch_latency = 0;
     }

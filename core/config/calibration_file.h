@@ -44,7 +44,8 @@ struct CollectiveFit {
 struct GemmFit {
   std::string dtype;
   double peak_flops = 0;  // asymptotic FLOP/s of large products
-  double half_size = 0;   // smallest dimension at which half of it is reached
+  double half_size = 0;   // DeviceSpec::gemm_half_size: peak / (1 + half_size (1/m + 1/n) + half_depth / k)
+  double half_depth = 0;  // DeviceSpec::gemm_half_depth
   double overhead = 0;    // seconds per kernel
   FitQuality quality;
 };

@@ -21,22 +21,32 @@ double Quantity(ObjectReader& reader, const std::string& key, Quantity kind) {
   return ReadQuantity(reader.Required(key), kind);
 }
 
+// An object from dtype names to values (peak_flops, gemm_efficiency), each read by `value`.
+template <typename ReadValue>
+std::map<DType, double> ReadDTypeMap(const JsonNode& node, const std::string& values, ReadValue value) {
+  ObjectReader reader(node);
+  std::map<DType, double> out;
+  for (const auto& item : node.json().items()) {
+    const std::string& name = item.key();
+    const auto entry = reader.Required(name);
+    auto dtype = ParseDType(name);
+    if (!dtype)
+      entry.Fail(Quoted(name) + " is not a dtype" + DidYouMean(name, DTypeNames()) + "; expected dtypes mapped to " +
+                 values);
+    out[*dtype] = value(entry);
+  }
+  reader.Finish();
+  return out;
+}
+
 DeviceSpec ReadDevice(const JsonNode& node) {
   ObjectReader r(node);
   DeviceSpec d;
   d.kind = r.Required("kind").AsEnum({"npu", "gpu"});
   d.model = r.Required("model").AsString();
   const auto peak = r.Required("peak_flops");
-  ObjectReader peak_reader(peak);
-  for (const auto& [name, value] : peak.json().items()) {
-    const auto node_value = peak_reader.Required(name);
-    auto dtype = ParseDType(name);
-    if (!dtype)
-      node_value.Fail(Quoted(name) + " is not a dtype" + DidYouMean(name, DTypeNames()) +
-                      "; peak_flops maps dtypes to FLOP/s");
-    d.peak_flops[*dtype] = ReadQuantity(node_value, Quantity::kFlopsPerSecond);
-  }
-  peak_reader.Finish();
+  d.peak_flops =
+      ReadDTypeMap(peak, "FLOP/s", [](const JsonNode& v) { return ReadQuantity(v, Quantity::kFlopsPerSecond); });
   if (d.peak_flops.empty()) peak.Fail("expected at least one dtype, e.g. {\"float16\": \"312 TFLOP/s\"}");
   d.memory_bytes = Quantity(r, "memory", Quantity::kBytes);
   d.memory_bandwidth = Quantity(r, "memory_bandwidth", Quantity::kBytesPerSecond);
@@ -45,6 +55,32 @@ DeviceSpec ReadDevice(const JsonNode& node) {
   if (auto overhead = r.Optional("kernel_overhead"))
     d.kernel_overhead = ReadQuantity(*overhead, Quantity::kSeconds, true);
   d.gemm_half_size = r.Number("gemm_half_size", 0, 0, 1e9);
+  d.gemm_half_depth = r.Number("gemm_half_depth", 0, 0, 1e9);
+  d.compute_units = r.Int("compute_units", 0, 0, 1 << 20);
+  if (auto tiles = r.Optional("gemm_tiles")) {
+    for (const JsonNode& t : tiles->AsArray()) {
+      const auto entries = t.AsArray();
+      if (entries.size() != 3) t.Fail("expected [rows, cols, relative efficiency], e.g. [128, 256, 1.0]");
+      d.gemm_tiles.push_back(
+          {entries[0].AsInt(1, 1 << 16), entries[1].AsInt(1, 1 << 16), entries[2].AsNumber(1e-3, 1)});
+    }
+    if (d.gemm_tiles.empty()) tiles->Fail("expected at least one tile, e.g. [[128, 256, 1.0]]");
+  }
+  if (d.compute_units > 0 && d.gemm_tiles.empty())
+    r.node().Child("compute_units").Fail("compute_units needs gemm_tiles, the tiles that run in waves");
+  if (auto by_dtype = r.Optional("gemm_efficiency"))
+    d.gemm_efficiency =
+        ReadDTypeMap(*by_dtype, "fractions of their peak", [](const JsonNode& v) { return v.AsNumber(1e-3, 1); });
+  d.gemm_alignment = r.Int("gemm_alignment", 0, 0, 4096);
+  d.misaligned_gemm_efficiency = r.Number("misaligned_gemm_efficiency", 1.0, 1e-3, 1.0);
+  if (auto attention = r.Optional("attention")) {
+    ObjectReader a(*attention);
+    d.attention.efficiency = a.Required("efficiency").AsNumber(1e-3, 1);
+    d.attention.backward_efficiency = a.Number("backward_efficiency", d.attention.efficiency, 1e-3, 1);
+    d.attention.half_length = a.Number("half_length", 0, 0, 1e9);
+    d.attention.half_head_dim = a.Number("half_head_dim", 0, 0, 1e6);
+    a.Finish();
+  }
   r.Finish();
   return d;
 }
@@ -169,6 +205,8 @@ nlohmann::json ToJson(const ClusterSpec& c) {
       intra["cross_group_bandwidth"] = c.intra_server.cross_group_bandwidth;
   }
   const auto& n = c.inter_server;
+  nlohmann::json tiles = nlohmann::json::array();
+  for (const GemmTile& t : c.device.gemm_tiles) tiles.push_back({t.rows, t.cols, t.efficiency});
   nlohmann::json out = {
       {"name", c.name},
       {"servers", c.servers},
@@ -182,7 +220,11 @@ nlohmann::json ToJson(const ClusterSpec& c) {
         {"compute_efficiency", c.device.compute_efficiency},
         {"memory_efficiency", c.device.memory_efficiency},
         {"kernel_overhead", c.device.kernel_overhead},
-        {"gemm_half_size", c.device.gemm_half_size}}},
+        {"gemm_half_size", c.device.gemm_half_size},
+        {"gemm_half_depth", c.device.gemm_half_depth},
+        {"compute_units", c.device.compute_units},
+        {"gemm_alignment", c.device.gemm_alignment},
+        {"misaligned_gemm_efficiency", c.device.misaligned_gemm_efficiency}}},
       {"host",
        {{"cpu_flops", c.host.cpu_flops},
         {"memory", c.host.memory_bytes},
@@ -201,6 +243,14 @@ nlohmann::json ToJson(const ClusterSpec& c) {
         {"link_latency", n.link_latency},
         {"switch_latency", n.switch_latency}}},
   };
+  if (!tiles.empty()) out["device"]["gemm_tiles"] = tiles;
+  for (const auto& [dtype, efficiency] : c.device.gemm_efficiency)
+    out["device"]["gemm_efficiency"][ToString(dtype)] = efficiency;
+  if (c.device.attention.efficiency > 0)
+    out["device"]["attention"] = {{"efficiency", c.device.attention.efficiency},
+                                  {"backward_efficiency", c.device.attention.backward_efficiency},
+                                  {"half_length", c.device.attention.half_length},
+                                  {"half_head_dim", c.device.attention.half_head_dim}};
   if (!c.calibration_file.empty()) out["calibration"] = c.calibration_file;
   return out;
 }

@@ -19,6 +19,29 @@ namespace shardlab {
 
 class JsonNode;
 
+// One output tile shape of the GEMM library (cuBLAS picks per shape among a
+// few), with its throughput relative to the best tile's.
+struct GemmTile {
+  int64_t rows = 128, cols = 128;
+  double efficiency = 1;
+
+  bool operator==(const GemmTile&) const = default;
+};
+
+// Fused attention (FlashAttentionScore) reaches efficiency / (1 + half_length
+// / kv + half_head_dim / head_dim) of the dtype's peak, kv the keys each query
+// sees on average (half the sequence under a causal mask): short sequences
+// and narrow heads leave the tensor cores waiting on softmax and loads.
+// efficiency 0: attention runs as any other operator at compute_efficiency.
+struct AttentionEfficiency {
+  double efficiency = 0;
+  double backward_efficiency = 0;
+  double half_length = 0;
+  double half_head_dim = 0;
+
+  bool operator==(const AttentionEfficiency&) const = default;
+};
+
 struct DeviceSpec {
   std::string kind;  // "npu" or "gpu"
   std::string model;
@@ -28,9 +51,26 @@ struct DeviceSpec {
   double compute_efficiency = 1;  // achieved fraction of peak on large GEMMs
   double memory_efficiency = 1;   // achieved fraction of memory bandwidth
   double kernel_overhead = 0;     // seconds of launch and dispatch per operator
-  // GEMMs whose smallest dimension is s reach s / (s + gemm_half_size) of
-  // compute_efficiency (0: no shape effect). Fitted by calibration.
+  // A GEMM C[m,n] = A[m,k] B[k,n] reaches compute_efficiency / (1 +
+  // gemm_half_size (1/m + 1/n) + gemm_half_depth / k) of peak before tile
+  // waves: thin outputs leave the tensor cores waiting on loads, and each
+  // output tile pays a fixed prologue and epilogue against its k-loop (0: no
+  // shape effect). Fitted by calibration.
   double gemm_half_size = 0;
+  double gemm_half_depth = 0;
+  // Streaming multiprocessors or AI cores: the output tiles of a GEMM run in
+  // waves of compute_units, the last wave partly idle (0: no waves).
+  int64_t compute_units = 0;
+  std::vector<GemmTile> gemm_tiles;  // the tiles the GEMM library picks from
+  // Operand rows that are not a multiple of gemm_alignment bytes (TMA's 16 on
+  // Hopper) fall off the tensor-core fast path to misaligned_gemm_efficiency
+  // of it (0: no alignment rule).
+  int64_t gemm_alignment = 0;
+  double misaligned_gemm_efficiency = 1;
+  // GEMMs in these dtypes start from their own efficiency instead of
+  // compute_efficiency (FP8 tensor cores reach a smaller share of their peak).
+  std::map<DType, double> gemm_efficiency;
+  AttentionEfficiency attention;
 
   bool operator==(const DeviceSpec&) const = default;
 };

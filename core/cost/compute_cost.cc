@@ -1,8 +1,42 @@
 #include "core/cost/compute_cost.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace shardlab {
+namespace {
+
+// The busy fraction of the machine while `batch` [rows, cols] outputs run in
+// tiles: the tiles run in waves of compute_units, the edge tiles and the
+// last wave partly empty.
+double WaveFill(int64_t batch, int64_t rows, int64_t cols, const GemmTile& tile, int64_t units) {
+  const int64_t tiles = batch * ((rows + tile.rows - 1) / tile.rows) * ((cols + tile.cols - 1) / tile.cols);
+  const int64_t waves = (tiles + units - 1) / units;
+  return static_cast<double>(batch) * static_cast<double>(rows) * static_cast<double>(cols) /
+         (static_cast<double>(waves) * static_cast<double>(units) * static_cast<double>(tile.rows * tile.cols));
+}
+
+// The library picks the tile that finishes first: the best fill weighted by
+// the tile's own efficiency.
+double BestTileFill(const DeviceSpec& d, int64_t batch, int64_t rows, int64_t cols) {
+  if (d.compute_units <= 0 || d.gemm_tiles.empty()) return 1;
+  double best = 0;
+  for (const GemmTile& tile : d.gemm_tiles)
+    best = std::max(best, tile.efficiency * WaveFill(batch, rows, cols, tile, d.compute_units));
+  return best;
+}
+
+bool Misaligned(const DeviceSpec& d, const GemmShape& g, DType dtype) {
+  if (d.gemm_alignment <= 0) return false;
+  const int64_t size = std::max<int64_t>(1, DTypeBytes(dtype));
+  if (d.gemm_alignment % size != 0) return false;
+  const int64_t elements = d.gemm_alignment / size;
+  // Rows of A are k long, rows of B and C n long (row-major operands; the
+  // backward products' leading dimensions are the same k and n).
+  return g.k % elements != 0 || g.n % elements != 0;
+}
+
+}  // namespace
 
 double PeakFlops(const DeviceSpec& device, DType dtype) {
   if (auto it = device.peak_flops.find(dtype); it != device.peak_flops.end()) return it->second;
@@ -14,8 +48,34 @@ double PeakFlops(const DeviceSpec& device, DType dtype) {
   return best;
 }
 
+double GemmEfficiency(const DeviceSpec& d, const GemmShape& g, DType dtype, bool backward) {
+  double efficiency = d.compute_efficiency;
+  const DType rate = dtype == DType::kFloat8E5M2 ? DType::kFloat8E4M3 : dtype;  // E5M2 runs at E4M3's rate
+  if (auto it = d.gemm_efficiency.find(rate); it != d.gemm_efficiency.end()) efficiency = it->second;
+  if (g.empty()) return efficiency;
+  const double m = static_cast<double>(g.m), n = static_cast<double>(g.n), k = static_cast<double>(g.k);
+  efficiency /= 1 + d.gemm_half_size * (1 / m + 1 / n) + d.gemm_half_depth / k;
+  const int64_t batch = std::max<int64_t>(1, g.batch);
+  if (backward) {
+    // dA [m,k] and dB [k,n] take half the FLOPs each: their times add.
+    const double a = BestTileFill(d, batch, g.m, g.k), b = BestTileFill(d, batch, g.k, g.n);
+    efficiency *= 2 / (1 / a + 1 / b);
+  } else {
+    efficiency *= BestTileFill(d, batch, g.m, g.n);
+  }
+  if (Misaligned(d, g, dtype)) efficiency *= d.misaligned_gemm_efficiency;
+  return efficiency;
+}
+
+double AttentionEfficiency(const DeviceSpec& d, const AttentionShape& a, bool backward) {
+  if (d.attention.efficiency <= 0 || a.empty()) return d.compute_efficiency;
+  const double keys = static_cast<double>(a.kv_length) / (a.causal ? 2.0 : 1.0);
+  const double base = backward ? d.attention.backward_efficiency : d.attention.efficiency;
+  return base / (1 + d.attention.half_length / keys + d.attention.half_head_dim / static_cast<double>(a.head_dim));
+}
+
 ComputeCost ComputeSeconds(double flops, double bytes, DType dtype, const ClusterSpec& cluster, bool on_host,
-                           const GemmShape& gemm) {
+                           const KernelShape& kernel) {
   ComputeCost c;
   if (flops == 0 && bytes == 0) return c;
   double compute, memory;
@@ -25,10 +85,10 @@ ComputeCost ComputeSeconds(double flops, double bytes, DType dtype, const Cluste
   } else {
     const DeviceSpec& d = cluster.device;
     double efficiency = d.compute_efficiency;
-    if (!gemm.empty() && d.gemm_half_size > 0) {
-      const double smallest = static_cast<double>(std::min({gemm.m, gemm.n, gemm.k}));
-      efficiency *= smallest / (smallest + d.gemm_half_size);
-    }
+    if (!kernel.gemm.empty())
+      efficiency = GemmEfficiency(d, kernel.gemm, dtype, kernel.backward);
+    else if (!kernel.attention.empty())
+      efficiency = AttentionEfficiency(d, kernel.attention, kernel.backward);
     compute = flops / (PeakFlops(d, dtype) * efficiency);
     memory = bytes / (d.memory_bandwidth * d.memory_efficiency);
   }

@@ -1,7 +1,9 @@
 // Time of one operator's work on one device: a roofline of the device's peak
 // FLOP/s for the operator's dtype and its memory bandwidth, each scaled by
-// its achieved efficiency, plus a fixed launch overhead. Operators placed on
-// the host (primitive_target "CPU") run at the host's rates.
+// the efficiency its kernel reaches, plus a fixed launch overhead. GEMMs lose
+// efficiency on small dimensions, on partly idle tile waves and on misaligned
+// operands; fused attention has its own efficiency. Operators placed on the
+// host (primitive_target "CPU") run at the host's rates.
 #pragma once
 
 #include <cstdint>
@@ -12,12 +14,33 @@
 namespace shardlab {
 
 // The product a GEMM-like operator runs per device: C[m,n] = A[m,k] B[k,n]
-// (batch dimensions folded into m when the second input is a matrix). Zero
-// for operators that are not GEMMs.
+// (batch dimensions folded into m when the second input is a matrix), `batch`
+// of them in one batched kernel (a mixture of experts' experts). Zero for
+// operators that are not GEMMs.
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 1;
   bool empty() const { return m == 0 || n == 0 || k == 0; }
   bool operator==(const GemmShape&) const = default;
+};
+
+// What one fused attention kernel sees per device: the keys each query
+// attends to (the slice's key length) and the query/key head size.
+struct AttentionShape {
+  int64_t kv_length = 0;
+  int64_t head_dim = 0;
+  bool causal = false;  // each query sees half the keys on average
+  bool empty() const { return kv_length == 0 || head_dim == 0; }
+  bool operator==(const AttentionShape&) const = default;
+};
+
+// The kernel an operator's pass runs, when it is one whose efficiency
+// depends on its shape. A backward GEMM runs dA = dC B^T and dB = A^T dC.
+struct KernelShape {
+  GemmShape gemm;
+  AttentionShape attention;
+  bool backward = false;
+  bool operator==(const KernelShape&) const = default;
 };
 
 struct ComputeCost {
@@ -25,10 +48,18 @@ struct ComputeCost {
   bool memory_bound = false;
 };
 
-// A GEMM's shape, when known, lowers its efficiency on small products
-// (DeviceSpec::gemm_half_size).
 ComputeCost ComputeSeconds(double flops, double bytes, DType dtype, const ClusterSpec& cluster, bool on_host,
-                           const GemmShape& gemm = {});
+                           const KernelShape& kernel = {});
+
+// The fraction of the dtype's peak a GEMM of this shape reaches on the
+// device: the dtype's gemm_efficiency (else compute_efficiency), the
+// small-dimension factor, the best tile's wave fill and the alignment rule
+// (DeviceSpec).
+double GemmEfficiency(const DeviceSpec& device, const GemmShape& gemm, DType dtype, bool backward);
+
+// The fraction of peak fused attention of this shape reaches (the device's
+// attention figures, else compute_efficiency).
+double AttentionEfficiency(const DeviceSpec& device, const AttentionShape& attention, bool backward);
 
 // The peak FLOP/s of the device for a dtype: its own entry, else float32's,
 // else the largest the device lists.

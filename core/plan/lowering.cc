@@ -121,9 +121,12 @@ class Lowering {
     auto scale = [&](const Task& t) {
       if (t.pcie_copy) return HostTransfer(t.name, t.op, t.bytes / kk);
       if (t.kind == Task::Kind::kCompute) {
-        GemmShape gemm = t.gemm;
-        if (!gemm.empty()) gemm.m = std::max<int64_t>(1, gemm.m / k);
-        Task c = Compute(t.name, t.op, t.flops / kk, t.bytes / kk, t.dtype, t.on_host, gemm);
+        KernelShape kernel = t.kernel;
+        if (kernel.gemm.batch % k == 0)
+          kernel.gemm.batch /= k;  // batched products split by the batch (a mixture of experts' groups)
+        else if (!kernel.gemm.empty())
+          kernel.gemm.m = std::max<int64_t>(1, kernel.gemm.m / k);
+        Task c = Compute(t.name, t.op, t.flops / kk, t.bytes / kk, t.dtype, t.on_host, kernel);
         c.recompute = t.recompute;
         return c;
       }
@@ -188,16 +191,16 @@ class Lowering {
   }
 
   Task Compute(const std::string& name, int op, double flops, double bytes, DType dtype, bool on_host,
-               const GemmShape& gemm = {}) {
+               const KernelShape& kernel = {}) {
     Task t;
     t.name = name;
     t.op = op;
     t.flops = flops;
     t.bytes = bytes;
     t.on_host = on_host;
-    t.gemm = gemm;
+    t.kernel = kernel;
     t.dtype = dtype;
-    t.seconds = ComputeSeconds(flops, bytes, dtype, run_.cluster, on_host, gemm).seconds;
+    t.seconds = ComputeSeconds(flops, bytes, dtype, run_.cluster, on_host, kernel).seconds;
     return t;
   }
 
@@ -211,10 +214,22 @@ class Lowering {
     const bool ta = op.BoolAttr("transpose_a", false), tb = op.BoolAttr("transpose_b", false);
     const size_t ra = a.size(), rb = b.size();
     GemmShape g{ta ? a[ra - 1] : a[ra - 2], tb ? b[rb - 2] : b[rb - 1], ta ? a[ra - 2] : a[ra - 1]};
-    if (rb == 2)
-      for (size_t i = 0; i + 2 < ra; ++i) g.m *= a[i];
+    for (size_t i = 0; i + 2 < ra; ++i) (rb == 2 ? g.m : g.batch) *= a[i];
     return g;
   }
+
+  // What a fused attention operator sees per device: its key slice's length
+  // and the query's head size.
+  AttentionShape AttentionOf(int index) const {
+    const Operator& op = graph_.op(index);
+    if (op.type != "FlashAttentionScore") return {};
+    const Shape q = layouts_[index].inputs[0].SliceShape(), k = layouts_[index].inputs[1].SliceShape();
+    if (q.size() != 4 || k.size() != 4) return {};
+    const int64_t mode = op.IntAttr("sparse_mode", 0);
+    return {k[2], q[3], mode == 2 || mode == 3};
+  }
+
+  KernelShape KernelOf(int index, bool backward) const { return {GemmOf(index), AttentionOf(index), backward}; }
 
   // The communication that turns each input's producer layout into the layout this operator wants.
   // How a dataset input arrives on a stage's devices: split on the batch
@@ -383,7 +398,7 @@ class Lowering {
     std::vector<Task> tasks = recompute ? std::vector<Task>{} : Redistributions(stage, index, false);
     for (Task& t : HostTransfers(index, false)) tasks.push_back(std::move(t));
     Task compute = Compute(op.name + (recompute ? "/recompute" : "/forward"), index, layout.work.forward_flops,
-                           layout.work.forward_bytes, PassDType(op, false), OnHost(op), GemmOf(index));
+                           layout.work.forward_bytes, PassDType(op, false), OnHost(op), KernelOf(index, false));
     compute.recompute = recompute;
     tasks.push_back(compute);
     for (const OpComm& c : layout.forward_comm) {
@@ -429,7 +444,8 @@ class Lowering {
     }
     backward_task_of_op_[index] = static_cast<int>(stage.backward.size());
     stage.backward.push_back(Compute(op.name + "/backward", index, layout.work.backward_flops,
-                                     layout.work.backward_bytes, PassDType(op, true), OnHost(op), GemmOf(index)));
+                                     layout.work.backward_bytes, PassDType(op, true), OnHost(op),
+                                     KernelOf(index, true)));
     for (const OpComm& c : layout.backward_comm) {
       const Tensor& input = graph_.tensor(op.inputs[c.input]);
       if (input.producer < 0) continue;  // dataset inputs need no gradient

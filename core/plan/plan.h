@@ -55,7 +55,7 @@ struct Task {
   double bytes = 0;
   bool on_host = false;
   bool pcie_copy = false;         // a host <-> device copy: `bytes` over PCIe, no FLOPs
-  GemmShape gemm;                 // MatMul and BatchMatMul: one product's shape per device
+  KernelShape kernel;             // MatMul/BatchMatMul product or fused attention per device, and the pass
   DType dtype = DType::kFloat32;  // whose peak the compute runs at (an FP8 GEMM's operand format)
   // Collective.
   Collective collective = Collective::kAllReduce;

@@ -67,26 +67,46 @@ nlohmann::json SyntheticCollectives() {
       cluster.devices_per_server = 4;
       cluster.intra_server.link_bandwidth = bandwidth;
       cluster.intra_server.latency = step;
-      samples.push_back({{"op", o}, {"algorithm", "ring"}, {"scope", "intra_server"}, {"ranks", 4}, {"size", size},
+      samples.push_back({{"op", o},
+                         {"algorithm", "ring"},
+                         {"scope", "intra_server"},
+                         {"ranks", 4},
+                         {"size", size},
                          {"seconds", CollectiveSeconds(c, CollectiveAlgorithm::kRing, sim_bytes, p, cluster)}});
     }
-  return {{"format", "shardlab-measurements"}, {"version", 1},     {"kind", "collectives"}, {"backend", "gloo"},
-          {"runtime", "cpu"},                  {"device", "test"}, {"ranks", 4},            {"samples", samples}};
+  return {{"format", "shardlab-measurements"},
+          {"version", 1},
+          {"kind", "collectives"},
+          {"backend", "gloo"},
+          {"runtime", "cpu"},
+          {"device", "test"},
+          {"ranks", 4},
+          {"samples", samples}};
 }
 
 nlohmann::json SyntheticGemms() {
   nlohmann::json samples = nlohmann::json::array();
-  const double peak = 50e9, half = 64, overhead = 10e-6;
+  const double peak = 50e9, half = 64, depth = 160, overhead = 10e-6;
   for (int s = 32; s <= 1024; s *= 2)
     for (int m : {s, 4 * s}) {
       const double flops = 2.0 * m * s * s;
-      samples.push_back({{"m", m}, {"n", s}, {"k", s}, {"seconds", overhead + flops / peak * (1 + half / s)}});
+      samples.push_back({{"m", m},
+                         {"n", s},
+                         {"k", s},
+                         {"seconds", overhead + flops / peak * (1 + half * (1.0 / m + 1.0 / s) + depth / s)}});
     }
   nlohmann::json copies = nlohmann::json::array();
   for (double b = 1 << 20; b <= 256 << 20; b *= 4) copies.push_back({{"bytes", b}, {"seconds", 5e-6 + b / 8e9}});
-  return {{"format", "shardlab-measurements"}, {"version", 1},       {"kind", "gemm"},    {"backend", "gloo"},
-          {"runtime", "cpu"},                  {"device", "test"},   {"ranks", 4},        {"dtype", "float32"},
-          {"samples", samples},                {"copies", copies}};
+  return {{"format", "shardlab-measurements"},
+          {"version", 1},
+          {"kind", "gemm"},
+          {"backend", "gloo"},
+          {"runtime", "cpu"},
+          {"device", "test"},
+          {"ranks", 4},
+          {"dtype", "float32"},
+          {"samples", samples},
+          {"copies", copies}};
 }
 
 TEST_CASE("calibration recovers links and the GEMM model from measurements") {
@@ -102,6 +122,7 @@ TEST_CASE("calibration recovers links and the GEMM model from measurements") {
   REQUIRE(c.gemm);
   CHECK(c.gemm->peak_flops == Approx(50e9).epsilon(1e-4));
   CHECK(c.gemm->half_size == Approx(64).epsilon(1e-3));
+  CHECK(c.gemm->half_depth == Approx(160).epsilon(1e-3));
   CHECK(c.gemm->overhead == Approx(10e-6).epsilon(1e-3));
   REQUIRE(c.copy);
   CHECK(c.copy->bandwidth == Approx(8e9).epsilon(1e-4));
@@ -118,8 +139,11 @@ TEST_CASE("calibration recovers links and the GEMM model from measurements") {
   const double predicted = CollectiveSeconds(Collective::kAllGather, CollectiveAlgorithm::kRing, 1 << 20, p, cluster);
   CHECK(predicted == Approx(3 * (1 << 20) / 2e9 + 3 * 30e-6).epsilon(1e-3));
   CHECK(PeakFlops(cluster.device, DType::kFloat32) == Approx(50e9).epsilon(1e-4));
-  const double t = ComputeSeconds(2.0 * 128 * 64 * 64, 0, DType::kFloat32, cluster, false, {128, 64, 64}).seconds;
-  CHECK(t == Approx(10e-6 + 2.0 * 128 * 64 * 64 / 50e9 * 2).epsilon(1e-3));
+  const double t =
+      ComputeSeconds(2.0 * 128 * 64 * 64, 0, DType::kFloat32, cluster, false, KernelShape{{128, 64, 64}, {}, false})
+          .seconds;
+  CHECK(t ==
+        Approx(10e-6 + 2.0 * 128 * 64 * 64 / 50e9 * (1 + 64.0 * (1.0 / 128 + 1.0 / 64) + 160.0 / 64)).epsilon(1e-3));
 }
 
 TEST_CASE("calibration files with errors name the file and the place") {

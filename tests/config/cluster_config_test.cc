@@ -8,12 +8,6 @@ namespace {
 using testing::Doc;
 using testing::ExpectConfigError;
 
-ClusterSpec LoadShipped(const std::string& name) {
-  const std::string path = testing::SourcePath("configs/clusters/" + name + ".json");
-  const nlohmann::json doc = ReadJsonFile(path);
-  return ReadClusterSpec(JsonNode(doc, path));
-}
-
 // A valid cluster document to mutate in tests.
 nlohmann::json SmallCluster() {
   return nlohmann::json::parse(R"({
@@ -35,7 +29,7 @@ std::string ErrorAt(const nlohmann::json& doc, const std::string& pointer) {
 }
 
 TEST_CASE("shipped clusters load with their datasheet figures") {
-  const ClusterSpec ascend = LoadShipped("ascend910-atlas900");
+  const ClusterSpec ascend = testing::ShippedCluster("ascend910-atlas900");
   CHECK(ascend.device_count() == 4096);
   CHECK(ascend.device.peak_flops.at(DType::kFloat16) == Approx(256e12));
   CHECK(ascend.device.memory_bytes == Approx(32e9));
@@ -44,45 +38,45 @@ TEST_CASE("shipped clusters load with their datasheet figures") {
   CHECK(ascend.inter_server.nic_bandwidth == Approx(12.5e9));
   CHECK(ascend.inter_server.switch_latency == Approx(0.6e-6));
 
-  const ClusterSpec a100 = LoadShipped("dgx-a100-hdr");
+  const ClusterSpec a100 = testing::ShippedCluster("dgx-a100-hdr");
   CHECK(a100.device.peak_flops.at(DType::kBFloat16) == Approx(312e12));
   CHECK(a100.intra_server.kind == IntraServerFabric::Kind::kNvSwitch);
   CHECK(a100.inter_server.nic_bandwidth == Approx(25e9));
   CHECK(a100.inter_server.rail_optimized);
 
-  const ClusterSpec h100 = LoadShipped("dgx-h100-ndr");
+  const ClusterSpec h100 = testing::ShippedCluster("dgx-h100-ndr");
   CHECK(h100.device.peak_flops.at(DType::kFloat16) == Approx(989e12));
   CHECK(h100.device.peak_flops.at(DType::kFloat8E4M3) == Approx(1979e12));
   CHECK(h100.intra_server.link_bandwidth == Approx(450e9));
 
-  const ClusterSpec h200 = LoadShipped("dgx-h200-ndr");
+  const ClusterSpec h200 = testing::ShippedCluster("dgx-h200-ndr");
   CHECK(h200.device.memory_bytes == Approx(141e9));
   CHECK(h200.device.memory_bandwidth == Approx(4.8e12));
 
   // Dense figures: half the sparse ones NVIDIA's tables quote.
-  const ClusterSpec b200 = LoadShipped("dgx-b200-ndr");
+  const ClusterSpec b200 = testing::ShippedCluster("dgx-b200-ndr");
   CHECK(b200.device.peak_flops.at(DType::kBFloat16) == Approx(2250e12));
   CHECK(b200.device.peak_flops.at(DType::kFloat8E4M3) == Approx(4500e12));
   CHECK(b200.intra_server.link_bandwidth == Approx(900e9));
 
   // One NVLink domain of 72 GPUs per rack.
-  const ClusterSpec nvl72 = LoadShipped("gb200-nvl72");
+  const ClusterSpec nvl72 = testing::ShippedCluster("gb200-nvl72");
   CHECK(nvl72.devices_per_server == 72);
   CHECK(nvl72.inter_server.nics_per_server == 72);
   CHECK(nvl72.device.peak_flops.at(DType::kBFloat16) == Approx(2500e12));
 
-  const ClusterSpec a2 = LoadShipped("atlas800t-a2-910b");
+  const ClusterSpec a2 = testing::ShippedCluster("atlas800t-a2-910b");
   CHECK(a2.intra_server.kind == IntraServerFabric::Kind::kHccsMesh);
   CHECK(a2.intra_server.group_size == 8);
   CHECK(a2.device.memory_bandwidth == Approx(1.6 * 1099511627776.0));
   CHECK(a2.inter_server.nic_bandwidth == Approx(25e9));
   CHECK_FALSE(a2.device.peak_flops.count(DType::kFloat8E4M3));
 
-  const ClusterSpec h800 = LoadShipped("deepseek-h800-2048");
+  const ClusterSpec h800 = testing::ShippedCluster("deepseek-h800-2048");
   CHECK(h800.device_count() == 2048);
   CHECK(h800.intra_server.link_bandwidth == Approx(200e9));
 
-  const ClusterSpec cm384 = LoadShipped("cloudmatrix384-910c");
+  const ClusterSpec cm384 = testing::ShippedCluster("cloudmatrix384-910c");
   CHECK(cm384.devices_per_server == 384);
   CHECK(cm384.intra_server.link_bandwidth == Approx(392e9));
 }
@@ -90,7 +84,7 @@ TEST_CASE("shipped clusters load with their datasheet figures") {
 TEST_CASE("clusters round-trip through JSON") {
   for (const char* name : {"ascend910-atlas900", "dgx-a100-hdr", "dgx-h100-ndr", "dgx-h200-ndr", "dgx-b200-ndr",
                            "gb200-nvl72", "atlas800t-a2-910b", "deepseek-h800-2048", "cloudmatrix384-910c"}) {
-    const ClusterSpec c = LoadShipped(name);
+    const ClusterSpec c = testing::ShippedCluster(name);
     const nlohmann::json j = ToJson(c);
     CHECK(ReadClusterSpec(JsonNode(j, "round.json")) == c);
   }

@@ -8,14 +8,8 @@
 namespace shardlab {
 namespace {
 
-ClusterSpec Cluster(const std::string& name) {
-  const std::string path = testing::SourcePath("configs/clusters/" + name + ".json");
-  const nlohmann::json doc = ReadJsonFile(path);
-  return ReadClusterSpec(JsonNode(doc, path));
-}
-
 TEST_CASE("a ring AllReduce is 2(n-1)/n S/B + 2(n-1) alpha") {
-  const ClusterSpec gpu = Cluster("dgx-a100-hdr");
+  const ClusterSpec gpu = testing::ShippedCluster("dgx-a100-hdr");
   const GroupPlacement server = PlaceStridedGroup(0, 8, 1, gpu);
   CHECK(server.servers == 1);
   const double s = 1 << 30;
@@ -24,7 +18,7 @@ TEST_CASE("a ring AllReduce is 2(n-1)/n S/B + 2(n-1) alpha") {
 }
 
 TEST_CASE("placement finds servers, HCCS groups and leaf switches") {
-  const ClusterSpec ascend = Cluster("ascend910-atlas900");
+  const ClusterSpec ascend = testing::ShippedCluster("ascend910-atlas900");
   CHECK(PlaceStridedGroup(0, 4, 1, ascend).one_hccs_group);
   CHECK_FALSE(PlaceStridedGroup(0, 8, 1, ascend).one_hccs_group);
   const GroupPlacement rail = PlaceStridedGroup(0, 32, 8, ascend);  // one device per server
@@ -35,7 +29,7 @@ TEST_CASE("placement finds servers, HCCS groups and leaf switches") {
 }
 
 TEST_CASE("HCCL picks halving-doubling across a power-of-two number of servers, hierarchically inside") {
-  const ClusterSpec ascend = Cluster("ascend910-atlas900");
+  const ClusterSpec ascend = testing::ShippedCluster("ascend910-atlas900");
   CHECK(ChooseAlgorithm(Collective::kAllReduce, 1e8, PlaceStridedGroup(0, 32, 8, ascend), ascend) ==
         CollectiveAlgorithm::kHalvingDoubling);
   CHECK(ChooseAlgorithm(Collective::kAllReduce, 1e8, PlaceStridedGroup(0, 24, 8, ascend), ascend) ==
@@ -47,7 +41,7 @@ TEST_CASE("HCCL picks halving-doubling across a power-of-two number of servers, 
 }
 
 TEST_CASE("NCCL picks the tree for small messages across nodes and the ring for large ones") {
-  const ClusterSpec gpu = Cluster("dgx-h100-ndr");
+  const ClusterSpec gpu = testing::ShippedCluster("dgx-h100-ndr");
   const GroupPlacement nodes = PlaceStridedGroup(0, 256, 8, gpu);
   CHECK(ChooseAlgorithm(Collective::kAllReduce, 1e4, nodes, gpu) == CollectiveAlgorithm::kDoubleBinaryTree);
   CHECK(ChooseAlgorithm(Collective::kAllReduce, 1e4, PlaceStridedGroup(0, 8, 1, gpu), gpu) ==
@@ -55,7 +49,7 @@ TEST_CASE("NCCL picks the tree for small messages across nodes and the ring for 
 }
 
 TEST_CASE("hierarchical AllReduce beats a flat ring across servers") {
-  const ClusterSpec ascend = Cluster("ascend910-atlas900");
+  const ClusterSpec ascend = testing::ShippedCluster("ascend910-atlas900");
   const GroupPlacement all = PlaceStridedGroup(0, 4096, 1, ascend);
   const double flat = CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kRing, 1 << 30, all, ascend);
   const double hier =

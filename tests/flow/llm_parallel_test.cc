@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/analytical/analytical_engine.h"
+#include "core/cost/compute_cost.h"
 #include "core/flow/prepared_run.h"
 #include "core/report/graph_summary.h"
 #include "core/report/step_result.h"
@@ -88,10 +89,18 @@ TEST_CASE("fp8 hybrid runs the linear layers at the FP8 peak with E5M2 gradients
   CHECK(TaskNamed(y.backward, qkv + "/backward").dtype == DType::kFloat8E5M2);
   const DType model_dtype = *ParseDType(bf16.model.params.String("dtype"));  // float16, as the checkpoint
   CHECK(TaskNamed(x.forward, qkv + "/forward").dtype == model_dtype);
-  // Twice the peak: the GEMM takes half as long (less the fixed kernel overhead).
-  const double overhead = bf16.cluster.device.kernel_overhead;
-  CHECK((TaskNamed(y.forward, qkv + "/forward").seconds - overhead) ==
-        Approx((TaskNamed(x.forward, qkv + "/forward").seconds - overhead) / 2).epsilon(0.01));
+  // Twice the peak at FP8's own efficiency (0.70 against 0.87 on the H100,
+  // measured): the GEMM takes 0.62 of the time, less the fixed kernel overhead.
+  const DeviceSpec& device = bf16.cluster.device;
+  const Task& fp8_qkv = TaskNamed(y.forward, qkv + "/forward");
+  const double rate16 =
+      PeakFlops(device, model_dtype) * GemmEfficiency(device, fp8_qkv.kernel.gemm, model_dtype, false);
+  const double rate8 =
+      PeakFlops(device, DType::kFloat8E4M3) * GemmEfficiency(device, fp8_qkv.kernel.gemm, DType::kFloat8E4M3, false);
+  CHECK(rate8 / rate16 == Approx(2 * 0.70 / 0.87).epsilon(0.01));
+  const double overhead = device.kernel_overhead;
+  CHECK((fp8_qkv.seconds - overhead) ==
+        Approx((TaskNamed(x.forward, qkv + "/forward").seconds - overhead) * rate16 / rate8).epsilon(0.01));
   // The attention core stays in the model's dtype.
   CHECK(TaskNamed(y.forward, "layer20/attention/flash/forward").dtype == model_dtype);
   // One byte more per linear weight element: the FP8 copy.
@@ -99,7 +108,7 @@ TEST_CASE("fp8 hybrid runs the linear layers at the FP8 peak with E5M2 gradients
   const double linear = layers * (hidden * (hidden + 2 * kv) + hidden * hidden + 3 * hidden * ffn) / tp;
   CHECK(y.memory.parameters - x.memory.parameters == Approx(linear).epsilon(1e-6));
   const StepResult slow = Summarize(a.plan, RunAnalytical(a.plan)), fast = Summarize(b.plan, RunAnalytical(b.plan));
-  CHECK(fast.compute_seconds < 0.7 * slow.compute_seconds);
+  CHECK(fast.compute_seconds < 0.8 * slow.compute_seconds);  // attention and element-wise work stay
   CHECK(fast.step_seconds < slow.step_seconds);
 }
 

@@ -15,12 +15,6 @@
 namespace shardlab::sim {
 namespace {
 
-ClusterSpec Cluster(const std::string& name) {
-  const std::string path = testing::SourcePath("configs/clusters/" + name + ".json");
-  const nlohmann::json doc = ReadJsonFile(path);
-  return ReadClusterSpec(JsonNode(doc, path));
-}
-
 std::vector<int64_t> Strided(int64_t n, int64_t stride) {
   std::vector<int64_t> members;
   for (int64_t i = 0; i < n; ++i) members.push_back(i * stride);
@@ -39,7 +33,7 @@ std::vector<double> Simulate(const ClusterSpec& cluster, int64_t devices, const 
 }
 
 TEST_CASE("a ring AllReduce on an idle uniform ring matches 2(n-1)/n S/B + 2(n-1) alpha within 1%") {
-  const ClusterSpec cluster = Cluster("dgx-h100-ndr");
+  const ClusterSpec cluster = testing::ShippedCluster("dgx-h100-ndr");
   const auto members = Strided(16, 8);  // one GPU per server, all on one rail leaf
   const double bytes = 1 << 30;
   const double alpha = 2 * 0.7e-6 + 0.13e-6, beta = 50e9;
@@ -54,7 +48,7 @@ TEST_CASE("a ring AllReduce on an idle uniform ring matches 2(n-1)/n S/B + 2(n-1
 }
 
 TEST_CASE("a ring AllReduce over the 72 GPUs of one NVL72 rack stays on NVLink and matches its closed form") {
-  const ClusterSpec cluster = Cluster("gb200-nvl72");
+  const ClusterSpec cluster = testing::ShippedCluster("gb200-nvl72");
   const auto members = Strided(72, 1);
   const GroupPlacement placement = PlaceGroup(members, cluster);
   CHECK(placement.servers == 1);
@@ -70,7 +64,7 @@ TEST_CASE("a ring AllReduce over the 72 GPUs of one NVL72 rack stays on NVLink a
 }
 
 TEST_CASE("step fidelity agrees with aggregated flows on a uniform ring") {
-  const ClusterSpec cluster = Cluster("dgx-a100-hdr");
+  const ClusterSpec cluster = testing::ShippedCluster("dgx-a100-hdr");
   const auto members = Strided(8, 8);
   const double bytes = 64 << 20;
   const auto t = Simulate(
@@ -82,7 +76,7 @@ TEST_CASE("step fidelity agrees with aggregated flows on a uniform ring") {
 }
 
 TEST_CASE("a double binary tree AllReduce moves 2S through its busiest NIC and matches its closed form") {
-  const ClusterSpec cluster = Cluster("dgx-h100-ndr");
+  const ClusterSpec cluster = testing::ShippedCluster("dgx-h100-ndr");
   const auto members = Strided(16, 8);  // one GPU per server on one rail
   const double bytes = 1 << 30;
   const auto phases = ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kDoubleBinaryTree, bytes, members,
@@ -105,7 +99,7 @@ TEST_CASE("a double binary tree AllReduce moves 2S through its busiest NIC and m
 }
 
 TEST_CASE("hierarchical AllReduce over 4096 Ascend devices matches its closed form") {
-  const ClusterSpec cluster = Cluster("ascend910-atlas900");
+  const ClusterSpec cluster = testing::ShippedCluster("ascend910-atlas900");
   const auto members = Strided(4096, 1);
   const double bytes = 1 << 30;
   const auto t = Simulate(cluster, 4096,
@@ -117,7 +111,7 @@ TEST_CASE("hierarchical AllReduce over 4096 Ascend devices matches its closed fo
 }
 
 TEST_CASE("two rings over the same cross-group path share its bandwidth") {
-  const ClusterSpec cluster = Cluster("ascend910-atlas900");
+  const ClusterSpec cluster = testing::ShippedCluster("ascend910-atlas900");
   const double bytes = 256 << 20;
   const std::vector<int64_t> a = {0, 4}, b = {1, 5};
   const auto both = Simulate(
