@@ -98,11 +98,12 @@ int BenchGemm(const BenchArgs& args) {
   for (const auto& g : r.gemms) best = std::max(best, g.flops() / g.seconds);
   const double peak = args.peak > 0 ? args.peak : best;
   const char* dtype = args.backend == "cuda" ? "bfloat16" : "float32";
-  std::string table =
-      fmt::format("# {} GEMMs ({}), {} rank(s) at once on {}; median of {} after {} warm-up; efficiency against {}\n",
-                  args.backend, dtype, launch.ranks, device, options.repeats, options.warmup,
-                  args.peak > 0 ? FormatQuantity(peak, Quantity::kFlopsPerSecond) + " (--peak)"
-                                : FormatQuantity(peak, Quantity::kFlopsPerSecond) + " (the best measured)");
+  std::string table = fmt::format(
+      "# {} GEMMs ({}), {} rank(s) at once on {}; median of {} after {} warm-up, {} back to back per "
+      "timing; efficiency against {}\n",
+      args.backend, dtype, launch.ranks, device, options.repeats, options.warmup, options.burst,
+      args.peak > 0 ? FormatQuantity(peak, Quantity::kFlopsPerSecond) + " (--peak)"
+                    : FormatQuantity(peak, Quantity::kFlopsPerSecond) + " (the best measured)");
   table += fmt::format("{:>7} {:>7} {:>7} {:>12} {:>14} {:>11}\n", "m", "n", "k", "time(us)", "FLOP/s", "efficiency");
   for (const auto& g : r.gemms)
     table += fmt::format("{:>7} {:>7} {:>7} {:>12.1f} {:>14} {:>10.1f}%\n", g.shape.m, g.shape.n, g.shape.k,

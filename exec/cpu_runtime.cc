@@ -55,13 +55,13 @@ class CpuRuntime : public Runtime {
   float* Input(Stream stream) override { return memory_[Index(stream)].input.data(); }
   float* Output(Stream stream) override { return memory_[Index(stream)].output.data(); }
 
-  void Gemm(Stream stream, int64_t m, int64_t n, int64_t k, int repeat) override {
+  void Gemm(Stream stream, int64_t m, int64_t n, int64_t k, int batch) override {
     StreamMemory* mem = &memory_[Index(stream)];
-    Submit(stream, [mem, m, n, k, repeat] {
+    Submit(stream, [mem, m, n, k, batch] {
       if (mem->a.rows() != m || mem->a.cols() != k) mem->a = Eigen::MatrixXf::Constant(m, k, 0.5f);
       if (mem->b.rows() != k || mem->b.cols() != n) mem->b = Eigen::MatrixXf::Constant(k, n, 0.25f);
       mem->c.resize(m, n);
-      for (int r = 0; r < repeat; ++r) mem->c.noalias() = mem->a * mem->b;
+      for (int r = 0; r < batch; ++r) mem->c.noalias() = mem->a * mem->b;
     });
   }
 

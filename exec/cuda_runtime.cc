@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -9,9 +11,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
-#include <cuda_runtime_api.h>
 #include <fmt/format.h>
-#include <nccl.h>
 
 #include "exec/nccl_communicator.h"
 
@@ -23,7 +23,8 @@ void Check(cudaError_t e, const char* what) {
 }
 
 void Check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(fmt::format("cuBLAS: {}: status {}", what, static_cast<int>(s)));
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(fmt::format("cuBLAS: {}: status {}", what, static_cast<int>(s)));
 }
 
 // Random bfloat16 values in [-1, 1) (read two at a time they are floats in
@@ -114,20 +115,26 @@ class CudaRuntime : public Runtime {
   float* Input(Stream stream) override { return static_cast<float*>(State(stream).input.Get(0)); }
   float* Output(Stream stream) override { return static_cast<float*>(State(stream).output.Get(0)); }
 
-  void Gemm(Stream stream, int64_t m, int64_t n, int64_t k, int repeat) override {
+  void Gemm(Stream stream, int64_t m, int64_t n, int64_t k, int batch) override {
     StreamState& s = State(stream);
     const size_t e = sizeof(__nv_bfloat16);
-    void* a = s.a.Get(static_cast<size_t>(m * k) * e);
-    void* b = s.b.Get(static_cast<size_t>(k * n) * e);
-    void* c = s.c.Get(static_cast<size_t>(m * n) * e);
+    const auto count = static_cast<size_t>(std::max(batch, 1));
+    void* a = s.a.Get(count * static_cast<size_t>(m * k) * e);
+    void* b = s.b.Get(count * static_cast<size_t>(k * n) * e);
+    void* c = s.c.Get(count * static_cast<size_t>(m * n) * e);
     const float alpha = 1, beta = 0;
     // Column-major: C^T[n,m] = B^T[n,k] A^T[k,m].
-    for (int r = 0; r < repeat; ++r)
-      Check(cublasGemmEx(s.blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
-                         static_cast<int>(k), &alpha, b, CUDA_R_16BF, static_cast<int>(n), a, CUDA_R_16BF,
-                         static_cast<int>(k), &beta, c, CUDA_R_16BF, static_cast<int>(n), CUBLAS_COMPUTE_32F,
-                         CUBLAS_GEMM_DEFAULT),
+    const int cm = static_cast<int>(n), cn = static_cast<int>(m), ck = static_cast<int>(k);
+    if (count == 1) {
+      Check(cublasGemmEx(s.blas, CUBLAS_OP_N, CUBLAS_OP_N, cm, cn, ck, &alpha, b, CUDA_R_16BF, cm, a, CUDA_R_16BF, ck,
+                         &beta, c, CUDA_R_16BF, cm, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             "cublasGemmEx");
+      return;
+    }
+    Check(cublasGemmStridedBatchedEx(s.blas, CUBLAS_OP_N, CUBLAS_OP_N, cm, cn, ck, &alpha, b, CUDA_R_16BF, cm, k * n, a,
+                                     CUDA_R_16BF, ck, m * k, &beta, c, CUDA_R_16BF, cm, m * n, static_cast<int>(count),
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmStridedBatchedEx");
   }
 
   void MemoryPass(Stream stream, double bytes) override {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
-
 #include <unistd.h>
 
 #include <Eigen/Core>
@@ -34,12 +33,23 @@ size_t CountFor(Collective op, double size, int n) {
 
 void RunCollective(Communicator& comm, Collective op, float* in, float* out, size_t count) {
   switch (op) {
-    case Collective::kAllReduce: comm.AllReduce(in, count); break;
-    case Collective::kAllGather: comm.AllGather(in, out, count); break;
-    case Collective::kReduceScatter: comm.ReduceScatter(in, out, count); break;
-    case Collective::kAllToAll: comm.AllToAll(in, out, count); break;
-    case Collective::kBroadcast: comm.Broadcast(in, count, 0); break;
-    case Collective::kSendRecv: break;
+    case Collective::kAllReduce:
+      comm.AllReduce(in, count);
+      break;
+    case Collective::kAllGather:
+      comm.AllGather(in, out, count);
+      break;
+    case Collective::kReduceScatter:
+      comm.ReduceScatter(in, out, count);
+      break;
+    case Collective::kAllToAll:
+      comm.AllToAll(in, out, count);
+      break;
+    case Collective::kBroadcast:
+      comm.Broadcast(in, count, 0);
+      break;
+    case Collective::kSendRecv:
+      break;
   }
 }
 
@@ -128,16 +138,20 @@ GemmBenchOptions DefaultGemmBench(const std::string& runtime) {
   }
   for (double b = cuda ? 16.0 * (1 << 20) : 1 << 20; b <= (cuda ? 4.0 * (1 << 30) : 128.0 * (1 << 20)); b *= 4)
     o.copy_sizes.push_back(b);
+  if (cuda) o.burst = 10;
   return o;
 }
 
 std::string GemmBenchRank(RankContext& c, const GemmBenchOptions& options) {
   nlohmann::json gemms = nlohmann::json::array(), copies = nlohmann::json::array();
+  const int burst = std::max(1, options.burst);
   auto measure = [&](auto work) {
     std::vector<double> t;
     for (int i = 0; i < options.warmup + options.repeats; ++i) {
-      const double seconds = TimeOnce(c, work);
-      if (i >= options.warmup) t.push_back(seconds);
+      const double seconds = TimeOnce(c, [&] {
+        for (int b = 0; b < burst; ++b) work();
+      });
+      if (i >= options.warmup) t.push_back(seconds / burst);
     }
     return Median(t);
   };
@@ -167,9 +181,10 @@ MeasurementContext DescribeRanks(const LaunchOptions& launch, const std::string&
 }
 
 nlohmann::json SoftwareVersions() {
-  nlohmann::json v = {{"shardlab", "0.1.0"},
-                      {"compiler", __VERSION__},
-                      {"eigen", fmt::format("{}.{}.{}", EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION)}};
+  nlohmann::json v = {
+      {"shardlab", "0.1.0"},
+      {"compiler", __VERSION__},
+      {"eigen", fmt::format("{}.{}.{}", EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION)}};
 #ifdef SHARDLAB_GLOO_VERSION
   v["gloo"] = SHARDLAB_GLOO_VERSION;
 #endif

@@ -47,6 +47,10 @@ struct GemmBenchOptions {
   std::vector<double> copy_sizes;  // bytes moved by a streaming copy (read + write)
   int warmup = 2;
   int repeats = 5;
+  // Kernels launched back to back per timing, the time divided among them:
+  // one kernel between two GPU events also times the events (~15 us on an
+  // H100), while a stream of kernels pays about 1 us each.
+  int burst = 1;
 };
 
 // Square products from 32 (CPU) or 256 (CUDA) up and the tall-skinny products
@@ -56,7 +60,9 @@ GemmBenchOptions DefaultGemmBench(const std::string& runtime);
 struct GemmSample {
   GemmShape shape;
   double seconds = 0;  // median; the slowest rank's when several ran at once
-  double flops() const { return 2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.n) * static_cast<double>(shape.k); }
+  double flops() const {
+    return 2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.n) * static_cast<double>(shape.k);
+  }
 };
 
 struct CopySample {

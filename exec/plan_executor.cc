@@ -244,8 +244,9 @@ class RankProgram {
       if (!t.kernel.gemm.empty()) {
         const double one = 2.0 * static_cast<double>(t.kernel.gemm.m) * static_cast<double>(t.kernel.gemm.n) *
                            static_cast<double>(t.kernel.gemm.k);
-        const int repeat = std::max(1, static_cast<int>(std::lround(t.flops / one)));
-        runtime_.Gemm(s, t.kernel.gemm.m, t.kernel.gemm.n, t.kernel.gemm.k, repeat);
+        // The products of a batched kernel, twice over in the backward (dA and dB).
+        const int batch = std::max(1, static_cast<int>(std::lround(t.flops / one)));
+        runtime_.Gemm(s, t.kernel.gemm.m, t.kernel.gemm.n, t.kernel.gemm.k, batch);
       } else if (type == "gemm") {
         const int64_t side = std::max<int64_t>(1, std::llround(std::cbrt(t.flops / 2)));
         runtime_.Gemm(s, side, side, side);

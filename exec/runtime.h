@@ -31,8 +31,10 @@ class Runtime {
   virtual float* Output(Stream stream) = 0;
 
   // C[m,n] = A[m,k] * B[k,n] in float32 (CPU) or bfloat16 with float32
-  // accumulation (CUDA tensor cores), `repeat` times.
-  virtual void Gemm(Stream stream, int64_t m, int64_t n, int64_t k, int repeat = 1) = 0;
+  // accumulation (CUDA tensor cores), `batch` independent products at once
+  // (one strided-batched cuBLAS call, as stacks run attention's per-head
+  // products and a mixture of experts' experts).
+  virtual void Gemm(Stream stream, int64_t m, int64_t n, int64_t k, int batch = 1) = 0;
   // Reads and writes `bytes` in total (a copy of bytes / 2).
   virtual void MemoryPass(Stream stream, double bytes) = 0;
   // Runs `work` in `stream`'s order: on the stream's thread (CPU), or now on
