@@ -126,6 +126,7 @@ RunSpec ReadRunSpec(const JsonNode& node) {
     ApplyModelParams(run.model, *params);
   }
   if (auto simulation = r.Optional("simulation")) run.simulation = ReadSimulation(*simulation);
+  if (auto stack = r.Optional("stack")) run.stack = ReadSoftwareStack(*stack);
   r.Finish();
   if (!run.model.builder.empty()) run.model.params.Set("batch", run.parallel.micro_batch_size());
   CheckRun(run, node, parallel_node);
@@ -157,7 +158,8 @@ nlohmann::json ToJson(const RunSpec& run) {
           {"cluster", ToJson(run.cluster)},
           {"model", model},
           {"parallel", ToJson(run.parallel)},
-          {"simulation", ToJson(run.simulation)}};
+          {"simulation", ToJson(run.simulation)},
+          {"stack", ToJson(run.stack)}};
 }
 
 }  // namespace shardlab

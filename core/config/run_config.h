@@ -12,6 +12,7 @@
 #include "core/config/model_config.h"
 #include "core/config/parallel_config.h"
 #include "core/config/simulation_options.h"
+#include "core/config/software_stack.h"
 
 namespace shardlab {
 
@@ -26,6 +27,7 @@ struct RunSpec {
   ModelSpec model;
   ParallelConfig parallel;
   SimulationOptions simulation;
+  SoftwareStack stack;
 };
 
 RunSpec LoadRunFile(const std::string& path);

@@ -93,7 +93,7 @@ ComputeCost ComputeSeconds(double flops, double bytes, DType dtype, const Cluste
     memory = bytes / (d.memory_bandwidth * d.memory_efficiency);
   }
   c.memory_bound = memory > compute;
-  c.seconds = std::max(compute, memory) + (on_host ? 0.0 : cluster.device.kernel_overhead);
+  c.seconds = std::max(compute, memory) + (on_host || kernel.fused ? 0.0 : cluster.device.kernel_overhead);
   return c;
 }
 

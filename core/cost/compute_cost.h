@@ -40,6 +40,7 @@ struct KernelShape {
   GemmShape gemm;
   AttentionShape attention;
   bool backward = false;
+  bool fused = false;  // runs inside the kernel of the operator before it: no launch of its own
   bool operator==(const KernelShape&) const = default;
 };
 

@@ -26,7 +26,7 @@ std::pair<double, double> PerElement(const std::string& type) {
   if (type == "RotaryPositionEmbedding") return {3, 3};  // x * cos + rotate_half(x) * sin
   if (type == "SoftmaxCrossEntropyWithLogits" || type == "CrossEntropyLoss") return {6, 3};
   if (type == "SigmoidCrossEntropyWithLogits") return {5, 3};
-  return {0, 0};  // data movement only: Cast, Gather, Reshape, Transpose, OneHot, MoeDispatch, Concat, BroadcastTo
+  return {0, 0};  // data movement only: Cast, Gather, Transpose, OneHot, MoeDispatch, Concat, BroadcastTo
 }
 
 }  // namespace
@@ -76,6 +76,8 @@ OpWork ComputeOpWork(const Operator& op, const std::vector<TensorType>& in, cons
     // A partial selection: about one comparison per candidate and chosen place.
     w.forward_flops = Elements(in[0]) * static_cast<double>(out[0].shape.back());
     w.backward_flops = Elements(out[0]);  // scatter the chosen gradients
+  } else if (type == "Reshape" || type == "Flatten") {
+    return w;  // a view of the same memory: no kernel (MindSpore drops it as a nop node; PyTorch's view)
   } else if (type == "ReduceSum" || type == "ReduceMean" || type == "ReduceMax" || type == "ReduceMin") {
     w.forward_flops = Elements(in[0]);
     w.backward_flops = Elements(in[0]);

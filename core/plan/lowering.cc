@@ -13,6 +13,7 @@
 #include "core/layout/device_matrix.h"
 #include "core/layout/redistribution.h"
 #include "core/ops/graph_layouts.h"
+#include "core/plan/kernel_fusion.h"
 #include "core/plan/pass_steps.h"
 #include "core/plan/pipeline_schedule.h"
 
@@ -43,7 +44,12 @@ double OptimizerBytesPerElement(Optimizer optimizer, DType param_dtype) {
 class Lowering {
  public:
   Lowering(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts, bool own_batch)
-      : run_(run), graph_(graph), layouts_(layouts), own_batch_(own_batch), p_(run.parallel) {}
+      : run_(run),
+        graph_(graph),
+        layouts_(layouts),
+        own_batch_(own_batch),
+        p_(run.parallel),
+        fusion_(PlanKernelFusion(graph, layouts, run.stack)) {}
 
   Plan Run() {
     Plan plan;
@@ -229,7 +235,9 @@ class Lowering {
     return {k[2], q[3], mode == 2 || mode == 3};
   }
 
-  KernelShape KernelOf(int index, bool backward) const { return {GemmOf(index), AttentionOf(index), backward}; }
+  KernelShape KernelOf(int index, bool backward) const {
+    return {GemmOf(index), AttentionOf(index), backward, fusion_[static_cast<size_t>(index)].follows_producer};
+  }
 
   // The communication that turns each input's producer layout into the layout this operator wants.
   // How a dataset input arrives on a stage's devices: split on the batch
@@ -398,7 +406,8 @@ class Lowering {
     std::vector<Task> tasks = recompute ? std::vector<Task>{} : Redistributions(stage, index, false);
     for (Task& t : HostTransfers(index, false)) tasks.push_back(std::move(t));
     Task compute = Compute(op.name + (recompute ? "/recompute" : "/forward"), index, layout.work.forward_flops,
-                           layout.work.forward_bytes, PassDType(op, false), OnHost(op), KernelOf(index, false));
+                           layout.work.forward_bytes - fusion_[static_cast<size_t>(index)].saved_forward_bytes,
+                           PassDType(op, false), OnHost(op), KernelOf(index, false));
     compute.recompute = recompute;
     tasks.push_back(compute);
     for (const OpComm& c : layout.forward_comm) {
@@ -443,9 +452,10 @@ class Lowering {
                                             WireBytes(shardlab::Collective::kReduceScatter, c.bytes, OutputDType(op))));
     }
     backward_task_of_op_[index] = static_cast<int>(stage.backward.size());
-    stage.backward.push_back(Compute(op.name + "/backward", index, layout.work.backward_flops,
-                                     layout.work.backward_bytes, PassDType(op, true), OnHost(op),
-                                     KernelOf(index, true)));
+    stage.backward.push_back(
+        Compute(op.name + "/backward", index, layout.work.backward_flops,
+                layout.work.backward_bytes - fusion_[static_cast<size_t>(index)].saved_backward_bytes,
+                PassDType(op, true), OnHost(op), KernelOf(index, true)));
     for (const OpComm& c : layout.backward_comm) {
       const Tensor& input = graph_.tensor(op.inputs[c.input]);
       if (input.producer < 0) continue;  // dataset inputs need no gradient
@@ -847,6 +857,7 @@ class Lowering {
   const std::vector<OpLayout>& layouts_;
   const bool own_batch_;
   const ParallelConfig& p_;
+  const std::vector<FusedKernel> fusion_;  // per operator: runs inside its producer's kernel
   std::map<int, int> backward_task_of_op_;
   std::vector<ParamShare> shares_;
   std::vector<int> share_of_tensor_;  // per tensor: its index in shares_, -1 for none

@@ -6,10 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/analytical/analytical_engine.h"
-#include "core/report/step_result.h"
 #include "core/flow/prepared_run.h"
 #include "core/graph/graph_builder.h"
 #include "core/ops/graph_layouts.h"
+#include "core/report/step_result.h"
 #include "core/util/json_reader.h"
 #include "tests/test_util.h"
 
@@ -18,7 +18,6 @@ namespace {
 
 // The analytical engine's step, summarised.
 StepResult Analytical(const Plan& plan) { return Summarize(plan, RunAnalytical(plan)); }
-
 
 using Ranges = std::vector<std::pair<size_t, size_t>>;
 
@@ -51,8 +50,7 @@ TEST_CASE("size mode follows MindSpore's two thresholds") {
   // data_parallel: MB x 262144 bytes; 1 MB -> 262144 bytes, gradients of 100000 bytes: the third
   // overflows the bucket, joins it and closes it.
   const std::vector<double> bytes(5, 100000.0);
-  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kSize, 1), true, true, false) ==
-        Ranges{{0, 3}, {3, 5}});
+  CHECK(SplitIntoBuckets(bytes, Fusion(FusionSetting::Mode::kSize, 1), true, true, false) == Ranges{{0, 3}, {3, 5}});
   // MindSpore's own example: auto (16 MiB), gradients of 10, 4, 8, 20, 1 MiB -> {0, 1, 2}, {3} alone, {4}.
   const double mib = 1 << 20;
   CHECK(SplitIntoBuckets({10 * mib, 4 * mib, 8 * mib, 20 * mib, mib}, Fusion(FusionSetting::Mode::kAuto, 64), true,
@@ -267,6 +265,61 @@ TEST_CASE("a run that does not fit is out of memory with the peak and what domin
   CHECK(result.out_of_memory);
   CHECK_THAT(result.memory_message, Catch::Contains("activations dominate"));
   CHECK_THAT(result.memory_message, Catch::Contains("but devices have 7.451 GiB"));
+}
+
+}  // namespace
+}  // namespace shardlab
+
+namespace shardlab {
+namespace {
+
+const Task* ForwardTaskOf(const Plan& plan, const Graph& graph, const std::string& type, const std::string& producer) {
+  for (const Task& t : plan.stages[0].forward) {
+    if (t.kind != Task::Kind::kCompute || t.op < 0) continue;
+    const Operator& op = graph.op(t.op);
+    if (op.type != type) continue;
+    const int from = graph.tensor(op.inputs[0]).producer;
+    if (from >= 0 && graph.op(from).type == producer) return &t;
+  }
+  return nullptr;
+}
+
+TEST_CASE("the megatron stack runs element-wise chains as one kernel and reshapes are views") {
+  RunSpec mindspore = Shipped("bert-large-a100-8");
+  RunSpec megatron = mindspore;
+  megatron.stack = PresetStack(StackPreset::kMegatron);
+  const PreparedRun a = Prepare(mindspore), b = Prepare(megatron);
+  const Graph& graph = a.graph;
+  // bias+GeLU: the GeLU reads the bias add's output from registers and launches nothing.
+  const Task* unfused = ForwardTaskOf(a.plan, graph, "GeLU", "BiasAdd");
+  const Task* fused = ForwardTaskOf(b.plan, graph, "GeLU", "BiasAdd");
+  REQUIRE(unfused);
+  REQUIRE(fused);
+  CHECK(fused->bytes == Approx(unfused->bytes / 2));  // reads nothing of its input, writes its output
+  CHECK(fused->kernel.fused);
+  CHECK_FALSE(unfused->kernel.fused);
+  CHECK(fused->seconds < unfused->seconds - 0.9 * mindspore.cluster.device.kernel_overhead);
+  // MindSpore (the default) fuses nothing.
+  CHECK(mindspore.stack == SoftwareStack{});
+  const StepResult slow = Analytical(a.plan), fast = Analytical(b.plan);
+  CHECK(fast.compute_seconds < 0.95 * slow.compute_seconds);
+  // A Reshape moves no data in either stack.
+  for (const Task& t : a.plan.stages[0].forward)
+    if (t.kind == Task::Kind::kCompute && t.op >= 0 && graph.op(t.op).type == "Reshape") CHECK(t.seconds == 0);
+}
+
+TEST_CASE("a run's stack is a preset name or an object that overrides its keys") {
+  testing::Doc name(R"("megatron")");
+  CHECK(ReadSoftwareStack(name.root()) == PresetStack(StackPreset::kMegatron));
+  testing::Doc object(R"({"preset": "megatron", "fuse_elementwise": false})");
+  const SoftwareStack s = ReadSoftwareStack(object.root());
+  CHECK(s.preset == StackPreset::kMegatron);
+  CHECK_FALSE(s.fuse_elementwise);
+  testing::Doc bad(R"({"preset": "deepspeed"})", "run.json");
+  const ConfigError e = testing::ExpectConfigError([&] { ReadSoftwareStack(bad.root()); });
+  CHECK(e.pointer() == "/preset");
+  testing::Doc typo(R"({"preset": "megatron", "fuse_elementwis": true})", "run.json");
+  CHECK(testing::ExpectConfigError([&] { ReadSoftwareStack(typo.root()); }).pointer() == "/fuse_elementwis");
 }
 
 }  // namespace

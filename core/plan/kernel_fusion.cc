@@ -1,0 +1,58 @@
+#include "core/plan/kernel_fusion.h"
+
+#include <string>
+
+#include "core/graph/op_types.h"
+
+namespace shardlab {
+namespace {
+
+// Element-wise families: one output element from the same place of each input.
+bool Elementwise(const std::string& type) {
+  const OpTypeInfo* info = FindOpType(type);
+  if (!info) return false;
+  const std::string family = info->family;
+  return family == "elementwise" || family == "bias_add" || family == "activation" || family == "dropout";
+}
+
+// A chain ends at most in a softmax (Megatron's scale+mask+softmax kernel).
+bool FusibleConsumer(const std::string& type) { return Elementwise(type) || type == "Softmax"; }
+
+bool OnHost(const Operator& op) { return op.StringAttr("primitive_target", "") == "CPU"; }
+
+double SliceBytes(const TensorLayout& layout, DType dtype) {
+  return static_cast<double>(ElementCount(layout.SliceShape())) * static_cast<double>(DTypeBytes(dtype));
+}
+
+}  // namespace
+
+std::vector<FusedKernel> PlanKernelFusion(const Graph& graph, const std::vector<OpLayout>& layouts,
+                                          const SoftwareStack& stack) {
+  std::vector<FusedKernel> fused(graph.operators().size());
+  if (!stack.fuse_elementwise) return fused;
+  for (size_t c = 0; c < graph.operators().size(); ++c) {
+    const Operator& consumer = graph.op(static_cast<int>(c));
+    if (!FusibleConsumer(consumer.type) || OnHost(consumer)) continue;
+    for (size_t i = 0; i < consumer.inputs.size(); ++i) {
+      const int t = consumer.inputs[i];
+      const Tensor& tensor = graph.tensor(t);
+      if (tensor.producer < 0 || graph.Consumers(t).size() != 1) continue;
+      const Operator& producer = graph.op(tensor.producer);
+      if (!Elementwise(producer.type) || producer.pipeline_stage != consumer.pipeline_stage || OnHost(producer))
+        continue;
+      int out = 0;
+      while (producer.outputs[static_cast<size_t>(out)] != t) ++out;
+      const TensorLayout& written = layouts[static_cast<size_t>(tensor.producer)].outputs[static_cast<size_t>(out)];
+      const TensorLayout& read = layouts[c].inputs[i];
+      if (!(written == read)) continue;
+      const double bytes = SliceBytes(read, tensor.dtype);
+      fused[c].follows_producer = true;
+      fused[c].saved_forward_bytes += bytes;                                     // not read back
+      fused[static_cast<size_t>(tensor.producer)].saved_forward_bytes += bytes;  // not written
+    }
+  }
+  for (FusedKernel& f : fused) f.saved_backward_bytes = 2 * f.saved_forward_bytes;
+  return fused;
+}
+
+}  // namespace shardlab

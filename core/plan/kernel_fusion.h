@@ -1,0 +1,29 @@
+// Which operators a software stack runs inside the kernel of the operator
+// before them, and the memory traffic that saves: an element-wise chain
+// (bias+GeLU, bias+dropout+add, scale+mask+softmax, SiLU(gate)*up) reads its
+// inputs once and writes its last output once, and only its first operator
+// launches a kernel.
+#pragma once
+
+#include <vector>
+
+#include "core/config/software_stack.h"
+#include "core/graph/graph.h"
+#include "core/ops/op_layout.h"
+
+namespace shardlab {
+
+struct FusedKernel {
+  bool follows_producer = false;    // runs inside a producer's kernel: no launch of its own
+  double saved_forward_bytes = 0;   // per device: intermediates neither written nor read back
+  double saved_backward_bytes = 0;  // the same for the fused backward (twice the forward's)
+};
+
+// One entry per operator; all empty when the stack fuses nothing. A tensor
+// between two fusible operators is kept in registers when it has that one
+// consumer, both operators sit on the same pipeline stage, and the consumer
+// takes it in the layout the producer leaves (no redistribution between).
+std::vector<FusedKernel> PlanKernelFusion(const Graph& graph, const std::vector<OpLayout>& layouts,
+                                          const SoftwareStack& stack);
+
+}  // namespace shardlab
