@@ -158,7 +158,7 @@ void FitGemm(const JsonNode& file, Calibration* c) {
       sr.Finish();
       copies.emplace_back(bytes, seconds);
     }
-  if (gemms.size() < 3) file.Child("samples").Fail("a GEMM fit needs at least 3 shapes");
+  if (gemms.size() < 4) file.Child("samples").Fail("a GEMM fit needs at least 4 shapes");
   // t = overhead + flops / peak + flops (1/m + 1/n) half_size / peak + flops / k * half_depth / peak
   // (ComputeSeconds' shape factor; the tiles' waves are left to the cluster's profile)
   Eigen::MatrixXd x(static_cast<Eigen::Index>(gemms.size()), 4);

@@ -1,5 +1,6 @@
 #include "core/config/calibration_file.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <utility>
@@ -115,7 +116,8 @@ Calibration ReadCalibration(const JsonNode& node) {
     if (!ParseDType(f.dtype)) g->Child("dtype").Fail(Quoted(f.dtype) + " is not a dtype");
     f.peak_flops = ReadFitted(gr.Required("peak_flops"), Quantity::kFlopsPerSecond, false);
     f.half_size = gr.Required("half_size").AsNumber(0, PlausibleRange(Quantity::kBytes).second);
-    f.half_depth = gr.Required("half_depth").AsNumber(0, PlausibleRange(Quantity::kBytes).second);
+    if (auto depth = gr.Optional("half_depth"))
+      f.half_depth = depth->AsNumber(0, PlausibleRange(Quantity::kBytes).second);
     f.overhead = ReadFitted(gr.Required("overhead"), Quantity::kSeconds);
     f.quality = ReadQuality(gr.Required("fit"));
     gr.Finish();
@@ -144,6 +146,13 @@ void ApplyCalibration(const Calibration& c, const std::string& source, ClusterSp
   DeviceSpec& d = cluster->device;
   if (c.gemm) {
     const DType dtype = *ParseDType(c.gemm->dtype);
+    // Fused attention keeps its absolute rate: its efficiencies were
+    // fractions of the peak the fit replaces.
+    if (auto old = d.peak_flops.find(dtype); old != d.peak_flops.end() && d.attention.efficiency > 0) {
+      const double scale = old->second / c.gemm->peak_flops;
+      d.attention.efficiency = std::min(1.0, d.attention.efficiency * scale);
+      d.attention.backward_efficiency = std::min(1.0, d.attention.backward_efficiency * scale);
+    }
     d.peak_flops[dtype] = c.gemm->peak_flops;
     d.compute_efficiency = 1;
     d.gemm_efficiency.erase(dtype);  // the fitted peak is what GEMMs of that dtype reach

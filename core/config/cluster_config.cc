@@ -68,11 +68,17 @@ DeviceSpec ReadDevice(const JsonNode& node) {
   }
   if (d.compute_units > 0 && d.gemm_tiles.empty())
     r.node().Child("compute_units").Fail("compute_units needs gemm_tiles, the tiles that run in waves");
+  if (d.compute_units == 0 && !d.gemm_tiles.empty())
+    r.node().Child("gemm_tiles").Fail("gemm_tiles needs compute_units, the units their waves fill");
   if (auto by_dtype = r.Optional("gemm_efficiency"))
     d.gemm_efficiency =
         ReadDTypeMap(*by_dtype, "fractions of their peak", [](const JsonNode& v) { return v.AsNumber(1e-3, 1); });
   d.gemm_alignment = r.Int("gemm_alignment", 0, 0, 4096);
   d.misaligned_gemm_efficiency = r.Number("misaligned_gemm_efficiency", 1.0, 1e-3, 1.0);
+  if (d.gemm_alignment == 0 && d.misaligned_gemm_efficiency < 1)
+    r.node()
+        .Child("misaligned_gemm_efficiency")
+        .Fail("misaligned_gemm_efficiency needs gemm_alignment, the row size in bytes");
   if (auto attention = r.Optional("attention")) {
     ObjectReader a(*attention);
     d.attention.efficiency = a.Required("efficiency").AsNumber(1e-3, 1);

@@ -33,13 +33,13 @@ struct GemmTile {
 // sees on average (half the sequence under a causal mask): short sequences
 // and narrow heads leave the tensor cores waiting on softmax and loads.
 // efficiency 0: attention runs as any other operator at compute_efficiency.
-struct AttentionEfficiency {
+struct AttentionProfile {
   double efficiency = 0;
   double backward_efficiency = 0;
   double half_length = 0;
   double half_head_dim = 0;
 
-  bool operator==(const AttentionEfficiency&) const = default;
+  bool operator==(const AttentionProfile&) const = default;
 };
 
 struct DeviceSpec {
@@ -70,7 +70,7 @@ struct DeviceSpec {
   // GEMMs in these dtypes start from their own efficiency instead of
   // compute_efficiency (FP8 tensor cores reach a smaller share of their peak).
   std::map<DType, double> gemm_efficiency;
-  AttentionEfficiency attention;
+  AttentionProfile attention;
 
   bool operator==(const DeviceSpec&) const = default;
 };

@@ -48,20 +48,30 @@ double PeakFlops(const DeviceSpec& device, DType dtype) {
   return best;
 }
 
+// One product's efficiency before the alignment rule: an [rows, cols] output
+// over a `depth`-long k-loop.
+double ProductEfficiency(const DeviceSpec& d, double base, int64_t batch, int64_t rows, int64_t cols, int64_t depth) {
+  const double thin = 1 / static_cast<double>(rows) + 1 / static_cast<double>(cols);
+  return base / (1 + d.gemm_half_size * thin + d.gemm_half_depth / static_cast<double>(depth)) *
+         BestTileFill(d, batch, rows, cols);
+}
+
 double GemmEfficiency(const DeviceSpec& d, const GemmShape& g, DType dtype, bool backward) {
   double efficiency = d.compute_efficiency;
-  const DType rate = dtype == DType::kFloat8E5M2 ? DType::kFloat8E4M3 : dtype;  // E5M2 runs at E4M3's rate
-  if (auto it = d.gemm_efficiency.find(rate); it != d.gemm_efficiency.end()) efficiency = it->second;
+  auto own = d.gemm_efficiency.find(dtype);
+  // E5M2 operands run at E4M3's rate unless the device lists their own.
+  if (own == d.gemm_efficiency.end() && dtype == DType::kFloat8E5M2) own = d.gemm_efficiency.find(DType::kFloat8E4M3);
+  if (own != d.gemm_efficiency.end()) efficiency = own->second;
   if (g.empty()) return efficiency;
-  const double m = static_cast<double>(g.m), n = static_cast<double>(g.n), k = static_cast<double>(g.k);
-  efficiency /= 1 + d.gemm_half_size * (1 / m + 1 / n) + d.gemm_half_depth / k;
   const int64_t batch = std::max<int64_t>(1, g.batch);
   if (backward) {
-    // dA [m,k] and dB [k,n] take half the FLOPs each: their times add.
-    const double a = BestTileFill(d, batch, g.m, g.k), b = BestTileFill(d, batch, g.k, g.n);
-    efficiency *= 2 / (1 / a + 1 / b);
+    // dA[m,k] = dC B^T (depth n) and dB[k,n] = A^T dC (depth m) take half
+    // the FLOPs each: their times add.
+    const double a = ProductEfficiency(d, efficiency, batch, g.m, g.k, g.n);
+    const double b = ProductEfficiency(d, efficiency, batch, g.k, g.n, g.m);
+    efficiency = 2 / (1 / a + 1 / b);
   } else {
-    efficiency *= BestTileFill(d, batch, g.m, g.n);
+    efficiency = ProductEfficiency(d, efficiency, batch, g.m, g.n, g.k);
   }
   if (Misaligned(d, g, dtype)) efficiency *= d.misaligned_gemm_efficiency;
   return efficiency;

@@ -1,5 +1,6 @@
 #include "core/plan/kernel_fusion.h"
 
+#include <set>
 #include <string>
 
 #include "core/graph/op_types.h"
@@ -33,12 +34,15 @@ std::vector<FusedKernel> PlanKernelFusion(const Graph& graph, const std::vector<
   for (size_t c = 0; c < graph.operators().size(); ++c) {
     const Operator& consumer = graph.op(static_cast<int>(c));
     if (!FusibleConsumer(consumer.type) || OnHost(consumer)) continue;
+    std::set<int> fused_inputs;
     for (size_t i = 0; i < consumer.inputs.size(); ++i) {
       const int t = consumer.inputs[i];
       const Tensor& tensor = graph.tensor(t);
       if (tensor.producer < 0 || graph.Consumers(t).size() != 1) continue;
       const Operator& producer = graph.op(tensor.producer);
-      if (!Elementwise(producer.type) || producer.pipeline_stage != consumer.pipeline_stage || OnHost(producer))
+      // A recomputed operator reruns alone: a chain never spans a recompute boundary.
+      if (!Elementwise(producer.type) || producer.pipeline_stage != consumer.pipeline_stage || OnHost(producer) ||
+          producer.recompute != consumer.recompute)
         continue;
       int out = 0;
       while (producer.outputs[static_cast<size_t>(out)] != t) ++out;
@@ -47,8 +51,9 @@ std::vector<FusedKernel> PlanKernelFusion(const Graph& graph, const std::vector<
       if (!(written == read)) continue;
       const double bytes = SliceBytes(read, tensor.dtype);
       fused[c].follows_producer = true;
-      fused[c].saved_forward_bytes += bytes;                                     // not read back
-      fused[static_cast<size_t>(tensor.producer)].saved_forward_bytes += bytes;  // not written
+      fused[c].saved_forward_bytes += bytes;  // not read back (each use: Mul(x, x) reads it twice)
+      if (fused_inputs.insert(t).second)
+        fused[static_cast<size_t>(tensor.producer)].saved_forward_bytes += bytes;  // not written, once
     }
   }
   for (FusedKernel& f : fused) f.saved_backward_bytes = 2 * f.saved_forward_bytes;

@@ -405,9 +405,10 @@ class Lowering {
     const OpLayout& layout = layouts_[index];
     std::vector<Task> tasks = recompute ? std::vector<Task>{} : Redistributions(stage, index, false);
     for (Task& t : HostTransfers(index, false)) tasks.push_back(std::move(t));
-    Task compute = Compute(op.name + (recompute ? "/recompute" : "/forward"), index, layout.work.forward_flops,
-                           layout.work.forward_bytes - fusion_[static_cast<size_t>(index)].saved_forward_bytes,
-                           PassDType(op, false), OnHost(op), KernelOf(index, false));
+    Task compute =
+        Compute(op.name + (recompute ? "/recompute" : "/forward"), index, layout.work.forward_flops,
+                std::max(0.0, layout.work.forward_bytes - fusion_[static_cast<size_t>(index)].saved_forward_bytes),
+                PassDType(op, false), OnHost(op), KernelOf(index, false));
     compute.recompute = recompute;
     tasks.push_back(compute);
     for (const OpComm& c : layout.forward_comm) {
@@ -454,7 +455,7 @@ class Lowering {
     backward_task_of_op_[index] = static_cast<int>(stage.backward.size());
     stage.backward.push_back(
         Compute(op.name + "/backward", index, layout.work.backward_flops,
-                layout.work.backward_bytes - fusion_[static_cast<size_t>(index)].saved_backward_bytes,
+                std::max(0.0, layout.work.backward_bytes - fusion_[static_cast<size_t>(index)].saved_backward_bytes),
                 PassDType(op, true), OnHost(op), KernelOf(index, true)));
     for (const OpComm& c : layout.backward_comm) {
       const Tensor& input = graph_.tensor(op.inputs[c.input]);

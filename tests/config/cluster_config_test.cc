@@ -198,3 +198,35 @@ TEST_CASE("fat-tree capacity follows the k, k^2/2, k^3/4 rule") {
 
 }  // namespace
 }  // namespace shardlab
+
+namespace shardlab {
+namespace {
+
+TEST_CASE("kernel figures of a device are checked and round-trip") {
+  auto doc = SmallCluster();
+  doc["device"]["compute_units"] = 132;
+  CHECK_THAT(ErrorAt(doc, "/device/compute_units"), Catch::Contains("needs gemm_tiles"));
+  doc["device"]["gemm_tiles"] = nlohmann::json::parse("[[128, 256]]");
+  CHECK_THAT(ErrorAt(doc, "/device/gemm_tiles/0"), Catch::Contains("[rows, cols, relative efficiency]"));
+  doc["device"]["gemm_tiles"] = nlohmann::json::parse("[[128, 256, 1.0], [64, 64, 0.6]]");
+  doc["device"]["gemm_efficiency"] = {{"float9", 0.5}};
+  CHECK_THAT(ErrorAt(doc, "/device/gemm_efficiency/float9"), Catch::Contains("is not a dtype"));
+  doc["device"]["gemm_efficiency"] = {{"float8_e4m3fn", 0.64}};
+  doc["device"]["misaligned_gemm_efficiency"] = 0.4;
+  CHECK_THAT(ErrorAt(doc, "/device/misaligned_gemm_efficiency"), Catch::Contains("needs gemm_alignment"));
+  doc["device"]["gemm_alignment"] = 16;
+  doc["device"]["attention"] = {{"half_length", 768}};
+  CHECK_THAT(ErrorAt(doc, "/device/attention"), Catch::Contains("efficiency"));
+  doc["device"]["attention"] = {{"efficiency", 0.84}, {"half_length", 768}};
+  const ClusterSpec c = ReadClusterSpec(JsonNode(doc, "cluster.json"));
+  CHECK(c.device.gemm_tiles.size() == 2);
+  CHECK(c.device.attention.backward_efficiency == Approx(0.84));  // defaults to the forward's
+  CHECK(c.device.gemm_efficiency.at(DType::kFloat8E4M3) == Approx(0.64));
+  const nlohmann::json round = ToJson(c);
+  CHECK(ReadClusterSpec(JsonNode(round, "round.json")) == c);
+  doc["device"].erase("compute_units");
+  CHECK_THAT(ErrorAt(doc, "/device/gemm_tiles"), Catch::Contains("needs compute_units"));
+}
+
+}  // namespace
+}  // namespace shardlab

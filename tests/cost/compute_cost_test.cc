@@ -35,6 +35,10 @@ TEST_CASE("GEMM efficiency falls with small dimensions and tile waves and on mis
   d.gemm_half_depth = 256;
   CHECK(GemmEfficiency(d, {1024, 2048, 512}, DType::kBFloat16, false) ==
         Approx(0.8 / (1 + 128.0 / 1024 + 128.0 / 2048 + 256.0 / 512)));
+  // The backward's dA [m,k] runs n deep and dB [k,n] runs m deep; their times add.
+  const double da = 0.8 / (1 + 128.0 / 1024 + 128.0 / 512 + 256.0 / 2048);
+  const double db = 0.8 / (1 + 128.0 / 512 + 128.0 / 2048 + 256.0 / 1024);
+  CHECK(GemmEfficiency(d, {1024, 2048, 512}, DType::kBFloat16, true) == Approx(2 / (1 / da + 1 / db)));
   d.gemm_half_size = d.gemm_half_depth = 0;
   d.compute_units = 4;
   d.gemm_tiles = {{128, 128, 1.0}};
@@ -57,6 +61,14 @@ TEST_CASE("GEMM efficiency falls with small dimensions and tile waves and on mis
   CHECK(GemmEfficiency(d, {4096, 4100, 4096}, DType::kBFloat16, false) == Approx(0.32));
   CHECK(GemmEfficiency(d, {4096, 4104, 4096}, DType::kBFloat16, false) == Approx(0.8));  // 8 bf16 = 16 bytes
   CHECK(GemmEfficiency(d, {4096, 4104, 4096}, DType::kFloat8E4M3, false) == Approx(0.32));
+  // FP8 starts from its own efficiency; E5M2 takes E4M3's unless it has one.
+  d.gemm_alignment = 0;
+  d.gemm_efficiency = {{DType::kFloat8E4M3, 0.6}};
+  CHECK(GemmEfficiency(d, {4096, 4096, 4096}, DType::kFloat8E4M3, false) == Approx(0.6));
+  CHECK(GemmEfficiency(d, {4096, 4096, 4096}, DType::kFloat8E5M2, false) == Approx(0.6));
+  d.gemm_efficiency[DType::kFloat8E5M2] = 0.5;
+  CHECK(GemmEfficiency(d, {4096, 4096, 4096}, DType::kFloat8E5M2, false) == Approx(0.5));
+  CHECK(GemmEfficiency(d, {4096, 4096, 4096}, DType::kBFloat16, false) == Approx(0.8));
 }
 
 TEST_CASE("fused attention efficiency rises with the keys each query sees and the head size") {
