@@ -36,6 +36,14 @@ bool Misaligned(const DeviceSpec& d, const GemmShape& g, DType dtype) {
   return g.k % elements != 0 || g.n % elements != 0;
 }
 
+// One product's efficiency before the alignment rule: an [rows, cols] output
+// over a `depth`-long k-loop.
+double ProductEfficiency(const DeviceSpec& d, double base, int64_t batch, int64_t rows, int64_t cols, int64_t depth) {
+  const double thin = 1 / static_cast<double>(rows) + 1 / static_cast<double>(cols);
+  return base / (1 + d.gemm_half_size * thin + d.gemm_half_depth / static_cast<double>(depth)) *
+         BestTileFill(d, batch, rows, cols);
+}
+
 }  // namespace
 
 double PeakFlops(const DeviceSpec& device, DType dtype) {
@@ -46,14 +54,6 @@ double PeakFlops(const DeviceSpec& device, DType dtype) {
   double best = 0;
   for (const auto& [d, flops] : device.peak_flops) best = std::max(best, flops);
   return best;
-}
-
-// One product's efficiency before the alignment rule: an [rows, cols] output
-// over a `depth`-long k-loop.
-double ProductEfficiency(const DeviceSpec& d, double base, int64_t batch, int64_t rows, int64_t cols, int64_t depth) {
-  const double thin = 1 / static_cast<double>(rows) + 1 / static_cast<double>(cols);
-  return base / (1 + d.gemm_half_size * thin + d.gemm_half_depth / static_cast<double>(depth)) *
-         BestTileFill(d, batch, rows, cols);
 }
 
 double GemmEfficiency(const DeviceSpec& d, const GemmShape& g, DType dtype, bool backward) {

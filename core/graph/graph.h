@@ -72,6 +72,8 @@ struct Operator {
   bool BoolAttr(const std::string& attr, bool fallback) const;
   std::vector<int64_t> IntsAttr(const std::string& attr) const;
   std::string StringAttr(const std::string& attr, const std::string& fallback) const;
+  // Placed on the host CPUs (primitive_target "CPU", Wide&Deep's host embedding).
+  bool OnHost() const { return StringAttr("primitive_target", "") == "CPU"; }
 };
 
 // Operators are kept in topological order: an operator may only use tensors

@@ -19,8 +19,6 @@ bool Elementwise(const std::string& type) {
 // A chain ends at most in a softmax (Megatron's scale+mask+softmax kernel).
 bool FusibleConsumer(const std::string& type) { return Elementwise(type) || type == "Softmax"; }
 
-bool OnHost(const Operator& op) { return op.StringAttr("primitive_target", "") == "CPU"; }
-
 double SliceBytes(const TensorLayout& layout, DType dtype) {
   return static_cast<double>(ElementCount(layout.SliceShape())) * static_cast<double>(DTypeBytes(dtype));
 }
@@ -33,7 +31,7 @@ std::vector<FusedKernel> PlanKernelFusion(const Graph& graph, const std::vector<
   if (!stack.fuse_elementwise) return fused;
   for (size_t c = 0; c < graph.operators().size(); ++c) {
     const Operator& consumer = graph.op(static_cast<int>(c));
-    if (!FusibleConsumer(consumer.type) || OnHost(consumer)) continue;
+    if (!FusibleConsumer(consumer.type) || consumer.OnHost()) continue;
     std::set<int> fused_inputs;
     for (size_t i = 0; i < consumer.inputs.size(); ++i) {
       const int t = consumer.inputs[i];
@@ -41,7 +39,7 @@ std::vector<FusedKernel> PlanKernelFusion(const Graph& graph, const std::vector<
       if (tensor.producer < 0 || graph.Consumers(t).size() != 1) continue;
       const Operator& producer = graph.op(tensor.producer);
       // A recomputed operator reruns alone: a chain never spans a recompute boundary.
-      if (!Elementwise(producer.type) || producer.pipeline_stage != consumer.pipeline_stage || OnHost(producer) ||
+      if (!Elementwise(producer.type) || producer.pipeline_stage != consumer.pipeline_stage || producer.OnHost() ||
           producer.recompute != consumer.recompute)
         continue;
       int out = 0;

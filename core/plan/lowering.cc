@@ -357,7 +357,6 @@ class Lowering {
     return x.name.substr(0, x.name.find('/')) == y.name.substr(0, y.name.find('/'));
   }
 
-  bool OnHost(const Operator& op) const { return op.StringAttr("primitive_target", "") == "CPU"; }
   DType OutputDType(const Operator& op) const { return graph_.tensor(op.outputs.front()).dtype; }
 
   // The dtype whose peak an operator's pass runs at: its FP8 GEMM format, else its output's.
@@ -392,9 +391,9 @@ class Lowering {
     const Operator& op = graph_.op(index);
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       const Tensor& t = graph_.tensor(op.inputs[i]);
-      if (t.producer < 0 || OnHost(graph_.op(t.producer)) == OnHost(op)) continue;
+      if (t.producer < 0 || graph_.op(t.producer).OnHost() == op.OnHost()) continue;
       tasks.push_back(
-          HostTransfer(fmt::format("{}/{}", op.name, OnHost(op) != backward ? "device_to_host" : "host_to_device"),
+          HostTransfer(fmt::format("{}/{}", op.name, op.OnHost() != backward ? "device_to_host" : "host_to_device"),
                        index, SliceBytes(layouts_[index].inputs[i], t.dtype)));
     }
     return tasks;
@@ -408,7 +407,7 @@ class Lowering {
     Task compute =
         Compute(op.name + (recompute ? "/recompute" : "/forward"), index, layout.work.forward_flops,
                 std::max(0.0, layout.work.forward_bytes - fusion_[static_cast<size_t>(index)].saved_forward_bytes),
-                PassDType(op, false), OnHost(op), KernelOf(index, false));
+                PassDType(op, false), op.OnHost(), KernelOf(index, false));
     compute.recompute = recompute;
     tasks.push_back(compute);
     for (const OpComm& c : layout.forward_comm) {
@@ -456,7 +455,7 @@ class Lowering {
     stage.backward.push_back(
         Compute(op.name + "/backward", index, layout.work.backward_flops,
                 std::max(0.0, layout.work.backward_bytes - fusion_[static_cast<size_t>(index)].saved_backward_bytes),
-                PassDType(op, true), OnHost(op), KernelOf(index, true)));
+                PassDType(op, true), op.OnHost(), KernelOf(index, true)));
     for (const OpComm& c : layout.backward_comm) {
       const Tensor& input = graph_.tensor(op.inputs[c.input]);
       if (input.producer < 0) continue;  // dataset inputs need no gradient
@@ -731,7 +730,7 @@ class Lowering {
     for (const Operator& op : graph_.operators())
       for (int t : op.inputs) {
         used[t] = true;
-        if (!OnHost(op)) device_use[t] = true;
+        if (!op.OnHost()) device_use[t] = true;
       }
     std::vector<bool> host_only(graph_.tensors().size());
     for (size_t t = 0; t < host_only.size(); ++t) host_only[t] = used[t] && !device_use[t];
@@ -799,7 +798,7 @@ class Lowering {
       double out_bytes = 0;
       for (size_t o = 0; o < op.outputs.size(); ++o)
         out_bytes += SliceBytes(layouts_[i].outputs[o], graph_.tensor(op.outputs[o]).dtype);
-      if (OnHost(op)) {  // kept in host memory, for as many micro-batches as device activations
+      if (op.OnHost()) {  // kept in host memory, for as many micro-batches as device activations
         host_kept += out_bytes;
         continue;
       }

@@ -39,7 +39,7 @@ GraphSummary SummarizeGraph(const Graph& graph, int64_t batch) {
     s.forward_flops += work.forward_flops;
     s.backward_flops += work.backward_flops;
     if (op.recompute) s.recompute_flops += work.forward_flops;
-    if (op.StringAttr("primitive_target", "") == "CPU") ++s.host_operators;
+    if (op.OnHost()) ++s.host_operators;
     if (op.strategy) ++s.strategies;
     auto& stage = s.stages[op.pipeline_stage];
     ++stage.operators;
