@@ -14,7 +14,6 @@
 
 namespace shardlab::cli {
 
-
 int CollectiveCommand(const CollectiveArgs& args) {
   const nlohmann::json document = ReadJsonFile(args.cluster_file);
   const ClusterSpec cluster = ReadClusterSpec(JsonNode(document, args.cluster_file));
@@ -40,16 +39,18 @@ int CollectiveCommand(const CollectiveArgs& args) {
   sim::FlowRunner runner(platform);
   std::vector<double> start(sizes.size()), end(sizes.size());
   std::vector<CollectiveAlgorithm> algorithms(sizes.size());
+  std::vector<CollectiveTiming> timings(sizes.size());
   std::function<void(size_t)> launch = [&](size_t i) {
     if (i == sizes.size()) return;
     algorithms[i] = ChooseAlgorithm(op, per_rank(sizes[i]), placement, cluster, force);
+    timings[i] = TimeCollective(op, algorithms[i], per_rank(sizes[i]), placement, cluster);
     start[i] = simgrid::s4u::Engine::get_clock();
-    runner.Run(
-        sim::ExpandCollective(op, algorithms[i], per_rank(sizes[i]), members, cluster.devices_per_server, fidelity),
-        [&, i] {
-          end[i] = simgrid::s4u::Engine::get_clock();
-          launch(i + 1);
-        });
+    runner.Run(sim::ExpandCollective(op, algorithms[i], per_rank(sizes[i]), members, cluster.devices_per_server,
+                                     fidelity, timings[i].library),
+               [&, i] {
+                 end[i] = simgrid::s4u::Engine::get_clock();
+                 launch(i + 1);
+               });
   };
   launch(0);
   platform.engine().run();
@@ -57,15 +58,16 @@ int CollectiveCommand(const CollectiveArgs& args) {
   std::cout << fmt::format("# {} over {} ranks of {} (first rank {}, stride {}: {} servers, {} per server), {} flows\n",
                            ToString(op), args.ranks, cluster.name, args.first_rank, args.stride, placement.servers,
                            placement.per_server, args.fidelity);
-  std::cout << fmt::format("# {:>12} {:>20} {:>12} {:>12} {:>12} {:>14} {:>8}\n", "size(B)", "algorithm", "time(us)",
-                           "algbw(GB/s)", "busbw(GB/s)", "closed(us)", "diff");
+  std::cout << fmt::format("# {:>12} {:>20} {:>8} {:>12} {:>12} {:>12} {:>14} {:>8}\n", "size(B)", "algorithm",
+                           "protocol", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "closed(us)", "diff");
   for (size_t i = 0; i < sizes.size(); ++i) {
     const double t = end[i] - start[i];
-    const double closed = CollectiveSeconds(op, algorithms[i], per_rank(sizes[i]), placement, cluster);
+    const double closed = timings[i].seconds;
     const double algbw = t > 0 ? sizes[i] / t / 1e9 : 0;
-    std::cout << fmt::format("  {:>12.0f} {:>20} {:>12.2f} {:>12.2f} {:>12.2f} {:>14.2f} {:>7.2f}%\n", sizes[i],
-                             ToString(algorithms[i]), t * 1e6, algbw, algbw * BusBandwidthFactor(op, args.ranks), closed * 1e6,
-                             closed > 0 ? 100 * (t - closed) / closed : 0.0);
+    std::cout << fmt::format(
+        "  {:>12.0f} {:>20} {:>8} {:>12.2f} {:>12.2f} {:>12.2f} {:>14.2f} {:>7.2f}%\n", sizes[i],
+        ToString(algorithms[i]), timings[i].library.timed ? ToString(timings[i].library.protocol) : "-", t * 1e6, algbw,
+        algbw * BusBandwidthFactor(op, args.ranks), closed * 1e6, closed > 0 ? 100 * (t - closed) / closed : 0.0);
   }
   return 0;
 }

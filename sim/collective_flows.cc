@@ -58,54 +58,14 @@ void HalvingDoubling(const std::vector<int64_t>& members, double bytes, bool red
   if (all_gather) out->insert(out->end(), halving.rbegin(), halving.rend());
 }
 
-// Parent of each position in NCCL's binary tree: position r hangs below r
-// with its lowest set bit moved up one place (or cleared where that falls
-// off the end); position 0 is the root.
-std::vector<int64_t> BinaryTreeParents(int64_t n) {
-  std::vector<int64_t> parents(n, -1);
-  for (int64_t r = 1; r < n; ++r) {
-    const int64_t bit = r & -r;
-    const int64_t up = (r ^ bit) | (bit << 1);
-    parents[r] = up < n ? up : r ^ bit;
-  }
-  return parents;
-}
-
-// NCCL's double binary tree: two binary trees, the second shifted by one
-// position so the first's leaves are its inner nodes; each carries half the
-// data. The tree pipelines its chunks, so both trees' edges run at once in
-// one phase (both fidelities): for an AllReduce every edge carries its half
-// up (reduce) and down (broadcast), for a Broadcast only down.
-void DoubleBinaryTree(const std::vector<int64_t>& members, double bytes, bool reduce, Fidelity,
-                      std::vector<Phase>* out) {
-  const int64_t n = static_cast<int64_t>(members.size());
-  const std::vector<int64_t> parents = BinaryTreeParents(n);
-  Phase p;
-  const double half = bytes / 2;
-  for (int64_t shift = 0; shift < 2; ++shift)
-    for (int64_t i = 0; i < n; ++i) {
-      if (parents[i] < 0) continue;
-      const int64_t child = members[(i + shift) % n], parent = members[(parents[i] + shift) % n];
-      p.flows.push_back({parent, child, half});
-      if (reduce) p.flows.push_back({child, parent, half});
-    }
-  int64_t depth = 0;
-  while ((int64_t{1} << depth) < n) ++depth;  // levels of edges
-  p.extra_latency_steps = (reduce ? 2 : 1) * depth - 1;
-  out->push_back(std::move(p));
-}
-
 void Flat(Collective c, CollectiveAlgorithm a, double bytes, const std::vector<int64_t>& members, Fidelity fidelity,
           std::vector<Phase>* out) {
   const int64_t n = static_cast<int64_t>(members.size());
   if (n <= 1) return;
   const double nn = static_cast<double>(n);
   const bool hd = a == CollectiveAlgorithm::kHalvingDoubling && IsPowerOfTwo(n);
-  // Trees serve AllReduce and Broadcast (as in NCCL); other collectives ring.
-  const bool tree = a == CollectiveAlgorithm::kDoubleBinaryTree && n > 2;
   switch (c) {
     case Collective::kAllReduce:
-      if (tree) return DoubleBinaryTree(members, bytes, true, fidelity, out);
       if (hd) return HalvingDoubling(members, bytes, true, true, fidelity, out);
       return Ring(members, 2 * (n - 1), bytes / nn, fidelity, out);
     case Collective::kReduceScatter:
@@ -115,7 +75,6 @@ void Flat(Collective c, CollectiveAlgorithm a, double bytes, const std::vector<i
       if (hd) return HalvingDoubling(members, bytes * nn, false, true, fidelity, out);
       return Ring(members, n - 1, bytes, fidelity, out);
     case Collective::kBroadcast:
-      if (tree) return DoubleBinaryTree(members, bytes, false, fidelity, out);
       return Ring(members, n - 1, bytes / static_cast<double>(n - 1), fidelity, out);
     case Collective::kAllToAll: {
       // Pairwise exchange; large groups send to the opposite member only,
@@ -154,8 +113,18 @@ void RunConcurrently(const std::vector<Phase>& phases, std::vector<Phase>* merge
 }  // namespace
 
 std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double bytes,
-                                    const std::vector<int64_t>& members, int64_t devices_per_server,
-                                    Fidelity fidelity) {
+                                    const std::vector<int64_t>& members, int64_t devices_per_server, Fidelity fidelity,
+                                    const LibraryTiming& library) {
+  if (a == CollectiveAlgorithm::kDoubleBinaryTree || a == CollectiveAlgorithm::kNvls ||
+      a == CollectiveAlgorithm::kNvlsTree)
+    a = CollectiveAlgorithm::kRing;
+  if (library.timed) {
+    std::vector<Phase> out =
+        ExpandCollective(c, a, bytes * library.wire_factor, members, devices_per_server, Fidelity::kAggregated);
+    for (Phase& phase : out) phase.extra_latency_steps = 0;
+    if (!out.empty()) out.back().library_latency = library.latency;
+    return out;
+  }
   std::vector<Phase> out;
   std::map<int64_t, std::vector<int64_t>> by_server;
   for (int64_t r : members) by_server[r / devices_per_server].push_back(r);

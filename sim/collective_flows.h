@@ -13,7 +13,6 @@
 
 namespace shardlab::sim {
 
-
 struct Flow {
   int64_t src;
   int64_t dst;
@@ -25,10 +24,18 @@ struct Phase {
   // Algorithm steps folded into this phase beyond the first: their latency
   // (steps x the route latency of the first flow) is added after the flows.
   int64_t extra_latency_steps = 0;
+  // A library's latency (LibraryTiming::latency): what the first
+  // flow's route latency leaves of it is waited for after the flows.
+  double library_latency = 0;
 };
 
 // `members` are ranks in group order; `bytes` follows CollectiveSeconds.
+// NCCL's trees and NVLS run as their channels' rings over the same links
+// (inside the servers and along the rails between them). A library-timed
+// collective (LibraryTiming::timed) runs as one aggregated phase whose
+// flows carry wire_factor times the bytes, and takes the library's latency.
 std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double bytes,
-                                    const std::vector<int64_t>& members, int64_t devices_per_server, Fidelity fidelity);
+                                    const std::vector<int64_t>& members, int64_t devices_per_server, Fidelity fidelity,
+                                    const LibraryTiming& library = {});
 
 }  // namespace shardlab::sim

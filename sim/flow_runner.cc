@@ -82,9 +82,12 @@ void FlowRunner::StartPhase(Running* r) {
 void FlowRunner::PhaseFinished(Running* r) {
   const Phase& phase = r->phases[r->phase];
   double extra = 0;
+  if (phase.library_latency > 0 && !phase.flows.empty())
+    extra =
+        std::max(0.0, phase.library_latency - platform_.RouteLatency(phase.flows.front().src, phase.flows.front().dst));
   if (phase.extra_latency_steps > 0 && !phase.flows.empty())
-    extra = static_cast<double>(phase.extra_latency_steps) *
-            platform_.RouteLatency(phase.flows.front().src, phase.flows.front().dst);
+    extra += static_cast<double>(phase.extra_latency_steps) *
+             platform_.RouteLatency(phase.flows.front().src, phase.flows.front().dst);
   auto& graveyard = Graveyard();
   graveyard.insert(graveyard.end(), r->comms.begin(), r->comms.end());
   r->comms.clear();

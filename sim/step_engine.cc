@@ -524,15 +524,8 @@ class Engine {
       auto resumes = std::move(b.resumes);
       barriers_.erase(key);
       ++collectives_;
-      if (symmetry_.closed_form.count({d.stage, task.group, task.collective, task.algorithm})) {
-        ++timers_;
-        runner_.After(task.seconds, [resumes = std::move(resumes)] {
-          for (const auto& r : resumes) r();
-        });
-        continue;
-      }
       runner_.Run(ExpandCollective(task.collective, task.algorithm, task.comm_bytes, groups.members[instance],
-                                   cluster_.devices_per_server, fidelity_),
+                                   cluster_.devices_per_server, fidelity_, task.library),
                   [resumes = std::move(resumes)] {
                     for (const auto& r : resumes) r();
                   });
@@ -558,6 +551,7 @@ class Engine {
     task.group = bucket.group;
     task.comm_bytes = bucket.bytes;
     task.seconds = bucket.seconds;
+    task.library = bucket.library;
     const double begin = Now();
     auto done = [this, &d, begin, run, every = bucket.every_micro_batch] {
       if (d.traced) {

@@ -87,10 +87,8 @@ bool MapsOnto(const std::vector<Phase>& phases, const std::vector<Phase>& image,
   return true;
 }
 
-// Why g does not carry the step onto itself; empty when it does. Double
-// binary trees whose flows g does not keep go into `closed_form`.
-std::string CheckPlan(const StepShape& step, const DevicePermutation& g, const ClusterPlatform& platform,
-                      std::set<GroupUse>* closed_form) {
+// Why g does not carry the step onto itself; empty when it does.
+std::string CheckPlan(const StepShape& step, const DevicePermutation& g, const ClusterPlatform& platform) {
   const Plan& plan = *step.plan;
   std::vector<int64_t> lane_image(step.lane_size.size(), -1);
   for (int64_t r = 0; r < plan.devices; ++r) {
@@ -118,16 +116,12 @@ std::string CheckPlan(const StepShape& step, const DevicePermutation& g, const C
           if (mapped != sorted)
             return fmt::format("it maps the group {} onto ranks that are not one of its groups", Brief(members));
         }
-        if (step.InsideLane(members) || closed_form->count(use)) continue;
+        if (step.InsideLane(members)) continue;
         const auto phases = ExpandCollective(use.collective, use.algorithm, kProbeBytes, members,
                                              step.devices_per_server, step.fidelity);
         const auto image_phases =
             ExpandCollective(use.collective, use.algorithm, kProbeBytes, image, step.devices_per_server, step.fidelity);
         if (MapsOnto(phases, image_phases, g, platform)) continue;
-        if (use.algorithm == CollectiveAlgorithm::kDoubleBinaryTree) {
-          closed_form->insert(use);
-          continue;
-        }
         return fmt::format("the {} {} over {} does not map onto its image flow for flow", ToString(use.algorithm),
                            ToString(use.collective), Brief(members));
       }
@@ -188,9 +182,9 @@ StepSymmetry FindStepSymmetry(const StepShape& step, const ClusterPlatform& plat
                          t == 1 ? fmt::format("the {} servers of a stage rotate", per_stage)
                                 : fmt::format("a stage's {} servers rotate by {}", per_stage, t)});
 
-  auto check = [&](const DevicePermutation& g, std::set<GroupUse>* closed_form) {
+  auto check = [&](const DevicePermutation& g) {
     std::string why = platform.CheckSymmetry(g);
-    return why.empty() ? CheckPlan(step, g, platform, closed_form) : why;
+    return why.empty() ? CheckPlan(step, g, platform) : why;
   };
   StepSymmetry symmetry;
   std::vector<std::string> folded, kept;
@@ -198,11 +192,9 @@ StepSymmetry FindStepSymmetry(const StepShape& step, const ClusterPlatform& plat
     std::string first_why;
     for (const Candidate& c : candidates) {
       std::string why;
-      std::set<GroupUse> closed_form = symmetry.closed_form;
       for (const DevicePermutation& g : c.generators)
-        if (why = check(g, &closed_form); !why.empty()) break;
+        if (why = check(g); !why.empty()) break;
       if (why.empty()) {
-        symmetry.closed_form = std::move(closed_form);
         symmetry.generators.insert(symmetry.generators.end(), c.generators.begin(), c.generators.end());
         symmetry.order *= c.order;
         folded.push_back(first_why.empty() ? c.label : fmt::format("{} (not more: {})", c.label, first_why));
@@ -242,7 +234,7 @@ StepSymmetry FindStepSymmetry(const StepShape& step, const ClusterPlatform& plat
   for (const StageProgram& stage : plan.stages)
     for (const GroupUse& use : GroupUses(stage))
       for (const auto& members : step.groups[stage.stage][use.group].members) {
-        if (step.InsideLane(members) || symmetry.closed_form.count(use)) continue;
+        if (step.InsideLane(members)) continue;
         const bool has_representative =
             std::any_of(members.begin(), members.end(), [&](int64_t r) { return symmetry.IsRepresentative(r); });
         if (!has_representative) continue;
@@ -256,13 +248,6 @@ StepSymmetry FindStepSymmetry(const StepShape& step, const ClusterPlatform& plat
   symmetry.description = fmt::format("{} of {} devices simulated, {}-fold symmetry: {}", n / symmetry.order, n,
                                      symmetry.order, fmt::join(folded, "; "));
   if (!kept.empty()) symmetry.description += fmt::format("; {}", fmt::join(kept, "; "));
-  if (!symmetry.closed_form.empty()) {
-    std::set<std::string> names;
-    for (const GroupUse& use : symmetry.closed_form)
-      names.insert(fmt::format("{} {}", ToString(use.algorithm), ToString(use.collective)));
-    symmetry.description += fmt::format("; {} collectives ({}) run in closed form: their trees have no symmetry",
-                                        symmetry.closed_form.size(), fmt::join(names, ", "));
-  }
   return symmetry;
 }
 

@@ -39,7 +39,6 @@ struct GroupUse {
 
 struct StepSymmetry {
   std::vector<DevicePermutation> generators;
-  std::set<GroupUse> closed_form;       // collectives whose flows the fold cannot keep
   int64_t order = 1;                    // devices per orbit
   std::vector<int64_t> representative;  // per rank: its orbit's first rank
   std::string description;              // what folds and what does not, and why

@@ -9,8 +9,9 @@ constexpr EnumNames<Collective, 6> kCollectiveNames(
     {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv"});
 constexpr EnumNames<Collective, 6> kOperatorNames(
     {"AllReduce", "AllGather", "ReduceScatter", "AlltoAll", "Broadcast", "Send"});
-constexpr EnumNames<CollectiveAlgorithm, 6> kAlgorithmNames(
-    {"ring", "halving_doubling", "hierarchical", "double_binary_tree", "pairwise", "direct"});
+constexpr EnumNames<CollectiveAlgorithm, 8> kAlgorithmNames(
+    {"ring", "halving_doubling", "hierarchical", "double_binary_tree", "pairwise", "direct", "nvls", "nvls_tree"});
+constexpr EnumNames<Protocol, 3> kProtocolNames({"simple", "ll128", "ll"});
 constexpr EnumNames<ReduceOp, 5> kReduceNames({"", "sum", "max", "min", "mean"});
 
 }  // namespace
@@ -18,6 +19,7 @@ constexpr EnumNames<ReduceOp, 5> kReduceNames({"", "sum", "max", "min", "mean"})
 const char* ToString(Collective c) { return kCollectiveNames[c]; }
 const char* OperatorName(Collective c) { return kOperatorNames[c]; }
 const char* ToString(CollectiveAlgorithm a) { return kAlgorithmNames[a]; }
+const char* ToString(Protocol p) { return kProtocolNames[p]; }
 const char* ToString(ReduceOp op) { return kReduceNames[op]; }
 
 Collective ParseCollective(std::string_view name) { return kCollectiveNames.Parse(name, "collective"); }

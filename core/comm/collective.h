@@ -26,9 +26,19 @@ enum class CollectiveAlgorithm {
   kRing,              // ring over all ranks (HCCL and NCCL inside a server)
   kHalvingDoubling,   // recursive halving-doubling (HCCL across a power-of-two server count)
   kHierarchical,      // inside each server, then across servers, then inside again
-  kDoubleBinaryTree,  // NCCL's two pipelined binary trees
+  kDoubleBinaryTree,  // NCCL's TREE: a chain inside each server, two pipelined binary trees across servers
   kPairwise,          // AllToAll by pairwise exchanges
   kDirect,            // one transfer (SendRecv)
+  kNvls,              // NCCL's NVLS: NVLink SHARP, the NVSwitch reduces and multicasts (one server)
+  kNvlsTree,          // NCCL's NVLS_TREE: NVLS inside each server, trees across servers
+};
+
+// How NCCL moves data between GPUs on a channel (its "protocols"): a
+// trade of latency against bandwidth.
+enum class Protocol {
+  kSimple,  // bulk copies with a flag per chunk: the full bandwidth, the most latency ("simple")
+  kLL128,   // 128-byte lines of 120 payload bytes and a flag: ~92% of it, less latency ("ll128")
+  kLL,      // 8-byte words each with its own flag: half of it, the least latency ("ll")
 };
 
 // Config and command-line spelling: "allreduce", "alltoall", "sendrecv".
@@ -37,6 +47,8 @@ const char* ToString(Collective c);
 const char* OperatorName(Collective c);
 // "ring", "halving_doubling", ...
 const char* ToString(CollectiveAlgorithm a);
+// "simple", "ll128", "ll".
+const char* ToString(Protocol p);
 // "sum", "max", "min", "mean"; "" for kNone.
 const char* ToString(ReduceOp op);
 

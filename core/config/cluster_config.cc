@@ -87,6 +87,10 @@ DeviceSpec ReadDevice(const JsonNode& node) {
     d.attention.half_head_dim = a.Number("half_head_dim", 0, 0, 1e6);
     a.Finish();
   }
+  if (auto cc = r.Optional("compute_capability")) {
+    if (d.kind != "gpu") cc->Fail("compute_capability is a GPU's (CUDA) figure; this device is an " + d.kind);
+    d.compute_capability = cc->AsNumber(3.0, 20.0);
+  }
   r.Finish();
   return d;
 }
@@ -120,6 +124,7 @@ IntraServerFabric ReadIntraServer(const JsonNode& node, int64_t devices_per_serv
     }
   } else {
     f.group_size = devices_per_server;
+    f.nvlink_links = r.Int("nvlink_links", 0, 0, 72);
   }
   r.Finish();
   return f;
@@ -205,6 +210,7 @@ nlohmann::json ToJson(const ClusterSpec& c) {
   nlohmann::json intra = {{"kind", ToString(c.intra_server.kind)},
                           {"link_bandwidth", c.intra_server.link_bandwidth},
                           {"latency", c.intra_server.latency}};
+  if (c.intra_server.nvlink_links > 0) intra["nvlink_links"] = c.intra_server.nvlink_links;
   if (c.intra_server.kind == IntraServerFabric::Kind::kHccsMesh) {
     intra["group_size"] = c.intra_server.group_size;
     if (c.intra_server.group_size < c.devices_per_server)
@@ -252,6 +258,7 @@ nlohmann::json ToJson(const ClusterSpec& c) {
   if (!tiles.empty()) out["device"]["gemm_tiles"] = tiles;
   for (const auto& [dtype, efficiency] : c.device.gemm_efficiency)
     out["device"]["gemm_efficiency"][ToString(dtype)] = efficiency;
+  if (c.device.compute_capability > 0) out["device"]["compute_capability"] = c.device.compute_capability;
   if (c.device.attention.efficiency > 0)
     out["device"]["attention"] = {{"efficiency", c.device.attention.efficiency},
                                   {"backward_efficiency", c.device.attention.backward_efficiency},

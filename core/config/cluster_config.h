@@ -71,6 +71,10 @@ struct DeviceSpec {
   // compute_efficiency (FP8 tensor cores reach a smaller share of their peak).
   std::map<DType, double> gemm_efficiency;
   AttentionProfile attention;
+  // GPUs: the CUDA compute capability (8.0 A100, 9.0 H100, 10.0 B200), which
+  // picks NCCL's per-architecture tuning tables and NVLink speed (0: not
+  // modelled as NCCL runs it).
+  double compute_capability = 0;
 
   bool operator==(const DeviceSpec&) const = default;
 };
@@ -92,6 +96,7 @@ struct IntraServerFabric {
   double link_bandwidth = 0;         // HCCS: per link; NVSwitch: per device, each way
   double cross_group_bandwidth = 0;  // HCCS: between the groups of a server (PCIe through the CPUs)
   double latency = 0;
+  int64_t nvlink_links = 0;  // NVSwitch: NVLinks per GPU, as NCCL's topology counts them (0: unknown)
 
   bool operator==(const IntraServerFabric&) const = default;
 };

@@ -5,12 +5,13 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/cost/nccl_model.h"
+
 namespace shardlab {
 namespace {
 
 bool IsPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 double Log2(int64_t v) { return std::ceil(std::log2(static_cast<double>(std::max<int64_t>(v, 1)))); }
-
 
 // One flat algorithm over n ranks on one link class.
 double FlatSeconds(Collective c, CollectiveAlgorithm a, double bytes, int64_t n, const Link& link) {
@@ -19,13 +20,8 @@ double FlatSeconds(Collective c, CollectiveAlgorithm a, double bytes, int64_t n,
   const double beta = bytes / link.bandwidth;
   const double alpha = link.latency;
   const bool hd = a == CollectiveAlgorithm::kHalvingDoubling && IsPowerOfTwo(n);
-  // NCCL's double binary tree (AllReduce and Broadcast): two pipelined trees
-  // of half the data each; a node inner in one tree and a leaf in the other
-  // sends 2S in an AllReduce (up and down), S in a Broadcast.
-  const bool tree = a == CollectiveAlgorithm::kDoubleBinaryTree && n > 2;
   switch (c) {
     case Collective::kAllReduce:
-      if (tree) return 2 * beta + 2 * Log2(n) * alpha;
       if (hd) return 2 * (nn - 1) / nn * beta + 2 * Log2(n) * alpha;
       return 2 * (nn - 1) / nn * beta + 2 * (nn - 1) * alpha;
     case Collective::kReduceScatter:
@@ -37,7 +33,7 @@ double FlatSeconds(Collective c, CollectiveAlgorithm a, double bytes, int64_t n,
     case Collective::kAllToAll:
       return (nn - 1) / nn * beta + (nn - 1) * alpha;
     case Collective::kBroadcast:
-      if (hd || tree) return beta + Log2(n) * alpha;
+      if (hd) return beta + Log2(n) * alpha;
       return beta + (nn - 1) * alpha;
     case Collective::kSendRecv:
       return beta + alpha;
@@ -160,12 +156,56 @@ double ClosedFormSeconds(Collective c, CollectiveAlgorithm a, double bytes, cons
 
 }  // namespace
 
+namespace {
+
+bool NcclAlgorithm(CollectiveAlgorithm a) {
+  return a == CollectiveAlgorithm::kRing || a == CollectiveAlgorithm::kDoubleBinaryTree ||
+         a == CollectiveAlgorithm::kNvls || a == CollectiveAlgorithm::kNvlsTree;
+}
+
+NetworkScope ScopeOf(const GroupPlacement& p) {
+  return p.servers == 1 ? NetworkScope::kIntraServer : NetworkScope::kInterServer;
+}
+
+// NCCL times the collective (its model, not a calibration of this cluster's links).
+bool TimedByNccl(Collective c, const GroupPlacement& p, const ClusterSpec& cluster) {
+  return p.size > 1 && UsesNcclModel(cluster) && NcclTunes(c) && !Calibrated(cluster, c, ScopeOf(p));
+}
+
+// nccl-tests' buffer (the whole of it) for CollectiveSeconds' per-rank bytes.
+double NcclBuffer(Collective c, double bytes, const GroupPlacement& p) {
+  return c == Collective::kAllGather ? bytes * static_cast<double>(p.size) : bytes;
+}
+
+}  // namespace
+
+CollectiveTiming TimeCollective(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
+                                const ClusterSpec& cluster) {
+  if (p.size <= 1 && c != Collective::kSendRecv) return {};
+  if (TimedByNccl(c, p, cluster) && NcclAlgorithm(a)) {
+    NcclEstimate e = NcclTime(c, a, NcclBuffer(c, bytes, p), p, cluster);
+    if (!e.available) e = NcclTime(c, CollectiveAlgorithm::kRing, NcclBuffer(c, bytes, p), p, cluster);
+    // The SimGrid engine runs NCCL's algorithms as their channels' rings
+    // over the same links: the ring's bandwidth term on the platform, scaled
+    // to NCCL's transfer and fill, then NCCL's latency.
+    const double ring_latency = ClosedFormSeconds(c, CollectiveAlgorithm::kRing, 0, p, cluster);
+    const double ring_transfer = ClosedFormSeconds(c, CollectiveAlgorithm::kRing, bytes, p, cluster) - ring_latency;
+    CollectiveTiming t;
+    t.seconds = e.seconds;
+    t.library.timed = true;
+    t.library.protocol = e.protocol;
+    t.library.wire_factor = ring_transfer > 0 ? (e.seconds - e.latency) / ring_transfer : 1;
+    t.library.latency = e.latency;
+    return t;
+  }
+  const double seconds = ClosedFormSeconds(c, a, bytes, p, cluster);
+  const CalibratedLink* link = Calibrated(cluster, c, ScopeOf(p));
+  return {link ? std::max(seconds, link->floor) : seconds, {}};
+}
+
 double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
                          const ClusterSpec& cluster) {
-  if (p.size <= 1 && c != Collective::kSendRecv) return 0;
-  const double seconds = ClosedFormSeconds(c, a, bytes, p, cluster);
-  const CalibratedLink* link = Calibrated(cluster, c, p.servers == 1 ? NetworkScope::kIntraServer : NetworkScope::kInterServer);
-  return link ? std::max(seconds, link->floor) : seconds;
+  return TimeCollective(c, a, bytes, p, cluster).seconds;
 }
 
 double BusBandwidthFactor(Collective c, int64_t n) {
@@ -187,15 +227,11 @@ CollectiveAlgorithm ChooseAlgorithm(Collective c, double bytes, const GroupPlace
   if (auto it = overrides.find(c); it != overrides.end()) return it->second;
   if (c == Collective::kSendRecv) return CollectiveAlgorithm::kDirect;
   if (c == Collective::kAllToAll) return CollectiveAlgorithm::kPairwise;
+  if (TimedByNccl(c, p, cluster)) return NcclChoose(c, NcclBuffer(c, bytes, p), p, cluster).algorithm;
   if (cluster.device.kind == "npu") {
     if (p.servers > 1 && p.per_server > 1 && c != Collective::kBroadcast) return CollectiveAlgorithm::kHierarchical;
     if (p.servers > 1 && IsPowerOfTwo(p.servers)) return CollectiveAlgorithm::kHalvingDoubling;
     return CollectiveAlgorithm::kRing;
-  }
-  if (p.servers > 1 && (c == Collective::kAllReduce || c == Collective::kBroadcast)) {
-    const double ring = CollectiveSeconds(c, CollectiveAlgorithm::kRing, bytes, p, cluster);
-    const double tree = CollectiveSeconds(c, CollectiveAlgorithm::kDoubleBinaryTree, bytes, p, cluster);
-    return tree < ring ? CollectiveAlgorithm::kDoubleBinaryTree : CollectiveAlgorithm::kRing;
   }
   return CollectiveAlgorithm::kRing;
 }

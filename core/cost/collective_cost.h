@@ -37,9 +37,31 @@ struct Link {
 Link IntraServerLink(const GroupPlacement& p, const ClusterSpec& cluster, Collective c = Collective::kSendRecv);
 Link InterServerLink(const GroupPlacement& p, const ClusterSpec& cluster, Collective c = Collective::kSendRecv);
 
+// How the collective library's own model times a collective beyond the
+// links' alpha-beta (NCCL on GPU clusters; nccl_model.h): the SimGrid engine
+// expands the algorithm's flows over its channels' links, each byte weighing
+// wire_factor bytes (the library's bandwidth and pipeline fill against the
+// links'), and takes the library's latency once, so that on an idle network
+// it reproduces `seconds` and under load the links' contention adds.
+struct LibraryTiming {
+  bool timed = false;  // false: the links' alpha-beta, step latencies in the flows
+  Protocol protocol = Protocol::kSimple;
+  double wire_factor = 1;
+  double latency = 0;  // seconds
+
+  bool operator==(const LibraryTiming&) const = default;
+};
+
+struct CollectiveTiming {
+  double seconds = 0;
+  LibraryTiming library;
+};
+
 // `bytes`: the buffer each rank contributes (AllReduce, ReduceScatter,
 // AllToAll, Broadcast, SendRecv) or receives from each peer (AllGather: its
 // own input slice).
+CollectiveTiming TimeCollective(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
+                                const ClusterSpec& cluster);
 double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
                          const ClusterSpec& cluster);
 
@@ -49,8 +71,9 @@ double BusBandwidthFactor(Collective c, int64_t n);
 // The algorithm HCCL (NPUs) or NCCL (GPUs) would use: HCCL rings inside a
 // server and across servers unless the server count is a power of two, then
 // halving-doubling, hierarchically when several ranks share a server; NCCL
-// the faster of ring and double binary tree. `overrides` forces an
-// algorithm per collective (absent: choose).
+// its tuner's pick among ring, tree, NVLS and NVLS tree (nccl_model.h), or
+// on GPU clusters it does not model the faster of ring and double binary
+// tree. `overrides` forces an algorithm per collective (absent: choose).
 CollectiveAlgorithm ChooseAlgorithm(Collective c, double bytes, const GroupPlacement& p, const ClusterSpec& cluster,
                                     const std::map<Collective, CollectiveAlgorithm>& overrides = {});
 

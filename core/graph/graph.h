@@ -74,6 +74,8 @@ struct Operator {
   std::string StringAttr(const std::string& attr, const std::string& fallback) const;
   // Placed on the host CPUs (primitive_target "CPU", Wide&Deep's host embedding).
   bool OnHost() const { return StringAttr("primitive_target", "") == "CPU"; }
+  // Reshape and Flatten: a new shape over its input's memory, no data moved.
+  bool IsView() const { return type == "Reshape" || type == "Flatten"; }
 };
 
 // Operators are kept in topological order: an operator may only use tensors

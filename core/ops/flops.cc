@@ -76,7 +76,7 @@ OpWork ComputeOpWork(const Operator& op, const std::vector<TensorType>& in, cons
     // A partial selection: about one comparison per candidate and chosen place.
     w.forward_flops = Elements(in[0]) * static_cast<double>(out[0].shape.back());
     w.backward_flops = Elements(out[0]);  // scatter the chosen gradients
-  } else if (type == "Reshape" || type == "Flatten") {
+  } else if (op.IsView()) {
     return w;  // a view of the same memory: no kernel (MindSpore drops it as a nop node; PyTorch's view)
   } else if (type == "ReduceSum" || type == "ReduceMean" || type == "ReduceMax" || type == "ReduceMin") {
     w.forward_flops = Elements(in[0]);

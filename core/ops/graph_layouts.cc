@@ -31,7 +31,7 @@ std::vector<OpLayout> InferGraphLayouts(const Graph& graph, int64_t stage_device
     const auto inputs = TensorTypes(graph, op.inputs);
     const auto outputs = TensorTypes(graph, op.outputs);
     const std::vector<int> weights = ParameterInputs(graph, op);
-    const bool is_reshape = op.type == "Reshape" || op.type == "Flatten";
+    const bool is_reshape = op.IsView();
     if (is_reshape && op.strategy && reshape == ReshapeStrategy::kFollowsInput)
       FailConfiguredStrategy(op, fmt::format("a {} strategy cannot be configured; it follows its input", op.type));
     Strategy strategy;

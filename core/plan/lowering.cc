@@ -13,6 +13,7 @@
 #include "core/layout/device_matrix.h"
 #include "core/layout/redistribution.h"
 #include "core/ops/graph_layouts.h"
+#include "core/ops/saved_for_backward.h"
 #include "core/plan/kernel_fusion.h"
 #include "core/plan/pass_steps.h"
 #include "core/plan/pipeline_schedule.h"
@@ -192,7 +193,9 @@ class Lowering {
     t.comm_bytes = bytes;
     const GroupPlacement& placement = stage.groups[group].placement;
     t.algorithm = ChooseAlgorithm(type, bytes, placement, run_.cluster, run_.simulation.collective_algorithms);
-    t.seconds = CollectiveSeconds(type, t.algorithm, bytes, placement, run_.cluster);
+    const CollectiveTiming timing = TimeCollective(type, t.algorithm, bytes, placement, run_.cluster);
+    t.seconds = timing.seconds;
+    t.library = timing.library;
     return t;
   }
 
@@ -568,7 +571,10 @@ class Lowering {
         const GroupPlacement& placement = stage.groups[group].placement;
         bucket.algorithm = ChooseAlgorithm(bucket.collective, bucket.bytes, placement, run_.cluster,
                                            run_.simulation.collective_algorithms);
-        bucket.seconds = CollectiveSeconds(bucket.collective, bucket.algorithm, bucket.bytes, placement, run_.cluster);
+        const CollectiveTiming timing =
+            TimeCollective(bucket.collective, bucket.algorithm, bucket.bytes, placement, run_.cluster);
+        bucket.seconds = timing.seconds;
+        bucket.library = timing.library;
         stage.buckets.push_back(bucket);
       }
       // The parallel optimizer gathers the updated weight shards before the
@@ -751,6 +757,57 @@ class Lowering {
     return static_cast<double>(most) / static_cast<double>(plan.chunks);
   }
 
+  // The tensors one micro-batch keeps for its backward, each counted once.
+  struct SavedActivations {
+    std::map<int, double> tensors;  // tensor -> bytes
+    double masks = 0;               // Dropout's one-byte masks
+
+    void Keep(int tensor, double bytes) { tensors[tensor] = std::max(tensors[tensor], bytes); }
+    double Bytes() const {
+      double sum = masks;
+      for (const auto& [tensor, bytes] : tensors) sum += bytes;
+      return sum;
+    }
+  };
+
+  // One device's slice of an operator output as its producer lays it out.
+  double OutputSliceBytes(int tensor) const {
+    const Tensor& t = graph_.tensor(tensor);
+    const Operator& producer = graph_.op(t.producer);
+    const size_t out = std::find(producer.outputs.begin(), producer.outputs.end(), tensor) - producer.outputs.begin();
+    return SliceBytes(layouts_[t.producer].outputs[out], t.dtype);
+  }
+
+  // The tensor whose memory `tensor` is: a Reshape or Flatten output is a
+  // view of its input.
+  int Storage(int tensor) const {
+    for (;;) {
+      const int producer = graph_.tensor(tensor).producer;
+      if (producer < 0) return tensor;
+      if (!graph_.op(producer).IsView()) return tensor;
+      tensor = graph_.op(producer).inputs[0];
+    }
+  }
+
+  // Adds what operator `index`'s backward reads of its forward to `saved`.
+  // An input is kept at the smaller of its producer's slice and the
+  // operator's: a sequence-parallel activation gathered for a GEMM is kept
+  // as its shard and gathered again for the backward (Megatron-SP).
+  void SaveForBackward(int index, SavedActivations& saved) const {
+    const Operator& op = graph_.op(index);
+    const SavedTensors s = SavedForBackward(op);
+    for (int pos : s.inputs) {
+      const int t = op.inputs[pos];
+      const Tensor& tensor = graph_.tensor(t);
+      if (tensor.is_parameter()) continue;
+      double bytes = SliceBytes(layouts_[index].inputs[pos], tensor.dtype);
+      if (tensor.producer >= 0) bytes = std::min(bytes, OutputSliceBytes(t));
+      saved.Keep(Storage(t), bytes);
+    }
+    for (int pos : s.outputs) saved.Keep(op.outputs[pos], OutputSliceBytes(op.outputs[pos]));
+    if (s.mask) saved.masks += static_cast<double>(ElementCount(layouts_[index].outputs[0].SliceShape()));
+  }
+
   void Memory(const Plan& plan, StageProgram& stage) {
     MemoryBreakdown& m = stage.memory;
     for (const ParamShare& share : shares_) {
@@ -787,35 +844,33 @@ class Lowering {
       m.gradients += gradients;
       m.optimizer_states += states;
     }
-    // Activations kept for backward: every forward output except views
-    // (Reshape, Flatten, SplitV); a recompute segment keeps only its last output (the
-    // next segment's input) and is rematerialised one segment at a time.
-    double kept = 0, host_kept = 0, segment = 0, largest_segment = 0, largest_output = 0;
+    // Activations kept for backward: what each operator's backward reads
+    // (SavedForBackward), each tensor once however many operators read it.
+    // A recompute segment keeps only its inputs from outside it (the previous
+    // segment's output, or what selective recompute starts from) and is
+    // rematerialised one segment at a time, its saved tensors then live together.
+    SavedActivations device, host, recomputing;
+    double largest_segment = 0, largest_output = 0;
     for (size_t i = 0; i < graph_.operators().size(); ++i) {
-      const Operator& op = graph_.op(static_cast<int>(i));
-      if (op.pipeline_stage != stage.stage || op.type == "Reshape" || op.type == "Flatten" || op.type == "SplitV")
-        continue;
-      double out_bytes = 0;
-      for (size_t o = 0; o < op.outputs.size(); ++o)
-        out_bytes += SliceBytes(layouts_[i].outputs[o], graph_.tensor(op.outputs[o]).dtype);
-      if (op.OnHost()) {  // kept in host memory, for as many micro-batches as device activations
-        host_kept += out_bytes;
-        continue;
-      }
-      largest_output = std::max(largest_output, out_bytes);
-      if (!op.recompute || !plan.training) {
-        kept += out_bytes;
+      const int index = static_cast<int>(i);
+      const Operator& op = graph_.op(index);
+      if (op.pipeline_stage != stage.stage) continue;
+      for (int t : op.outputs) largest_output = std::max(largest_output, OutputSliceBytes(t));
+      if (!plan.training) continue;
+      SavedActivations& into = op.OnHost() ? host : device;
+      if (!op.recompute) {
+        SaveForBackward(index, into);
         continue;
       }
-      segment += out_bytes;
-      largest_segment = std::max(largest_segment, segment);
-      const bool last_of_segment =
-          i + 1 == graph_.operators().size() || !SameSegment(static_cast<int>(i), static_cast<int>(i) + 1);
-      if (last_of_segment) {
-        kept += out_bytes;
-        segment = 0;
+      SaveForBackward(index, recomputing);
+      largest_segment = std::max(largest_segment, recomputing.Bytes());
+      for (int t : op.inputs) {
+        const int producer = graph_.tensor(t).producer;
+        if (producer >= 0 && !SameSegment(producer, index)) into.Keep(Storage(t), OutputSliceBytes(t));
       }
+      if (index + 1 == static_cast<int>(graph_.operators().size()) || !SameSegment(index, index + 1)) recomputing = {};
     }
+    const double kept = device.Bytes(), host_kept = host.Bytes();
     if (plan.training) {
       m.activations_per_micro_batch = kept;
       m.micro_batches_in_flight = MicroBatchesInFlight(plan, stage.stage);
@@ -825,7 +880,9 @@ class Lowering {
       m.activations_per_micro_batch = 2 * largest_output;  // inference frees what it has consumed
       m.activations = m.activations_per_micro_batch;
     }
-    for (const auto& b : stage.buckets) m.communication_buffers = std::max(m.communication_buffers, b.bytes);
+    // Gradient buckets are views of the gradients (Megatron's contiguous
+    // grad buffer, MindSpore's fused communication inputs allocated
+    // contiguously): no buffer of their own.
     if (GathersWeightsJustInTime()) {
       // Level3: the gathered weights of the operator computing and of the
       // one being prefetched; under recompute a segment's weights, gathered

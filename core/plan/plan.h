@@ -66,8 +66,9 @@ struct Task {
   // Runs on the communication stream beside the compute that follows it
   // (MicroBatchInterleaved); otherwise it blocks the compute stream.
   bool overlapped = false;
-  // Closed-form duration on the cluster (compute roofline or collective alpha-beta).
+  // Closed-form duration on the cluster (compute roofline, collective alpha-beta or NCCL's model).
   double seconds = 0;
+  LibraryTiming library;  // how the SimGrid engine's flows reproduce a library-timed collective
 };
 
 struct GradientBucket {
@@ -78,6 +79,7 @@ struct GradientBucket {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   int ready_after = -1;  // backward task after which its last gradient exists
   double seconds = 0;
+  LibraryTiming library;
   // gradient_accumulation_shard: the bucket runs after every micro-batch's
   // backward (a ReduceScatter into the sharded accumulation buffer, on the
   // communication stream beside whatever the device computes next), not only

@@ -14,7 +14,7 @@
 namespace shardlab {
 namespace {
 
-bool FollowsInput(const Operator& op) { return op.type == "Reshape" || op.type == "Flatten"; }
+
 
 // Modes in which MindSpore lays operators out itself: `shard` counts only in
 // semi_auto_parallel and auto_parallel.
@@ -60,7 +60,7 @@ void ApplyCheckpoint(const std::string& path, ReshapeStrategy reshape, Graph& gr
   const auto loaded = LoadStrategyCheckpoint(path);
   for (size_t i = 0; i < graph.operators().size(); ++i) {
     Operator& op = graph.mutable_op(static_cast<int>(i));
-    if (FollowsInput(op) && reshape == ReshapeStrategy::kFollowsInput) continue;
+    if (op.IsView() && reshape == ReshapeStrategy::kFollowsInput) continue;
     if (auto it = loaded.find(op.name); it != loaded.end()) {
       op.strategy = it->second.strategy;
       op.strategy_source = it->second.source;

@@ -40,7 +40,7 @@ std::optional<OpLayout> Follow(const Graph& graph, int op_index, int tensor, con
     }
     return std::nullopt;
   };
-  if (op.type == "Reshape" || op.type == "Flatten") {
+  if (op.IsView()) {
     for (const Strategy& s : EnumerateStrategies(op, inputs, outputs, options.stage_devices, false))
       if (auto r = attempt(s)) return r;
     return std::nullopt;

@@ -257,6 +257,30 @@ TEST_CASE("dataset inputs arrive as dataset_strategy and full_batch say") {
                     Catch::Contains("a batch of 4 cannot be split over the 8 devices"));
 }
 
+// One transformer layer's activations for the backward, the difference of
+// two depths (the embedding and the head cancel).
+double LayerActivations(RunSpec run) {
+  run.model.params.Set("layers", int64_t{1});
+  const double one = PlanFor(run).stages[0].memory.activations_per_micro_batch;
+  run.model.params.Set("layers", int64_t{2});
+  return PlanFor(run).stages[0].memory.activations_per_micro_batch - one;
+}
+
+TEST_CASE("a transformer layer keeps the activations Korthikanti et al. count") {
+  // BERT-large on 8 data-parallel devices: 32 sequences of 512 per device,
+  // hidden 1024, 16 heads, fp16, dropout. Korthikanti et al. 2022, eq. 1:
+  // 34 s b h + 5 a s^2 b bytes per layer (inputs of the GEMMs, norms, GeLU,
+  // softmax output, the dropout masks; the residual adds keep nothing).
+  RunSpec run = Shipped("bert-large-a100-8");
+  run.parallel.comm_fusion = {};  // its split indices are past a two-layer model's gradients
+  const double s = 512, b = 32, h = 1024, a = 16;
+  const double korthikanti = 34 * s * b * h + 5 * a * s * s * b;
+  CHECK(LayerActivations(run) == Approx(korthikanti).epsilon(0.005));
+  // Flash attention keeps Q, K, V and its output instead of the s x s scores.
+  run.model.params.Set("attention", std::string("flash"));
+  CHECK(LayerActivations(run) == Approx(34 * s * b * h + 2 * s * b * h).epsilon(0.005));
+}
+
 TEST_CASE("a run that does not fit is out of memory with the peak and what dominates") {
   RunSpec run = Shipped("bert-large-a100-8");
   run.cluster.device.memory_bytes = 8e9;

@@ -2,6 +2,7 @@
 // SimGrid engine per process: every test case runs in its own ctest process.
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 
 #include <catch2/catch.hpp>
@@ -21,6 +22,13 @@ std::vector<int64_t> Strided(int64_t n, int64_t stride) {
   return members;
 }
 
+// The cluster with its collectives timed by the links' alpha-beta instead of
+// NCCL's model: what the link-level expansions are checked against.
+ClusterSpec AlphaBeta(ClusterSpec cluster) {
+  cluster.device.compute_capability = 0;
+  return cluster;
+}
+
 // Simulated seconds of the collectives, started together at time 0.
 std::vector<double> Simulate(const ClusterSpec& cluster, int64_t devices, const std::vector<std::vector<Phase>>& runs) {
   ClusterPlatform platform(cluster, devices);
@@ -33,7 +41,7 @@ std::vector<double> Simulate(const ClusterSpec& cluster, int64_t devices, const 
 }
 
 TEST_CASE("a ring AllReduce on an idle uniform ring matches 2(n-1)/n S/B + 2(n-1) alpha within 1%") {
-  const ClusterSpec cluster = testing::ShippedCluster("dgx-h100-ndr");
+  const ClusterSpec cluster = AlphaBeta(testing::ShippedCluster("dgx-h100-ndr"));
   const auto members = Strided(16, 8);  // one GPU per server, all on one rail leaf
   const double bytes = 1 << 30;
   const double alpha = 2 * 0.7e-6 + 0.13e-6, beta = 50e9;
@@ -48,7 +56,7 @@ TEST_CASE("a ring AllReduce on an idle uniform ring matches 2(n-1)/n S/B + 2(n-1
 }
 
 TEST_CASE("a ring AllReduce over the 72 GPUs of one NVL72 rack stays on NVLink and matches its closed form") {
-  const ClusterSpec cluster = testing::ShippedCluster("gb200-nvl72");
+  const ClusterSpec cluster = AlphaBeta(testing::ShippedCluster("gb200-nvl72"));
   const auto members = Strided(72, 1);
   const GroupPlacement placement = PlaceGroup(members, cluster);
   CHECK(placement.servers == 1);
@@ -64,7 +72,7 @@ TEST_CASE("a ring AllReduce over the 72 GPUs of one NVL72 rack stays on NVLink a
 }
 
 TEST_CASE("step fidelity agrees with aggregated flows on a uniform ring") {
-  const ClusterSpec cluster = testing::ShippedCluster("dgx-a100-hdr");
+  const ClusterSpec cluster = AlphaBeta(testing::ShippedCluster("dgx-a100-hdr"));
   const auto members = Strided(8, 8);
   const double bytes = 64 << 20;
   const auto t = Simulate(
@@ -75,27 +83,56 @@ TEST_CASE("step fidelity agrees with aggregated flows on a uniform ring") {
   CHECK(t[0] == Approx(closed).epsilon(0.01));
 }
 
-TEST_CASE("a double binary tree AllReduce moves 2S through its busiest NIC and matches its closed form") {
-  const ClusterSpec cluster = testing::ShippedCluster("dgx-h100-ndr");
-  const auto members = Strided(16, 8);  // one GPU per server on one rail
-  const double bytes = 1 << 30;
-  const auto phases = ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kDoubleBinaryTree, bytes, members,
-                                       8, Fidelity::kAggregated);
-  REQUIRE(phases.size() == 1);
-  // Two trees of 15 edges, each edge up and down.
-  CHECK(phases[0].flows.size() == 2 * 15 * 2);
-  std::map<int64_t, double> sent;
-  for (const Flow& f : phases[0].flows) sent[f.src] += f.bytes;
-  double busiest = 0;
-  for (const auto& [rank, b] : sent) busiest = std::max(busiest, b);
-  CHECK(busiest == Approx(2 * bytes));
-  const auto t = Simulate(cluster, 16 * 8, {phases});
-  const double closed = CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kDoubleBinaryTree, bytes,
-                                          PlaceGroup(members, cluster), cluster);
-  CHECK(t[0] == Approx(closed).epsilon(0.01));
-  // Slower than the ring at this size: 2S against 2(n-1)/n S.
-  CHECK(closed > CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes,
-                                   PlaceGroup(members, cluster), cluster));
+// Simulated seconds of each collective, run one after the other on one platform.
+std::vector<double> SimulateInTurn(const ClusterSpec& cluster, int64_t devices,
+                                   const std::vector<std::vector<Phase>>& runs) {
+  ClusterPlatform platform(cluster, devices);
+  FlowRunner runner(platform);
+  std::vector<double> seconds(runs.size());
+  std::function<void(size_t)> launch = [&](size_t i) {
+    if (i == runs.size()) return;
+    const double start = simgrid::s4u::Engine::get_clock();
+    runner.Run(runs[i], [&, i, start] {
+      seconds[i] = simgrid::s4u::Engine::get_clock() - start;
+      launch(i + 1);
+    });
+  };
+  launch(0);
+  platform.engine().run();
+  return seconds;
+}
+
+TEST_CASE("every NCCL algorithm's flows reproduce NCCL's time on an idle network") {
+  // Every NCCL algorithm runs as its channels' rings over the links NCCL
+  // uses, scaled to NCCL's time: on an idle network SimGrid reproduces it.
+  struct Case {
+    Collective c;
+    CollectiveAlgorithm a;
+    int64_t ranks, stride;
+  };
+  const Case cases[] = {{Collective::kAllReduce, CollectiveAlgorithm::kRing, 8, 1},
+                        {Collective::kAllReduce, CollectiveAlgorithm::kNvls, 8, 1},
+                        {Collective::kAllGather, CollectiveAlgorithm::kNvls, 8, 1},
+                        {Collective::kReduceScatter, CollectiveAlgorithm::kRing, 8, 1},
+                        {Collective::kAllReduce, CollectiveAlgorithm::kDoubleBinaryTree, 16, 8},
+                        {Collective::kAllReduce, CollectiveAlgorithm::kRing, 32, 1},
+                        {Collective::kAllReduce, CollectiveAlgorithm::kNvlsTree, 32, 1},
+                        {Collective::kBroadcast, CollectiveAlgorithm::kRing, 16, 8}};
+  const ClusterSpec h100 = testing::ShippedCluster("dgx-h100-ndr");
+  std::vector<std::vector<Phase>> runs;
+  std::vector<CollectiveTiming> timings;
+  for (const Case& k : cases)
+    for (double bytes : {8.0, 65536.0, 16e6, 1073741824.0}) {
+      const auto members = Strided(k.ranks, k.stride);
+      timings.push_back(TimeCollective(k.c, k.a, bytes, PlaceGroup(members, h100), h100));
+      REQUIRE(timings.back().library.timed);
+      runs.push_back(ExpandCollective(k.c, k.a, bytes, members, 8, Fidelity::kStep, timings.back().library));
+    }
+  const std::vector<double> t = SimulateInTurn(h100, 128, runs);
+  for (size_t i = 0; i < t.size(); ++i) {
+    INFO("case " << i / 4 << ", size " << i % 4);
+    CHECK(t[i] == Approx(timings[i].seconds).epsilon(0.02));
+  }
 }
 
 TEST_CASE("hierarchical AllReduce over 4096 Ascend devices matches its closed form") {

@@ -1,0 +1,43 @@
+// NCCL's own performance model, as its tuner ranks algorithms and protocols
+// (src/graph/tuning.cc, NCCL 2.23-2.30): the channels and per-channel
+// bandwidth its topology search finds on a cluster, a latency and a bus
+// bandwidth per (algorithm, protocol), and the cheapest pair per size. To
+// NCCL's ranking time it adds the pipeline fill nccl-tests measures and the
+// tuner leaves out, so that the time predicts a run, not just a ranking.
+#pragma once
+
+#include "core/comm/collective.h"
+#include "core/config/cluster_config.h"
+
+namespace shardlab {
+
+struct GroupPlacement;
+
+// One collective as NCCL would run it.
+struct NcclEstimate {
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  Protocol protocol = Protocol::kSimple;
+  double latency = 0;      // seconds, NCCL's per-call latency for the pair
+  double algbw = 0;        // bytes/s of the whole buffer (nccl-tests' algbw)
+  double fill = 0;         // seconds of pipeline fill beyond NCCL's model
+  double seconds = 0;      // latency + buffer / algbw + fill
+  bool available = false;  // the pair runs here
+};
+
+// Whether NCCL's model times collectives on `cluster`: GPUs with a compute
+// capability on NVSwitch servers with a known NVLink count.
+bool UsesNcclModel(const ClusterSpec& cluster);
+
+// Whether NCCL runs `c` (AllReduce, AllGather, ReduceScatter, Broadcast);
+// AllToAll and SendRecv are point-to-point sends outside its tuner.
+bool NcclTunes(Collective c);
+
+// `buffer`: nccl-tests' size, the whole buffer (AllGather's output,
+// ReduceScatter's input). `algorithm` kRing, kDoubleBinaryTree, kNvls or
+// kNvlsTree: the fastest protocol for it (not available: an estimate with
+// available false); NcclChoose: NCCL's own pick among all.
+NcclEstimate NcclTime(Collective c, CollectiveAlgorithm algorithm, double buffer, const GroupPlacement& p,
+                      const ClusterSpec& cluster);
+NcclEstimate NcclChoose(Collective c, double buffer, const GroupPlacement& p, const ClusterSpec& cluster);
+
+}  // namespace shardlab

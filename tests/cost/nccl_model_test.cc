@@ -1,0 +1,83 @@
+#include "core/cost/nccl_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "core/cost/collective_cost.h"
+#include "core/util/statistics.h"
+#include "tests/test_util.h"
+
+namespace shardlab {
+namespace {
+
+// nccl-tests' bus bandwidth of an AllReduce of `buffer` bytes, GB/s.
+double AllReduceBusbw(const NcclEstimate& e, double buffer, int64_t n) {
+  return buffer / e.seconds * 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) / 1e9;
+}
+
+TEST_CASE("NCCL's topology search gives the bus bandwidth of its rings") {
+  // DGX A100: 12 NVLinks at NCCL's 20 GB/s, 12 channels of 20 GB/s: 240 GB/s
+  // (nccl-tests measures 230-235). Across servers one channel per 200 Gb/s
+  // NIC at 24 GB/s: 192 (measured 188-191). DGX H100 without NVLS: 12
+  // channels of 30 GB/s, 360 (measured 362-370).
+  const ClusterSpec a100 = testing::ShippedCluster("dgx-a100-hdr");
+  const ClusterSpec h100 = testing::ShippedCluster("dgx-h100-ndr");
+  const double big = 8.0 * (1 << 30);
+  const auto ring = [&](const ClusterSpec& c, int64_t n) {
+    return AllReduceBusbw(
+        NcclTime(Collective::kAllReduce, CollectiveAlgorithm::kRing, big, PlaceStridedGroup(0, n, 1, c), c), big, n);
+  };
+  CHECK(ring(a100, 8) == Approx(240).epsilon(0.01));
+  CHECK(ring(a100, 32) == Approx(192).epsilon(0.01));
+  CHECK(ring(h100, 8) == Approx(360).epsilon(0.01));
+  CHECK(ring(h100, 32) == Approx(384).epsilon(0.02));  // 8 NDR NICs at 48 GB/s, less 62 steps of latency
+}
+
+TEST_CASE("NCCL picks LL for small buffers LL128 for medium ones and Simple for large ones") {
+  const ClusterSpec a100 = testing::ShippedCluster("dgx-a100-hdr");
+  const GroupPlacement node = PlaceStridedGroup(0, 8, 1, a100);
+  CHECK(NcclChoose(Collective::kAllReduce, 1024, node, a100).protocol == Protocol::kLL);
+  CHECK(NcclChoose(Collective::kAllReduce, 8 << 20, node, a100).protocol == Protocol::kLL128);
+  CHECK(NcclChoose(Collective::kAllReduce, 1 << 30, node, a100).protocol == Protocol::kSimple);
+  // A100 has no NVLink SHARP: rings inside a server.
+  CHECK(NcclChoose(Collective::kAllReduce, 1 << 30, node, a100).algorithm == CollectiveAlgorithm::kRing);
+}
+
+TEST_CASE("Hopper servers reduce in the NVSwitch and trees cross servers") {
+  const ClusterSpec h100 = testing::ShippedCluster("dgx-h100-ndr");
+  const double big = 1 << 30;
+  CHECK(NcclChoose(Collective::kAllReduce, big, PlaceStridedGroup(0, 8, 1, h100), h100).algorithm ==
+        CollectiveAlgorithm::kNvls);
+  CHECK(NcclChoose(Collective::kAllReduce, big, PlaceStridedGroup(0, 16, 1, h100), h100).algorithm ==
+        CollectiveAlgorithm::kNvlsTree);
+  // NVLS needs the NVSwitch: one GPU per server has none to use.
+  CHECK(NcclChoose(Collective::kAllReduce, 1e4, PlaceStridedGroup(0, 16, 8, h100), h100).algorithm ==
+        CollectiveAlgorithm::kDoubleBinaryTree);
+  CHECK_FALSE(NcclTime(Collective::kAllReduce, CollectiveAlgorithm::kNvls, big, PlaceStridedGroup(0, 16, 8, h100), h100)
+                  .available);
+}
+
+TEST_CASE("NCCL's model with its pipeline fill follows a published DGX H100 nccl-tests sweep") {
+  // all_reduce_perf -b 8 -e 16G -f 2 on one DGX H100 (8 GPUs, NVLS on):
+  // NVIDIA dgxc-benchmarking, nccl/README.md (commit c3594cb), out-of-place
+  // times in microseconds from 2 MiB, where the buffer, not the launch, sets the time.
+  const std::vector<std::pair<double, double>> measured = {
+      {2097152, 42.21},      {4194304, 54.19},       {8388608, 83.04},      {16777216, 123.80},   {33554432, 199.30},
+      {67108864, 324.70},    {134217728, 586.40},    {268435456, 1112.50},  {536870912, 2151.00}, {1073741824, 4029.40},
+      {2147483648, 7939.10}, {4294967296, 15749.00}, {8589934592, 31307.00}};
+  const ClusterSpec h100 = testing::ShippedCluster("dgx-h100-ndr");
+  const GroupPlacement node = PlaceStridedGroup(0, 8, 1, h100);
+  std::vector<double> errors;
+  for (const auto& [bytes, micros] : measured) {
+    const double predicted = NcclChoose(Collective::kAllReduce, bytes, node, h100).seconds * 1e6;
+    errors.push_back(std::fabs(predicted - micros) / micros);
+  }
+  CHECK(Median(errors) < 0.05);
+  CHECK(*std::max_element(errors.begin(), errors.end()) < 0.10);
+}
+
+}  // namespace
+}  // namespace shardlab
