@@ -56,6 +56,7 @@ struct ValidateArgs {
   std::string folder;
   std::string engine = "analytical";  // or simgrid (one process per case)
   bool json = false;
+  bool markdown = false;  // the tables for docs/cost-model.md
 };
 int Validate(const ValidateArgs& args);
 

@@ -130,6 +130,8 @@ int main(int argc, char** argv) {
   validate_cmd->add_option("--engine", validate.engine, "analytical (default) or simgrid")
       ->check(CLI::IsMember({"analytical", "simgrid"}));
   validate_cmd->add_flag("--json", validate.json, "print JSON (every case with full precision) instead of text");
+  validate_cmd->add_flag("--markdown", validate.markdown, "print the tables as Markdown (docs/cost-model.md)")
+      ->excludes("--json");
 
   cli::TuneFusionArgs tune;
   auto* tune_cmd = app.add_subcommand(

@@ -289,7 +289,12 @@ TEST_CASE("validate prints predicted against published with the median error") {
   REQUIRE(r.rc == 0);
   CHECK_THAT(r.out, Catch::Contains("megatron-gpt-1t"));
   CHECK_THAT(r.out, Catch::Contains("nccl-allreduce-dgx-a100-8"));
+  CHECK_THAT(r.out, Catch::Contains("nccl-tests-allreduce-dgx-h100-8@1 GiB"));  // a sweep prints one row per size
   CHECK_THAT(r.out, Catch::Contains("# median absolute error"));
+  CHECK_THAT(r.out, Catch::Contains("Megatron-LM SC'21 (Narayanan et al.)"));  // medians per source
+  const CliResult md = Run("validate configs/validation --markdown");
+  REQUIRE(md.rc == 0);
+  CHECK_THAT(md.out, Catch::StartsWith("| Source | Figures | Median abs. error"));
   CHECK(Run("validate configs/no-such-folder").rc == 1);
 }
 
@@ -317,7 +322,8 @@ TEST_CASE("validate with SimGrid children prints its header once into a file") {
   size_t headers = 0;
   for (size_t at = r.out.find("# 2 cases"); at != std::string::npos; at = r.out.find("# 2 cases", at + 1)) ++headers;
   CHECK(headers == 1);
-  CHECK(Lines(r.out) == 5);  // header, column names, two cases, the median
+  CHECK_THAT(r.out, Catch::Contains("megatron-gpt-1.7b") && Catch::Contains("nccl-allreduce-dgx-a100-8"));
+  CHECK_THAT(r.out, Catch::Contains("# median absolute error"));
 }
 
 TEST_CASE("collective takes --bytes as plain bytes too") {

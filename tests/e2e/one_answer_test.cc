@@ -123,6 +123,7 @@ TEST_CASE("every command reports the same strategies and step for a run", "[slow
 
     json doc = AbsoluteRun(run);
     validation.push_back({{"name", name},
+                          {"source", "one answer"},
                           {"published", {{"metric", "tflops_per_device_with_recompute"}, {"value", 1.0}}},
                           {"run", doc}});
   }
