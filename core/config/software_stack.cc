@@ -22,6 +22,7 @@ SoftwareStack PresetStack(StackPreset preset) {
   SoftwareStack stack;
   stack.preset = preset;
   stack.fuse_elementwise = preset == StackPreset::kMegatron;
+  stack.flat_optimizer_sharding = preset == StackPreset::kMegatron;
   return stack;
 }
 
@@ -38,12 +39,17 @@ SoftwareStack ReadSoftwareStack(const JsonNode& node) {
   ObjectReader r(node);
   SoftwareStack stack = PresetStack(ReadPreset(r.Required("preset")));
   stack.fuse_elementwise = r.Bool("fuse_elementwise", stack.fuse_elementwise);
+  stack.overlap_tensor_parallel = r.Bool("overlap_tensor_parallel", stack.overlap_tensor_parallel);
+  stack.flat_optimizer_sharding = r.Bool("flat_optimizer_sharding", stack.flat_optimizer_sharding);
   r.Finish();
   return stack;
 }
 
 nlohmann::json ToJson(const SoftwareStack& stack) {
-  return {{"preset", ToString(stack.preset)}, {"fuse_elementwise", stack.fuse_elementwise}};
+  return {{"preset", ToString(stack.preset)},
+          {"fuse_elementwise", stack.fuse_elementwise},
+          {"overlap_tensor_parallel", stack.overlap_tensor_parallel},
+          {"flat_optimizer_sharding", stack.flat_optimizer_sharding}};
 }
 
 }  // namespace shardlab

@@ -27,6 +27,17 @@ struct SoftwareStack {
   // add, cast, and a softmax at a chain's end) run as one kernel: the tensors
   // between them are never written to memory and only the first launches.
   bool fuse_elementwise = false;
+  // Tensor-parallel and sequence-parallel collectives run on the
+  // communication stream beside the compute that follows them instead of
+  // blocking it (Megatron's --tp-comm-overlap: Transformer Engine's
+  // userbuffers split the GEMMs beside their AllGathers and ReduceScatters;
+  // off in Megatron-LM by default, on in NeMo's H100 recipes).
+  bool overlap_tensor_parallel = false;
+  // The parallel optimizer shards one flat buffer of every parameter, each
+  // 1/d of it whatever its shape and size (Megatron's distributed optimizer),
+  // instead of MindSpore's rule: along the first dimension, only where the
+  // shard count divides it and above parallel_optimizer_threshold.
+  bool flat_optimizer_sharding = false;
 
   bool operator==(const SoftwareStack&) const = default;
 };

@@ -88,6 +88,8 @@ class Lowering {
       for (size_t i = graph_.operators().size(); i-- > 0;) Backward(plan, static_cast<int>(i));
     if (GathersWeightsJustInTime())
       for (auto& stage : plan.stages) GatherWeightsJustInTime(stage);
+    if (run_.stack.overlap_tensor_parallel)
+      for (auto& stage : plan.stages) OverlapTensorParallel(stage);
     if (p_.micro_batch_interleaved > 1) {
       CheckInterleavedBatch();
       for (auto& stage : plan.stages) Interleave(stage);
@@ -102,6 +104,13 @@ class Lowering {
 
  private:
   StageProgram& StageOf(Plan& plan, int op) { return plan.stages[graph_.op(op).pipeline_stage]; }
+
+  // The stack's TP overlap: operator-level collectives run beside the compute after them.
+  static void OverlapTensorParallel(StageProgram& stage) {
+    for (std::vector<Task>* pass : {&stage.forward, &stage.backward})
+      for (Task& t : *pass)
+        if (t.kind == Task::Kind::kCollective && t.dimension == CommDimension::kTensor) t.overlapped = true;
+  }
 
   // MicroBatchInterleaved: each pass runs as interleaved slices of the
   // micro-batch, one slice's collectives beside the next slice's compute.
@@ -693,12 +702,13 @@ class Lowering {
   int64_t OptimizerShards(const Tensor& tensor, const Shape& slice, int64_t replicas) const {
     if (!p_.enable_parallel_optimizer || replicas <= 1) return 1;
     if (!tensor.parallel_optimizer) return 1;
-    if (static_cast<double>(tensor.bytes()) / 1024.0 <
-        static_cast<double>(p_.parallel_optimizer_config.parallel_optimizer_threshold))
-      return 1;
     int64_t shards = replicas;
     const int64_t limit = p_.parallel_optimizer_config.optimizer_weight_shard_size;
     if (limit > 1) shards = std::min(shards, limit);
+    if (run_.stack.flat_optimizer_sharding) return shards;
+    if (static_cast<double>(tensor.bytes()) / 1024.0 <
+        static_cast<double>(p_.parallel_optimizer_config.parallel_optimizer_threshold))
+      return 1;
     if (slice.empty() || slice[0] % shards != 0) return 1;
     return shards;
   }
@@ -792,16 +802,20 @@ class Lowering {
   // Adds what operator `index`'s backward reads of its forward to `saved`.
   // An input is kept at the smaller of its producer's slice and the
   // operator's: a sequence-parallel activation gathered for a GEMM is kept
-  // as its shard and gathered again for the backward (Megatron-SP).
+  // as its shard and gathered again for the backward (Megatron-SP). An FP8
+  // GEMM keeps its activation operand as the FP8 copy it computed with, a
+  // byte per element (Transformer Engine).
   void SaveForBackward(int index, SavedActivations& saved) const {
     const Operator& op = graph_.op(index);
     const SavedTensors s = SavedForBackward(op);
+    const bool fp8 = Fp8GemmDType(op, false).has_value();
     for (int pos : s.inputs) {
       const int t = op.inputs[pos];
       const Tensor& tensor = graph_.tensor(t);
       if (tensor.is_parameter()) continue;
       double bytes = SliceBytes(layouts_[index].inputs[pos], tensor.dtype);
       if (tensor.producer >= 0) bytes = std::min(bytes, OutputSliceBytes(t));
+      if (fp8) bytes /= static_cast<double>(DTypeBytes(tensor.dtype));
       saved.Keep(Storage(t), bytes);
     }
     for (int pos : s.outputs) saved.Keep(op.outputs[pos], OutputSliceBytes(op.outputs[pos]));

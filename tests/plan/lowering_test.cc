@@ -347,5 +347,49 @@ TEST_CASE("a run's stack is a preset name or an object that overrides its keys")
   CHECK(testing::ExpectConfigError([&] { ReadSoftwareStack(typo.root()); }).pointer() == "/fuse_elementwis");
 }
 
+TEST_CASE("the stack's TP overlap hides tensor-parallel collectives behind the compute after them") {
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json"));
+  run.stack = PresetStack(StackPreset::kMegatron);
+  const Plan blocking = PlanFor(run);
+  run.stack.overlap_tensor_parallel = true;
+  const Plan overlapped = PlanFor(run);
+  int tensor = 0;
+  for (const Task& t : overlapped.stages[0].forward)
+    if (t.kind == Task::Kind::kCollective && t.dimension == CommDimension::kTensor) {
+      ++tensor;
+      CHECK(t.overlapped);
+    }
+  CHECK(tensor > 0);
+  const StepResult a = Analytical(blocking), b = Analytical(overlapped);
+  CHECK(b.step_seconds < 0.9 * a.step_seconds);
+  CHECK(b.compute_seconds == Approx(a.compute_seconds));
+}
+
+TEST_CASE("Megatron's distributed optimizer shards every parameter and MindSpore's only divisible ones") {
+  // With a threshold above every parameter MindSpore shards none; Megatron's
+  // flat buffer ignores thresholds and shapes and shards them all.
+  RunSpec run = Shipped("gpt3-175b-h100-4096");
+  run.model.params.Set("layers", int64_t{16});
+  run.parallel.pipeline_stages = 16;
+  RunSpec megatron = run;
+  megatron.stack = PresetStack(StackPreset::kMegatron);
+  megatron.stack.fuse_elementwise = false;
+  run.parallel.parallel_optimizer_config.parallel_optimizer_threshold = 1 << 30;  // KiB: nothing is large enough
+  const Plan mindspore = PlanFor(run), flat = PlanFor(megatron);
+  CHECK(flat.stages[1].memory.optimizer_states < 0.1 * mindspore.stages[1].memory.optimizer_states);
+}
+
+TEST_CASE("an FP8 GEMM keeps its activation operand as a byte per element") {
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json"));
+  run.parallel.recompute = false;
+  const double bf16 = PlanFor(run).stages[1].memory.activations_per_micro_batch;
+  run.model.params.Set("fp8", std::string("hybrid"));
+  const double fp8 = PlanFor(run).stages[1].memory.activations_per_micro_batch;
+  // The GEMM inputs (the norms' outputs, the attention output, the SwiGLU
+  // product) are a large part of a layer's activations; halved, not all.
+  CHECK(fp8 < 0.9 * bf16);
+  CHECK(fp8 > 0.6 * bf16);
+}
+
 }  // namespace
 }  // namespace shardlab
