@@ -5,9 +5,8 @@
 #include <cmath>
 #include <iostream>
 
-#include <fmt/format.h>
-
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -115,7 +114,8 @@ int main(int argc, char** argv) {
   collective_cmd->add_option("--ranks", collective.ranks, "group size")->check(CLI::Range(2, 4096));
   collective_cmd->add_option("--cluster", collective.cluster_file, "cluster file (JSON)")->required();
   collective_cmd->add_option("--algo", collective.algorithm, "algorithm (auto: what HCCL or NCCL would pick)")
-      ->check(CLI::IsMember({"auto", "ring", "halving_doubling", "hierarchical", "double_binary_tree", "pairwise"}));
+      ->check(CLI::IsMember({"auto", "ring", "halving_doubling", "hierarchical", "double_binary_tree", "pairwise",
+                             "nvls", "nvls_tree", "full_mesh"}));
   collective_cmd->add_option("--fidelity", collective.fidelity, "aggregated flows or every ring step")
       ->check(CLI::IsMember({"aggregated", "step"}));
   collective_cmd->add_option("--first-rank", collective.first_rank, "the group's first rank")
@@ -161,7 +161,9 @@ int main(int argc, char** argv) {
   cli::SearchArgs search;
   auto* search_cmd = app.add_subcommand("search", "Search operator strategies (MindSpore's auto_parallel modes)");
   search_cmd->add_option("run", search.run_file, "run file (JSON)")->required();
-  search_cmd->add_option("--mode", search.mode, "semi_auto or a search mode (default: the run's own parallel_mode and search_mode)")
+  search_cmd
+      ->add_option("--mode", search.mode,
+                   "semi_auto or a search mode (default: the run's own parallel_mode and search_mode)")
       ->check(CLI::IsMember({"dynamic_programming", "recursive_programming", "sharding_propagation", "semi_auto"}));
   search_cmd->add_option("--cost-model", search.cost_model, "mindspore or time (default: parallel.cost_model)")
       ->check(CLI::IsMember({"mindspore", "time"}));
@@ -208,7 +210,8 @@ int main(int argc, char** argv) {
     cmd->add_option("--ranks", bench.ranks, "processes at once (default: 4 on CPUs, 1 on GPUs)")
         ->check(CLI::Range(1, 64));
     cmd->add_option("--warmup", bench.warmup, "warm-up iterations")->check(CLI::Range(0, 1000));
-    cmd->add_option("--repeats", bench.repeats, "timed iterations (the median is reported)")->check(CLI::Range(1, 1000));
+    cmd->add_option("--repeats", bench.repeats, "timed iterations (the median is reported)")
+        ->check(CLI::Range(1, 1000));
     cmd->add_option("-o,--out", bench.out_file, "write the measurements here (input of `shardlab calibrate`)");
     cmd->add_flag("--json", bench.json, "print the measurements as JSON");
   };
@@ -221,7 +224,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"}));
   bench_coll_cmd->add_option("--sizes", bench.sizes, "a size or a range, e.g. 8B:1GiB (powers of two)");
   add_bench_options(bench_coll_cmd);
-  auto* bench_gemm_cmd = bench_cmd->add_subcommand("gemm", "GEMMs over shapes and streaming copies: FLOP/s, efficiency");
+  auto* bench_gemm_cmd =
+      bench_cmd->add_subcommand("gemm", "GEMMs over shapes and streaming copies: FLOP/s, efficiency");
   bench_gemm_cmd->add_option("--backend", bench.backend, "cpu (Eigen, float32) or cuda (cuBLAS, bfloat16)")
       ->required()
       ->check(CLI::IsMember({"cpu", "cuda"}));
@@ -231,8 +235,8 @@ int main(int argc, char** argv) {
   add_bench_options(bench_gemm_cmd);
 
   cli::CalibrateArgs calibrate;
-  auto* calibrate_cmd =
-      app.add_subcommand("calibrate", "Fit latency, bandwidth and GEMM efficiency to measurements (robust least squares)");
+  auto* calibrate_cmd = app.add_subcommand(
+      "calibrate", "Fit latency, bandwidth and GEMM efficiency to measurements (robust least squares)");
   calibrate_cmd->add_option("measurements", calibrate.measurement_files, "files written by `shardlab bench -o`")
       ->required();
   calibrate_cmd->add_option("-o,--out", calibrate.out_file, "write the calibration file here")->required();

@@ -87,7 +87,8 @@ CollectiveCase ReadCollective(const JsonNode& node) {
   c.ranks = r.RequiredInt("ranks", 2, 4096);
   c.stride = r.Int("stride", 1, 1, 4096);
   if (const auto a = r.Optional("algorithm"))
-    c.algorithm[c.op] = ParseAlgorithm(a->AsEnum({"ring", "double_binary_tree", "nvls", "nvls_tree"}));
+    c.algorithm[c.op] =
+        ParseAlgorithm(a->AsEnum({"ring", "double_binary_tree", "nvls", "nvls_tree", "full_mesh", "hierarchical"}));
   if (const auto b = r.Optional("bytes")) c.bytes = ReadQuantity(*b, Quantity::kBytes);
   r.Finish();
   const nlohmann::json doc = ReadJsonFile(path);

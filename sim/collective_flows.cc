@@ -58,10 +58,44 @@ void HalvingDoubling(const std::vector<int64_t>& members, double bytes, bool red
   if (all_gather) out->insert(out->end(), halving.rbegin(), halving.rend());
 }
 
+// HCCL's mesh: every member sends `bytes` to every other member at once.
+void AllPairs(const std::vector<int64_t>& members, double bytes, std::vector<Phase>* out) {
+  Phase p;
+  for (int64_t i : members)
+    for (int64_t j : members)
+      if (i != j) p.flows.push_back({i, j, bytes});
+  out->push_back(std::move(p));
+}
+
+void FullMesh(Collective c, double bytes, const std::vector<int64_t>& members, std::vector<Phase>* out) {
+  const double nn = static_cast<double>(members.size());
+  switch (c) {
+    case Collective::kAllReduce:
+      AllPairs(members, bytes / nn, out);  // reduce-scatter
+      AllPairs(members, bytes / nn, out);  // all-gather
+      return;
+    case Collective::kReduceScatter:
+    case Collective::kAllToAll:
+      return AllPairs(members, bytes / nn, out);
+    case Collective::kAllGather:
+      return AllPairs(members, bytes, out);
+    case Collective::kBroadcast: {
+      Phase scatter;
+      for (size_t i = 1; i < members.size(); ++i) scatter.flows.push_back({members[0], members[i], bytes / (nn - 1)});
+      out->push_back(std::move(scatter));
+      return AllPairs(members, bytes / (nn - 1), out);
+    }
+    case Collective::kSendRecv:
+      out->push_back({{{members[0], members[1], bytes}}});
+      return;
+  }
+}
+
 void Flat(Collective c, CollectiveAlgorithm a, double bytes, const std::vector<int64_t>& members, Fidelity fidelity,
           std::vector<Phase>* out) {
   const int64_t n = static_cast<int64_t>(members.size());
   if (n <= 1) return;
+  if (a == CollectiveAlgorithm::kFullMesh) return FullMesh(c, bytes, members, out);
   const double nn = static_cast<double>(n);
   const bool hd = a == CollectiveAlgorithm::kHalvingDoubling && IsPowerOfTwo(n);
   switch (c) {

@@ -9,8 +9,9 @@ constexpr EnumNames<Collective, 6> kCollectiveNames(
     {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv"});
 constexpr EnumNames<Collective, 6> kOperatorNames(
     {"AllReduce", "AllGather", "ReduceScatter", "AlltoAll", "Broadcast", "Send"});
-constexpr EnumNames<CollectiveAlgorithm, 8> kAlgorithmNames(
-    {"ring", "halving_doubling", "hierarchical", "double_binary_tree", "pairwise", "direct", "nvls", "nvls_tree"});
+constexpr EnumNames<CollectiveAlgorithm, 9> kAlgorithmNames({"ring", "halving_doubling", "hierarchical",
+                                                              "double_binary_tree", "pairwise", "direct", "nvls",
+                                                              "nvls_tree", "full_mesh"});
 constexpr EnumNames<Protocol, 3> kProtocolNames({"simple", "ll128", "ll"});
 constexpr EnumNames<ReduceOp, 5> kReduceNames({"", "sum", "max", "min", "mean"});
 

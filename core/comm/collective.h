@@ -31,6 +31,8 @@ enum class CollectiveAlgorithm {
   kDirect,            // one transfer (SendRecv)
   kNvls,              // NCCL's NVLS: NVLink SHARP, the NVSwitch reduces and multicasts (one server)
   kNvlsTree,          // NCCL's NVLS_TREE: NVLS inside each server, trees across servers
+  kFullMesh,          // HCCL's mesh inside one HCCS full-mesh group: every rank to every peer at once, each
+                      // over its own link
 };
 
 // How NCCL moves data between GPUs on a channel (its "protocols"): a

@@ -20,6 +20,24 @@ double FlatSeconds(Collective c, CollectiveAlgorithm a, double bytes, int64_t n,
   const double beta = bytes / link.bandwidth;
   const double alpha = link.latency;
   const bool hd = a == CollectiveAlgorithm::kHalvingDoubling && IsPowerOfTwo(n);
+  if (a == CollectiveAlgorithm::kFullMesh) {
+    // Every rank exchanges with its n - 1 peers at once, each over its own
+    // link: a reduce-scatter sends S/n to each peer in one step, a gather its
+    // slice; a broadcast scatters S/(n-1) from the root, then all-gathers it.
+    switch (c) {
+      case Collective::kAllReduce:
+        return 2 * beta / nn + 2 * alpha;
+      case Collective::kReduceScatter:
+      case Collective::kAllToAll:
+        return beta / nn + alpha;
+      case Collective::kAllGather:
+        return beta + alpha;
+      case Collective::kBroadcast:
+        return 2 * beta / (nn - 1) + 2 * alpha;
+      case Collective::kSendRecv:
+        return beta + alpha;
+    }
+  }
   switch (c) {
     case Collective::kAllReduce:
       if (hd) return 2 * (nn - 1) / nn * beta + 2 * Log2(n) * alpha;
@@ -226,6 +244,9 @@ CollectiveAlgorithm ChooseAlgorithm(Collective c, double bytes, const GroupPlace
                                     const std::map<Collective, CollectiveAlgorithm>& overrides) {
   if (auto it = overrides.find(c); it != overrides.end()) return it->second;
   if (c == Collective::kSendRecv) return CollectiveAlgorithm::kDirect;
+  if (cluster.device.kind == "npu" && p.servers == 1 && p.size > 2 && p.one_hccs_group &&
+      cluster.intra_server.kind == IntraServerFabric::Kind::kHccsMesh)
+    return CollectiveAlgorithm::kFullMesh;
   if (c == Collective::kAllToAll) return CollectiveAlgorithm::kPairwise;
   if (TimedByNccl(c, p, cluster)) return NcclChoose(c, NcclBuffer(c, bytes, p), p, cluster).algorithm;
   if (cluster.device.kind == "npu") {

@@ -49,6 +49,26 @@ TEST_CASE("NCCL picks the tree for small messages across nodes and the ring for 
         CollectiveAlgorithm::kRing);
 }
 
+TEST_CASE("HCCL runs a group inside one HCCS full mesh over all its links at once") {
+  // Atlas 800T A2: 8 Ascend 910B in one full mesh of 28 GB/s links. A ring
+  // would use one link per rank; the mesh sends S/8 to each of 7 peers at once.
+  const ClusterSpec a2 = testing::ShippedCluster("atlas800t-a2-910b");
+  const GroupPlacement server = PlaceStridedGroup(0, 8, 1, a2);
+  CHECK(ChooseAlgorithm(Collective::kAllReduce, 1e9, server, a2) == CollectiveAlgorithm::kFullMesh);
+  CHECK(ChooseAlgorithm(Collective::kAllToAll, 1e9, server, a2) == CollectiveAlgorithm::kFullMesh);
+  const double s = 1 << 30, link = a2.intra_server.link_bandwidth, alpha = a2.intra_server.latency;
+  CHECK(CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kFullMesh, s, server, a2) ==
+        Approx(2 * s / 8 / link + 2 * alpha));
+  CHECK(CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kRing, s, server, a2) >
+        6 * CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kFullMesh, s, server, a2));
+  // The Ascend 910's two 4-device meshes: a group spanning both rings.
+  const ClusterSpec a910 = testing::ShippedCluster("ascend910-atlas900");
+  CHECK(ChooseAlgorithm(Collective::kAllReduce, 1e9, PlaceStridedGroup(0, 8, 1, a910), a910) ==
+        CollectiveAlgorithm::kRing);
+  CHECK(ChooseAlgorithm(Collective::kAllReduce, 1e9, PlaceStridedGroup(0, 4, 1, a910), a910) ==
+        CollectiveAlgorithm::kFullMesh);
+}
+
 TEST_CASE("hierarchical AllReduce beats a flat ring across servers") {
   const ClusterSpec ascend = testing::ShippedCluster("ascend910-atlas900");
   const GroupPlacement all = PlaceStridedGroup(0, 4096, 1, ascend);

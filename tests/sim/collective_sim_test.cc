@@ -135,6 +135,27 @@ TEST_CASE("every NCCL algorithm's flows reproduce NCCL's time on an idle network
   }
 }
 
+TEST_CASE("HCCL's full mesh loads every HCCS link of the group at once and matches its closed form") {
+  const ClusterSpec a2 = testing::ShippedCluster("atlas800t-a2-910b");
+  const auto members = Strided(8, 1);
+  const GroupPlacement server = PlaceGroup(members, a2);
+  std::vector<std::vector<Phase>> runs;
+  std::vector<double> closed;
+  const Collective all[] = {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
+                            Collective::kBroadcast, Collective::kAllToAll};
+  for (const Collective c : all) {
+    runs.push_back(ExpandCollective(c, CollectiveAlgorithm::kFullMesh, 1 << 28, members, 8, Fidelity::kAggregated));
+    closed.push_back(CollectiveSeconds(c, CollectiveAlgorithm::kFullMesh, 1 << 28, server, a2));
+  }
+  CHECK(runs[0].size() == 2);               // reduce-scatter, then all-gather
+  CHECK(runs[0][0].flows.size() == 8 * 7);  // every ordered pair
+  const std::vector<double> t = SimulateInTurn(a2, 8, runs);
+  for (size_t i = 0; i < t.size(); ++i) {
+    INFO(ToString(all[i]));
+    CHECK(t[i] == Approx(closed[i]).epsilon(0.01));
+  }
+}
+
 TEST_CASE("hierarchical AllReduce over 4096 Ascend devices matches its closed form") {
   const ClusterSpec cluster = testing::ShippedCluster("ascend910-atlas900");
   const auto members = Strided(4096, 1);
