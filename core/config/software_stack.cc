@@ -41,6 +41,7 @@ SoftwareStack ReadSoftwareStack(const JsonNode& node) {
   stack.fuse_elementwise = r.Bool("fuse_elementwise", stack.fuse_elementwise);
   stack.overlap_tensor_parallel = r.Bool("overlap_tensor_parallel", stack.overlap_tensor_parallel);
   stack.flat_optimizer_sharding = r.Bool("flat_optimizer_sharding", stack.flat_optimizer_sharding);
+  stack.overlap_grad_reduce = r.Bool("overlap_grad_reduce", stack.overlap_grad_reduce);
   r.Finish();
   return stack;
 }
@@ -49,7 +50,8 @@ nlohmann::json ToJson(const SoftwareStack& stack) {
   return {{"preset", ToString(stack.preset)},
           {"fuse_elementwise", stack.fuse_elementwise},
           {"overlap_tensor_parallel", stack.overlap_tensor_parallel},
-          {"flat_optimizer_sharding", stack.flat_optimizer_sharding}};
+          {"flat_optimizer_sharding", stack.flat_optimizer_sharding},
+          {"overlap_grad_reduce", stack.overlap_grad_reduce}};
 }
 
 }  // namespace shardlab

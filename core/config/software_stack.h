@@ -38,6 +38,11 @@ struct SoftwareStack {
   // instead of MindSpore's rule: along the first dimension, only where the
   // shard count divides it and above parallel_optimizer_threshold.
   bool flat_optimizer_sharding = false;
+  // Gradients are reduced in buckets of at least max(40M, 1M x d) elements,
+  // d the data-parallel size, each as soon as its gradients exist, beside the
+  // rest of the backward (Megatron's --overlap-grad-reduce and its DDP bucket
+  // size), where the run configures no comm_fusion of its own.
+  bool overlap_grad_reduce = false;
 
   bool operator==(const SoftwareStack&) const = default;
 };

@@ -561,6 +561,23 @@ class Lowering {
           for (size_t i = 0; i < sizes.size(); ++i) ranges.emplace_back(i, i + 1);
           return ranges;
         }
+        if (run_.stack.overlap_grad_reduce && setting.mode == FusionSetting::Mode::kDefault &&
+            p_.comm_fusion.openstate) {
+          // Megatron's DDP buckets: filled from the last parameter (whose
+          // gradient the backward produces first), each closed once it holds
+          // max(40M, 1M x d) elements, and reduced in that order.
+          const double bucket = std::max(40e6, 1e6 * static_cast<double>(stage.groups[group].size));
+          double elements = 0;
+          size_t end = list.size();
+          for (size_t i = list.size(); i-- > 0;) {
+            elements += list[i].slice_elements;
+            if (elements < bucket && i > 0) continue;
+            ranges.emplace_back(i, end);
+            end = i;
+            elements = 0;
+          }
+          return ranges;
+        }
         return SplitIntoBuckets(sizes, setting, p_.comm_fusion.openstate, data_parallel, p_.enable_parallel_optimizer);
       };
       // Optimizer-sharded gradients fuse as ReduceScatters, by their own setting.

@@ -379,6 +379,22 @@ TEST_CASE("Megatron's distributed optimizer shards every parameter and MindSpore
   CHECK(flat.stages[1].memory.optimizer_states < 0.1 * mindspore.stages[1].memory.optimizer_states);
 }
 
+TEST_CASE("Megatron's overlapped gradient reduction runs buckets of 40M elements during the backward") {
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json"));
+  run.stack = PresetStack(StackPreset::kMegatron);
+  const Plan one = PlanFor(run);
+  run.stack.overlap_grad_reduce = true;
+  const Plan bucketed = PlanFor(run);
+  const auto& buckets = bucketed.stages[1].buckets;
+  REQUIRE(buckets.size() > one.stages[1].buckets.size() + 4);  // one bucket per fusion list without it
+  // Every list's buckets but its last hold at least max(40M, 1M x 32)
+  // elements (fp32 or bf16 on the wire: at least 80 MB).
+  for (size_t b = 0; b + 1 < buckets.size(); ++b)
+    if (buckets[b].list == buckets[b + 1].list) CHECK(buckets[b].bytes >= 80e6);
+  const StepResult a = Analytical(one), b = Analytical(bucketed);
+  CHECK(b.step_seconds < a.step_seconds);
+}
+
 TEST_CASE("an FP8 GEMM keeps its activation operand as a byte per element") {
   RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json"));
   run.parallel.recompute = false;
