@@ -542,7 +542,9 @@ class Lowering {
     }
     for (size_t list_index = 0; list_index < key_order.size(); ++list_index) {
       const auto& [group, sharded, fusion] = key_order[list_index];
-      const int64_t fusion_id = fusion;  // lambdas below cannot capture a structured binding (clang 14)
+      // Lambdas below cannot capture a structured binding (clang 14).
+      const int64_t fusion_id = fusion;
+      const int64_t group_size = stage.groups[group].size;
       const Key& key = key_order[list_index];
       const auto& list = by_key[key];
       std::vector<double> bytes, weight_bytes;
@@ -566,7 +568,7 @@ class Lowering {
           // Megatron's DDP buckets: filled from the last parameter (whose
           // gradient the backward produces first), each closed once it holds
           // max(40M, 1M x d) elements, and reduced in that order.
-          const double bucket = std::max(40e6, 1e6 * static_cast<double>(stage.groups[group].size));
+          const double bucket = std::max(40e6, 1e6 * static_cast<double>(group_size));
           double elements = 0;
           size_t end = list.size();
           for (size_t i = list.size(); i-- > 0;) {
