@@ -105,6 +105,13 @@ class Lowering {
  private:
   StageProgram& StageOf(Plan& plan, int op) { return plan.stages[graph_.op(op).pipeline_stage]; }
 
+  // The layout of an operator output as its producer lays it out.
+  const TensorLayout& ProducerLayout(int tensor) const {
+    const int producer = graph_.tensor(tensor).producer;
+    const std::vector<int>& outputs = graph_.op(producer).outputs;
+    return layouts_[producer].outputs[std::find(outputs.begin(), outputs.end(), tensor) - outputs.begin()];
+  }
+
   // The stack's TP overlap: operator-level collectives run beside the compute after them.
   static void OverlapTensorParallel(StageProgram& stage) {
     for (std::vector<Task>* pass : {&stage.forward, &stage.backward})
@@ -304,10 +311,7 @@ class Lowering {
     if (t.kind == TensorKind::kInput) {
       from = DatasetLayout(op.inputs[i]);
     } else {
-      const Operator& producer = graph_.op(t.producer);
-      const size_t out =
-          std::find(producer.outputs.begin(), producer.outputs.end(), op.inputs[i]) - producer.outputs.begin();
-      from = layouts_[t.producer].outputs[out];
+      from = ProducerLayout(op.inputs[i]);
     }
     const TensorLayout& to = layouts_[op_index].inputs[i];
     if (from.Normalized() == to.Normalized()) return std::nullopt;
@@ -741,9 +745,7 @@ class Lowering {
       for (int user : graph_.Consumers(static_cast<int>(i)))
         last_stage = std::max(last_stage, graph_.op(user).pipeline_stage);
       const Operator& producer = graph_.op(t.producer);
-      const size_t out =
-          std::find(producer.outputs.begin(), producer.outputs.end(), static_cast<int>(i)) - producer.outputs.begin();
-      const double bytes = SliceBytes(layouts_[t.producer].outputs[out], t.dtype);
+      const double bytes = OutputSliceBytes(static_cast<int>(i));
       for (int64_t s = producer.pipeline_stage; s < last_stage; ++s) {
         plan.stages[s].send_forward_bytes += bytes;
         plan.stages[s + 1].send_backward_bytes += bytes;
@@ -800,12 +802,7 @@ class Lowering {
   };
 
   // One device's slice of an operator output as its producer lays it out.
-  double OutputSliceBytes(int tensor) const {
-    const Tensor& t = graph_.tensor(tensor);
-    const Operator& producer = graph_.op(t.producer);
-    const size_t out = std::find(producer.outputs.begin(), producer.outputs.end(), tensor) - producer.outputs.begin();
-    return SliceBytes(layouts_[t.producer].outputs[out], t.dtype);
-  }
+  double OutputSliceBytes(int tensor) const { return SliceBytes(ProducerLayout(tensor), graph_.tensor(tensor).dtype); }
 
   // The tensor whose memory `tensor` is: a Reshape or Flatten output is a
   // view of its input.
