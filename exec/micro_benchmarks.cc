@@ -12,7 +12,7 @@
 #include "core/util/statistics.h"
 
 #ifdef SHARDLAB_HAVE_NCCL
-#include "exec/cuda_runtime.h"
+#include "exec/gpu_backend.h"
 #endif
 
 namespace shardlab::exec {
@@ -180,7 +180,7 @@ MeasurementContext DescribeRanks(const LaunchOptions& launch, const std::string&
   return {launch.backend, launch.backend == "nccl" ? "cuda" : "cpu", device, launch.ranks};
 }
 
-nlohmann::json SoftwareVersions() {
+nlohmann::json SoftwareVersions(const std::string& backend) {
   nlohmann::json v = {
       {"shardlab", "0.1.0"},
       {"compiler", __VERSION__},
@@ -189,7 +189,8 @@ nlohmann::json SoftwareVersions() {
   v["gloo"] = SHARDLAB_GLOO_VERSION;
 #endif
 #ifdef SHARDLAB_HAVE_NCCL
-  for (const auto& [name, version] : CudaVersions()) v[name] = version;
+  if (backend == "nccl")
+    for (const auto& [name, version] : LoadGpuBackend().versions()) v[name] = version;
 #endif
   return v;
 }
@@ -220,7 +221,7 @@ nlohmann::json Header(const MeasurementContext& c, const std::string& kind) {
           {"ranks", c.ranks},
           {"hostname", HostName()},
           {"date", UtcNow()},
-          {"software", SoftwareVersions()}};
+          {"software", SoftwareVersions(c.backend)}};
 }
 }  // namespace
 

@@ -88,8 +88,9 @@ struct MeasurementContext {
 MeasurementContext DescribeRanks(const LaunchOptions& launch, const std::string& device);
 nlohmann::json CollectiveMeasurements(const MeasurementContext& context, const std::vector<CollectiveSample>& samples);
 nlohmann::json GemmMeasurements(const MeasurementContext& context, const GemmBenchResult& result);
-// Software versions and the machine, for measurement and calibration files.
-nlohmann::json SoftwareVersions();
+// Software versions and the machine, for measurement and calibration files;
+// CUDA's, cuBLAS's and NCCL's only for the nccl back end (which loads them).
+nlohmann::json SoftwareVersions(const std::string& backend);
 std::string HostName();
 std::string UtcNow();
 

@@ -17,8 +17,7 @@
 #include "exec/gloo_communicator.h"
 #endif
 #ifdef SHARDLAB_HAVE_NCCL
-#include "exec/cuda_runtime.h"
-#include "exec/nccl_communicator.h"
+#include "exec/gpu_backend.h"
 #endif
 
 namespace shardlab::exec {
@@ -75,8 +74,9 @@ std::string RunRank(const LaunchOptions& options, const std::string& dir, int ra
 #endif
   } else if (options.backend == "nccl") {
 #ifdef SHARDLAB_HAVE_NCCL
-    auto runtime = MakeCudaRuntime(rank);
-    auto world = ConnectNcclWorld(rank, options.ranks, dir, options.timeout, runtime->NativeStream(Stream::kCompute));
+    const GpuBackend& gpu = LoadGpuBackend();
+    auto runtime = gpu.make_runtime(rank, std::chrono::minutes(2));
+    auto world = gpu.connect_world(rank, options.ranks, dir, options.timeout, runtime->NativeStream(Stream::kCompute));
     RankContext context{rank, options.ranks, *world, *runtime};
     return body(context);
 #endif
@@ -98,7 +98,17 @@ bool BackendAvailable(const std::string& backend, std::string* why) {
   if (backend == "nccl") {
 #ifdef SHARDLAB_HAVE_NCCL
     ChildJobOptions options;
-    const auto results = RunInChildProcesses({0}, [](size_t) { return CudaDeviceProblem(); }, options);
+    // The child reports a module that does not load as it reports a missing GPU.
+    const auto results = RunInChildProcesses(
+        {0},
+        [](size_t) {
+          try {
+            return LoadGpuBackend().device_problem();
+          } catch (const std::exception& e) {
+            return std::string(e.what());
+          }
+        },
+        options);
     if (results[0].status != ChildJobResult::Status::kOk) {
       *why = "the CUDA probe failed: " + results[0].output;
       return false;
@@ -114,8 +124,7 @@ bool BackendAvailable(const std::string& backend, std::string* why) {
   return false;
 }
 
-std::vector<std::string> RunRanks(const LaunchOptions& options,
-                                  const std::function<std::string(RankContext&)>& body) {
+std::vector<std::string> RunRanks(const LaunchOptions& options, const std::function<std::string(RankContext&)>& body) {
   if (options.ranks > kMaxLocalRanks)
     throw std::runtime_error(fmt::format("{} ranks: the executor runs one process per rank on this machine, at most {}",
                                          options.ranks, kMaxLocalRanks));

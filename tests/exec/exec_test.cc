@@ -1,6 +1,9 @@
 // The real back ends: Gloo collectives and splits compute the right values on
 // 4 CPU ranks, the plan executor runs data-parallel and pipeline plans and
-// reports their timeline, and NCCL says why it cannot run where there is no GPU.
+// reports their timeline, and NCCL says why it cannot run where there is no
+// GPU, from a module that only GPU work loads.
+#include <cstdlib>
+#include <fstream>
 #include <numeric>
 #include <string>
 
@@ -165,6 +168,35 @@ TEST_CASE("nccl runs only where a GPU is and says why not elsewhere") {
     return std::string("ok");
   }));
 }
+
+#ifdef SHARDLAB_HAVE_NCCL
+// Whether this process has mapped a library whose file name contains `name`.
+bool Maps(const std::string& name) {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);)
+    if (line.find(name) != std::string::npos) return true;
+  return false;
+}
+
+TEST_CASE("the GPU back end is a module that only GPU work loads") {
+  // This program links shardlab_exec as the CLI does: no CUDA in it.
+  CHECK_FALSE(Maps("libcudart"));
+  CHECK_FALSE(Maps("libnccl"));
+  std::string why;
+  BackendAvailable("nccl", &why);
+  INFO(why);
+  // The probe's child loaded the module (a missing GPU is the only excuse)...
+  CHECK(why.find("cannot load the GPU back end") == std::string::npos);
+  // ...and this process still has none of it.
+  CHECK_FALSE(Maps("libshardlab_gpu"));
+  CHECK_FALSE(Maps("libcublas"));
+
+  setenv("SHARDLAB_GPU_MODULE", "/nonexistent/libshardlab_gpu.so", 1);
+  CHECK_FALSE(BackendAvailable("nccl", &why));
+  unsetenv("SHARDLAB_GPU_MODULE");
+  CHECK(why == "cannot load the GPU back end libshardlab_gpu.so: tried /nonexistent/libshardlab_gpu.so (absent)");
+}
+#endif
 
 }  // namespace
 }  // namespace shardlab::exec
