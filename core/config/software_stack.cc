@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/util/enum_names.h"
 #include "core/util/json_reader.h"
 
 namespace shardlab {
@@ -16,6 +17,10 @@ const char* ToString(StackPreset preset) {
   return "?";
 }
 
+constexpr EnumNames<GradientBuffer, 2> kGradientBuffers({"parameter", "reduce"});
+
+const char* ToString(GradientBuffer buffer) { return kGradientBuffers[buffer]; }
+
 std::vector<std::string> StackPresetNames() { return {"mindspore", "megatron"}; }
 
 SoftwareStack PresetStack(StackPreset preset) {
@@ -23,6 +28,8 @@ SoftwareStack PresetStack(StackPreset preset) {
   stack.preset = preset;
   stack.fuse_elementwise = preset == StackPreset::kMegatron;
   stack.flat_optimizer_sharding = preset == StackPreset::kMegatron;
+  stack.master_weights = preset == StackPreset::kMegatron;
+  stack.gradient_buffer = preset == StackPreset::kMegatron ? GradientBuffer::kReduce : GradientBuffer::kParameter;
   return stack;
 }
 
@@ -42,6 +49,9 @@ SoftwareStack ReadSoftwareStack(const JsonNode& node) {
   stack.overlap_tensor_parallel = r.Bool("overlap_tensor_parallel", stack.overlap_tensor_parallel);
   stack.flat_optimizer_sharding = r.Bool("flat_optimizer_sharding", stack.flat_optimizer_sharding);
   stack.overlap_grad_reduce = r.Bool("overlap_grad_reduce", stack.overlap_grad_reduce);
+  stack.master_weights = r.Bool("master_weights", stack.master_weights);
+  stack.gradient_buffer = kGradientBuffers.Parse(
+      r.Enum("gradient_buffer", ToString(stack.gradient_buffer), kGradientBuffers.All()), "gradient_buffer");
   r.Finish();
   return stack;
 }
@@ -51,7 +61,9 @@ nlohmann::json ToJson(const SoftwareStack& stack) {
           {"fuse_elementwise", stack.fuse_elementwise},
           {"overlap_tensor_parallel", stack.overlap_tensor_parallel},
           {"flat_optimizer_sharding", stack.flat_optimizer_sharding},
-          {"overlap_grad_reduce", stack.overlap_grad_reduce}};
+          {"overlap_grad_reduce", stack.overlap_grad_reduce},
+          {"master_weights", stack.master_weights},
+          {"gradient_buffer", ToString(stack.gradient_buffer)}};
 }
 
 }  // namespace shardlab

@@ -1,6 +1,8 @@
 // The training software whose kernels a run models: which operators it runs
 // fused into one kernel. Presets name the stacks (MindSpore/MindFormers, the
 // default, and Megatron-LM/NeMo); a run's "stack" object overrides their keys.
+// Besides kernels: which communications overlap, how the optimizer shards and
+// what mixed precision keeps (master weights, the gradient buffer's dtype).
 #pragma once
 
 #include <string>
@@ -19,6 +21,17 @@ enum class StackPreset {
   // Megatron-LM / NeMo with Transformer Engine: bias+GeLU, bias+dropout+add,
   // scale+mask+softmax and SwiGLU run as fused kernels ("megatron").
   kMegatron,
+};
+
+// Where gradients accumulate across micro-batches.
+enum class GradientBuffer {
+  // In the parameter's own dtype: MindSpore's accumulation buffers are clones
+  // of the parameters (accu_grads) ("parameter").
+  kParameter,
+  // In the dtype gradients are reduced in: float32 when gradient_fp32_sync
+  // (or force_fp32_communication) is on, else the parameter's dtype
+  // (Megatron's DDP gradient buffer and its grad_reduce_in_fp32) ("reduce").
+  kReduce,
 };
 
 struct SoftwareStack {
@@ -43,11 +56,19 @@ struct SoftwareStack {
   // rest of the backward (Megatron's --overlap-grad-reduce and its DDP bucket
   // size), where the run configures no comm_fusion of its own.
   bool overlap_grad_reduce = false;
+  // The optimizer keeps a float32 master copy of every 16-bit parameter,
+  // sharded as its moments are (Megatron's main parameters: 4 more bytes
+  // per element). Off, it updates each parameter in the parameter's own
+  // dtype (MindSpore: a 16-bit param_init_type has no float32 copy; a
+  // float32 one is its own master).
+  bool master_weights = false;
+  GradientBuffer gradient_buffer = GradientBuffer::kParameter;
 
   bool operator==(const SoftwareStack&) const = default;
 };
 
 const char* ToString(StackPreset preset);
+const char* ToString(GradientBuffer buffer);
 std::vector<std::string> StackPresetNames();
 SoftwareStack PresetStack(StackPreset preset);
 

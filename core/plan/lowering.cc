@@ -26,9 +26,9 @@ double SliceBytes(const TensorLayout& layout, DType dtype) {
 }
 
 // Optimizer state bytes per parameter element, with an fp32 master copy of
-// low-precision weights (mixed precision).
-double OptimizerBytesPerElement(Optimizer optimizer, DType param_dtype) {
-  const double master = DTypeBytes(param_dtype) < 4 ? 4 : 0;
+// low-precision weights where the stack keeps one (mixed precision).
+double OptimizerBytesPerElement(Optimizer optimizer, DType param_dtype, const SoftwareStack& stack) {
+  const double master = stack.master_weights && DTypeBytes(param_dtype) < 4 ? 4 : 0;
   switch (optimizer) {
     case Optimizer::kAdam:
     case Optimizer::kLamb:
@@ -629,7 +629,7 @@ class Lowering {
     std::stable_sort(stage.buckets.begin(), stage.buckets.end(),
                      [](const GradientBucket& a, const GradientBucket& b) { return a.ready_after < b.ready_after; });
     // Adam-style update: about 10 FLOPs per owned element, reading and writing its states.
-    const double state = OptimizerBytesPerElement(run_.simulation.optimizer, ComputeDType(run_.model));
+    const double state = OptimizerBytesPerElement(run_.simulation.optimizer, ComputeDType(run_.model), run_.stack);
     const bool offload = run_.simulation.optimizer == Optimizer::kAdamOffload;
     if (offload)  // the owned fp32 gradients go to the host...
       stage.optimizer.push_back(HostTransfer("optimizer/gradients_to_host", -1, 4 * optimizer_elements));
@@ -856,11 +856,15 @@ class Lowering {
       // An FP8 GEMM's weight is also kept cast to FP8 for the step (one byte per element).
       if (Fp8GemmDType(graph_.op(share.first_user), false) && !sharded_weight) parameters += slice;
       if (plan.training && tensor.requires_grad) {
-        // Accumulated gradients are fp32 across micro-batches; sharded with the optimizer when asked.
+        // Gradients accumulated across micro-batches live in the stack's
+        // gradient buffer: the parameter's dtype, or the dtype they are
+        // reduced in. Sharded with the optimizer when asked.
         const bool accumulate = p_.micro_batch_num > 1;
+        const bool fp32_buffer = accumulate && run_.stack.gradient_buffer == GradientBuffer::kReduce &&
+                                 (p_.gradient_fp32_sync || p_.force_fp32_communication);
         const double grad_elements = ShardsGradients() ? owned : slice;
-        gradients = grad_elements * (accumulate ? 4.0 : dtype);
-        states = owned * OptimizerBytesPerElement(run_.simulation.optimizer, tensor.dtype);
+        gradients = grad_elements * (fp32_buffer ? 4.0 : dtype);
+        states = owned * OptimizerBytesPerElement(run_.simulation.optimizer, tensor.dtype, run_.stack);
       }
       if (host_only_[share.tensor]) {
         m.host += parameters + gradients + states;
@@ -928,7 +932,15 @@ class Lowering {
       }
       m.communication_buffers = std::max(m.communication_buffers, std::max(2 * largest, largest_segment + largest));
     }
-    m.peak = m.parameters + m.gradients + m.optimizer_states + m.activations + m.communication_buffers;
+    // Without a gradient buffer kept across the step (MindSpore's kParameter
+    // with one micro-batch), gradients appear during the backward as it frees
+    // the activations it has consumed: the two peak apart, at the backward's
+    // start and at its end (layers alike: in between lies on the line).
+    const bool transient_gradients =
+        p_.micro_batch_num == 1 && run_.stack.gradient_buffer == GradientBuffer::kParameter;
+    const double backward_peak =
+        transient_gradients ? std::max(m.gradients, m.activations) : m.gradients + m.activations;
+    m.peak = m.parameters + m.optimizer_states + backward_peak + m.communication_buffers;
     const std::pair<double, const char*> parts[] = {{m.parameters, "parameters"},
                                                     {m.gradients, "gradients"},
                                                     {m.optimizer_states, "optimizer states"},

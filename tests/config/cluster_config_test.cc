@@ -50,7 +50,9 @@ TEST_CASE("shipped clusters load with their datasheet figures") {
   CHECK(h100.intra_server.link_bandwidth == Approx(450e9));
 
   const ClusterSpec h200 = testing::ShippedCluster("dgx-h200-ndr");
-  CHECK(h200.device.memory_bytes == Approx(141e9));
+  // Device memory as CUDA and nvidia-smi report it, not the marketing GB.
+  CHECK(h200.device.memory_bytes == 143771.0 * 1048576);
+  CHECK(h100.device.memory_bytes == 81078.0 * 1048576);  // CUDA's 85,017,493,504 B, to the MiB
   CHECK(h200.device.memory_bandwidth == Approx(4.8e12));
 
   // Dense figures: half the sparse ones NVIDIA's tables quote.

@@ -379,6 +379,46 @@ TEST_CASE("Megatron's distributed optimizer shards every parameter and MindSpore
   CHECK(flat.stages[1].memory.optimizer_states < 0.1 * mindspore.stages[1].memory.optimizer_states);
 }
 
+TEST_CASE("mixed precision keeps what the stack keeps: a float32 master copy and the gradient buffer's dtype") {
+  RunSpec run = Shipped("gpt3-175b-h100-4096");  // float16 parameters, 32 micro-batches, MindSpore's stack
+  run.model.params.Set("layers", int64_t{16});
+  const MemoryBreakdown mindspore = PlanFor(run).stages[1].memory;
+  // MindSpore updates 16-bit parameters in place: Adam's two float32 moments
+  // only (the few float32 parameters, LayerNorm's, need no copy either way).
+  RunSpec master = run;
+  master.stack.master_weights = true;
+  CHECK(PlanFor(master).stages[1].memory.optimizer_states ==
+        Approx(mindspore.optimizer_states * 12 / 8).epsilon(0.005));
+  // MindSpore accumulates in clones of the parameters; Megatron's buffer has
+  // the reduction's dtype: float32 under gradient_fp32_sync, else float16.
+  RunSpec reduce = run;
+  reduce.stack.gradient_buffer = GradientBuffer::kReduce;
+  CHECK(PlanFor(reduce).stages[1].memory.gradients == Approx(2 * mindspore.gradients).epsilon(0.01));
+  reduce.parallel.gradient_fp32_sync = false;
+  CHECK(PlanFor(reduce).stages[1].memory.gradients == Approx(mindspore.gradients));
+}
+
+TEST_CASE("gradients kept in no buffer peak apart from the activations they replace") {
+  RunSpec run = Shipped("gpt3-175b-h100-4096");
+  run.model.params.Set("layers", int64_t{16});
+  run.parallel.micro_batch_num = 16;  // as few as the pipeline allows: the buffer persists
+  const MemoryBreakdown kept = PlanFor(run).stages[1].memory;
+  CHECK(kept.peak == Approx(kept.parameters + kept.gradients + kept.optimizer_states + kept.activations +
+                            kept.communication_buffers));
+  run.parallel.pipeline_stages = 1;
+  run.parallel.micro_batch_num = 1;  // one micro-batch: gradients come as the backward frees activations
+  const MemoryBreakdown transient = PlanFor(run).stages[0].memory;
+  REQUIRE(transient.gradients > 0);
+  REQUIRE(transient.activations > 0);
+  CHECK(transient.peak ==
+        Approx(transient.parameters + transient.optimizer_states +
+               std::max(transient.gradients, transient.activations) + transient.communication_buffers));
+  run.stack.gradient_buffer = GradientBuffer::kReduce;  // Megatron's buffer lives through the step
+  const MemoryBreakdown buffered = PlanFor(run).stages[0].memory;
+  CHECK(buffered.peak == Approx(buffered.parameters + buffered.gradients + buffered.optimizer_states +
+                                buffered.activations + buffered.communication_buffers));
+}
+
 TEST_CASE("Megatron's overlapped gradient reduction runs buckets of 40M elements during the backward") {
   RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json"));
   run.stack = PresetStack(StackPreset::kMegatron);
