@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <tuple>
@@ -302,19 +303,41 @@ class Engine {
     return flows;
   }
 
+  // The step-start weight gathers run one after another as flows. The first
+  // forward waits for them all, or, where they overlap it (Megatron's
+  // --overlap-param-gather), starts when the closed form says every gather
+  // ends before its weights are used; the gathers still load the links.
   void StartStep(Device& d) {
-    if (d.start_task < StageOf(d).step_start.size()) {
-      const Task& t = StageOf(d).step_start[d.start_task];
-      const double begin = Now();
-      Collective(d, t, [this, &d, &t, begin] {
-        if (d.traced)
-          events_.push_back(Event(d, Lane::kCommunication, EventKind::kWeightGather, t.name, begin, Now() - begin));
-        ++d.start_task;
-        StartStep(d);
-      });
+    const StageProgram& stage = StageOf(d);
+    const bool overlapped =
+        std::any_of(stage.step_start.begin(), stage.step_start.end(), [](const Task& t) { return t.lead_seconds > 0; });
+    if (!overlapped) {
+      GatherWeights(d, [this, &d] { Next(d); });
       return;
     }
-    Next(d);
+    GatherWeights(d, [] {});
+    runner_.After(stage.FirstForwardStart(), [this, &d] { Next(d); });
+  }
+
+  void GatherWeights(Device& d, std::function<void()> then) {
+    if (d.start_task == StageOf(d).step_start.size()) {
+      then();
+      return;
+    }
+    const Task& t = StageOf(d).step_start[d.start_task];
+    const double begin = Now();
+    // Numbered apart from the group's other collectives, which an overlapped
+    // forward may start in between.
+    const auto sequence = -1 - static_cast<int64_t>(d.start_task);
+    Collective(
+        d, t,
+        [this, &d, &t, begin, then = std::move(then)]() mutable {
+          if (d.traced)
+            events_.push_back(Event(d, Lane::kCommunication, EventKind::kWeightGather, t.name, begin, Now() - begin));
+          ++d.start_task;
+          GatherWeights(d, std::move(then));
+        },
+        sequence);
   }
 
   // Key of a pass input: (device, forward?, virtual stage, micro-batch).
@@ -503,9 +526,10 @@ class Engine {
   // lane's devices arrives at its group, and a group starts as flows once
   // all its (representative) members have arrived. The lane resumes when all
   // its groups are done.
-  void Collective(Device& d, const Task& task, std::function<void()> resume) {
+  // `sequence` matches the members' calls; by default the group's next.
+  void Collective(Device& d, const Task& task, std::function<void()> resume, std::optional<int64_t> sequence = {}) {
     const GroupInstances& groups = shape_.groups[d.stage][task.group];
-    const int64_t sequence = d.counters[task.group]++;
+    if (!sequence) sequence = d.counters[task.group]++;
     if (d.inside_lane[task.group]) {
       ++timers_;
       runner_.After(task.seconds, std::move(resume));
@@ -515,7 +539,7 @@ class Engine {
     auto shared_resume = std::make_shared<std::function<void()>>(std::move(resume));
     for (int64_t rank : d.ranks) {
       const int32_t instance = groups.of_local[rank % D_];
-      const auto key = std::make_tuple(d.stage, task.group, static_cast<int64_t>(instance), sequence);
+      const auto key = std::make_tuple(d.stage, task.group, static_cast<int64_t>(instance), *sequence);
       Barrier& b = barriers_[key];
       b.resumes.push_back([pending, shared_resume] {
         if (--*pending == 0) (*shared_resume)();

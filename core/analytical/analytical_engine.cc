@@ -54,18 +54,22 @@ Trace RunAnalytical(const Plan& plan) {
 
   // Step start: parallel-optimizer weight gathers.
   std::vector<double> start(S, 0);
-  for (int64_t s = 0; s < S; ++s)
+  for (int64_t s = 0; s < S; ++s) {
+    double at = 0;
     for (const Task& t : plan.stages[s].step_start) {
-      events.push_back(MakeEvent(s, Lane::kCommunication, EventKind::kWeightGather, t.name, start[s], t.seconds));
-      start[s] += t.seconds;
+      events.push_back(MakeEvent(s, Lane::kCommunication, EventKind::kWeightGather, t.name, at, t.seconds));
+      at += t.seconds;
     }
+    start[s] = plan.stages[s].FirstForwardStart();
+  }
 
   // Pipeline passes: list scheduling of each stage's order under the
   // neighbour dependencies. Keys: (forward, virtual stage, micro-batch).
   std::map<std::tuple<bool, int64_t, int64_t>, double> done;
   std::vector<std::vector<ScheduleItem>> order(S);
   for (int64_t s = 0; s < S; ++s)
-    order[s] = plan.training ? StageSchedule(plan.schedule, s, S, M, V) : StageSchedule(PipelineSchedule::kGPipe, s, S, M, V);
+    order[s] =
+        plan.training ? StageSchedule(plan.schedule, s, S, M, V) : StageSchedule(PipelineSchedule::kGPipe, s, S, M, V);
   if (!plan.training)
     for (auto& o : order)
       o.erase(std::remove_if(o.begin(), o.end(), [](const ScheduleItem& i) { return !i.forward; }), o.end());
@@ -106,9 +110,9 @@ Trace RunAnalytical(const Plan& plan) {
         last_end[s] = free_at[s];
         if (!item.forward) backward_end[s][item.micro_batch] = std::max(backward_end[s][item.micro_batch], free_at[s]);
         TraceEvent pass = MakeEvent(s, Lane::kCompute, item.forward ? EventKind::kForward : EventKind::kBackward,
-                                (item.forward ? "F" : "B") + std::to_string(item.micro_batch) +
-                                    (V > 1 ? "." + std::to_string(item.chunk) : ""),
-                                ready, duration);
+                                    (item.forward ? "F" : "B") + std::to_string(item.micro_batch) +
+                                        (V > 1 ? "." + std::to_string(item.chunk) : ""),
+                                    ready, duration);
         pass.micro_batch = item.micro_batch;
         pass.chunk = item.chunk;
         pass.compute = (item.forward ? times[s].forward_compute : times[s].backward_compute) * share;
@@ -118,9 +122,10 @@ Trace RunAnalytical(const Plan& plan) {
         const int64_t target = item.forward ? vs + 1 : vs - 1;
         if ((plan.training || item.forward) && target >= 0 && target < virtual_stages) {
           const double seconds = item.forward ? plan.stages[s].send_seconds : plan.stages[prev_stage].send_seconds;
-          TraceEvent send = MakeEvent(s, Lane::kPipeline, EventKind::kSend,
-                                  std::string("send ") + (item.forward ? "F" : "B") + std::to_string(item.micro_batch),
-                                  ready + duration, seconds);
+          TraceEvent send =
+              MakeEvent(s, Lane::kPipeline, EventKind::kSend,
+                        std::string("send ") + (item.forward ? "F" : "B") + std::to_string(item.micro_batch),
+                        ready + duration, seconds);
           send.micro_batch = item.micro_batch;
           send.chunk = item.chunk;
           events.push_back(send);

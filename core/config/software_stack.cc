@@ -49,6 +49,7 @@ SoftwareStack ReadSoftwareStack(const JsonNode& node) {
   stack.overlap_tensor_parallel = r.Bool("overlap_tensor_parallel", stack.overlap_tensor_parallel);
   stack.flat_optimizer_sharding = r.Bool("flat_optimizer_sharding", stack.flat_optimizer_sharding);
   stack.overlap_grad_reduce = r.Bool("overlap_grad_reduce", stack.overlap_grad_reduce);
+  stack.overlap_param_gather = r.Bool("overlap_param_gather", stack.overlap_param_gather);
   stack.master_weights = r.Bool("master_weights", stack.master_weights);
   stack.gradient_buffer = kGradientBuffers.Parse(
       r.Enum("gradient_buffer", ToString(stack.gradient_buffer), kGradientBuffers.All()), "gradient_buffer");
@@ -62,6 +63,7 @@ nlohmann::json ToJson(const SoftwareStack& stack) {
           {"overlap_tensor_parallel", stack.overlap_tensor_parallel},
           {"flat_optimizer_sharding", stack.flat_optimizer_sharding},
           {"overlap_grad_reduce", stack.overlap_grad_reduce},
+          {"overlap_param_gather", stack.overlap_param_gather},
           {"master_weights", stack.master_weights},
           {"gradient_buffer", ToString(stack.gradient_buffer)}};
 }

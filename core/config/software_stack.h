@@ -56,6 +56,12 @@ struct SoftwareStack {
   // rest of the backward (Megatron's --overlap-grad-reduce and its DDP bucket
   // size), where the run configures no comm_fusion of its own.
   bool overlap_grad_reduce = false;
+  // The parallel optimizer's weight gathers at the step's start run beside
+  // the first forward, in the order it uses the weights, each waited for
+  // only where its weights are first used (Megatron's
+  // --overlap-param-gather, NeMo's overlap_param_sync); otherwise the first
+  // forward waits for them all.
+  bool overlap_param_gather = false;
   // The optimizer keeps a float32 master copy of every 16-bit parameter,
   // sharded as its moments are (Megatron's main parameters: 4 more bytes
   // per element). Off, it updates each parameter in the parameter's own

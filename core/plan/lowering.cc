@@ -1,6 +1,7 @@
 #include "core/plan/lowering.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -517,6 +518,26 @@ class Lowering {
   }
 
   // Gradient communication: per (group, fusion id) in MindSpore's order, split into buckets.
+  // When each operator's first forward task starts within the stage's
+  // forward pass, in closed form.
+  static std::map<int, double> ForwardStartOfOperators(const StageProgram& stage) {
+    std::map<int, double> start;
+    double at = 0;
+    for (const PassStep& step : PassSteps(stage.forward, 0, stage.forward.size())) {
+      for (int t = step.first_task; t < step.end_task; ++t)
+        if (stage.forward[t].op >= 0) start.emplace(stage.forward[t].op, at);
+      at += step.ClosedFormSeconds(stage.forward);
+    }
+    return start;
+  }
+
+  // An operator's start from ForwardStartOfOperators; one without a task of
+  // its own (run inside its producer's kernel) starts with the task before it.
+  static double ForwardStart(const std::map<int, double>& start, int op) {
+    auto it = start.upper_bound(op);
+    return it == start.begin() ? 0 : std::prev(it)->second;
+  }
+
   void GradientsAndOptimizer(StageProgram& stage) {
     const bool data_parallel = p_.parallel_mode == ParallelMode::kDataParallel;
     const bool hybrid = p_.parallel_mode == ParallelMode::kHybridParallel;
@@ -529,6 +550,7 @@ class Lowering {
     if (!data_parallel)
       std::stable_sort(params.begin(), params.end(),
                        [](const ParamShare& a, const ParamShare& b) { return a.first_user > b.first_user; });
+    const std::map<int, double> forward_start = ForwardStartOfOperators(stage);
     // MindSpore fuses gradients with the same group, reduction and fusion id.
     using Key = std::tuple<int, bool, int64_t>;  // group, optimizer-sharded, fusion id
     std::map<Key, std::vector<ParamShare>> by_key;
@@ -620,8 +642,21 @@ class Lowering {
         Task gather = Collective(stage, fmt::format("optimizer_shard/allgather.{}", stage.step_start.size()), -1,
                                  shardlab::Collective::kAllGather, group, gathered);
         gather.dimension = CommDimension::kData;
+        if (run_.stack.overlap_param_gather) {
+          // Overlapped: the forward may run until the first of its weights is used.
+          gather.lead_seconds = std::numeric_limits<double>::infinity();
+          for (size_t i = begin; i < end; ++i)
+            gather.lead_seconds = std::min(gather.lead_seconds, ForwardStart(forward_start, list[i].first_user));
+        }
         stage.step_start.push_back(gather);
       }
+    }
+    if (run_.stack.overlap_param_gather) {
+      // Gathered in the order the forward uses the weights.
+      std::stable_sort(stage.step_start.begin(), stage.step_start.end(),
+                       [](const Task& a, const Task& b) { return a.lead_seconds < b.lead_seconds; });
+      for (size_t i = 0; i < stage.step_start.size(); ++i)
+        stage.step_start[i].name = fmt::format("optimizer_shard/allgather.{}", i);
     }
     // The communication stream runs the fused collectives in execution
     // order: as their gradients become ready (MindSpore's kernel order

@@ -19,6 +19,15 @@ const char* ToString(CommDimension dimension) { return kDimensions[dimension]; }
 
 CommDimension ParseCommDimension(const std::string& name) { return kDimensions.Parse(name, "communication dimension"); }
 
+double StageProgram::FirstForwardStart() const {
+  double end = 0, start = 0;
+  for (const Task& gather : step_start) {
+    end += gather.seconds;
+    start = std::max(start, end - gather.lead_seconds);
+  }
+  return start;
+}
+
 int64_t Plan::RepresentativeRank(int64_t stage) const {
   const StageProgram& s = stages[stage];
   return focus_rank >= s.first_rank && focus_rank < s.first_rank + s.devices ? focus_rank : s.first_rank;

@@ -66,6 +66,10 @@ struct Task {
   // Runs on the communication stream beside the compute that follows it
   // (MicroBatchInterleaved); otherwise it blocks the compute stream.
   bool overlapped = false;
+  // A step-start weight gather overlapped with the first forward (Megatron's
+  // --overlap-param-gather): the forward time that runs before its weights
+  // are first used. 0: the first forward waits for it.
+  double lead_seconds = 0;
   // Closed-form duration on the cluster (compute roofline, collective alpha-beta or NCCL's model).
   double seconds = 0;
   LibraryTiming library;  // how the SimGrid engine's flows reproduce a library-timed collective
@@ -122,6 +126,11 @@ struct StageProgram {
   double send_backward_bytes = 0;  // their gradients back
   double send_seconds = 0;         // one such transfer
   MemoryBreakdown memory;
+
+  // When the first forward may start after the step-start gathers begin, one
+  // after another on the communication stream: when they end, or, where
+  // they are overlapped, once every gather ends within its lead.
+  double FirstForwardStart() const;
 };
 
 struct Plan {

@@ -65,6 +65,10 @@ TEST_CASE("folding symmetric devices keeps the step of runs up to 1024 devices w
       Variant(
           "gpt3-175b-h100-4096", "gpt3-h100-1024",
           {{"model_params", {{"data_parallel", 8}}}, {"parallel", {{"device_num", 1024}, {"global_batch_size", 512}}}}),
+      // Megatron's gradient buckets during the backward and parameter gathers
+      // beside the first forward.
+      Variant("llama2-70b-h100-1024", "llama2-70b-megatron-overlap",
+              {{"stack", {{"preset", "megatron"}, {"overlap_grad_reduce", true}, {"overlap_param_gather", true}}}}),
   };
   for (const fs::path& run : runs) {
     INFO(run.filename().string());

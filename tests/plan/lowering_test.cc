@@ -435,6 +435,37 @@ TEST_CASE("Megatron's overlapped gradient reduction runs buckets of 40M elements
   CHECK(b.step_seconds < a.step_seconds);
 }
 
+TEST_CASE("Megatron's overlapped parameter gathers let the first forward start before they end") {
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json"));
+  run.stack = PresetStack(StackPreset::kMegatron);
+  run.stack.overlap_grad_reduce = true;  // buckets: one gather per bucket
+  const Plan waiting = PlanFor(run);
+  run.stack.overlap_param_gather = true;
+  const Plan overlapped = PlanFor(run);
+  const StageProgram& w = waiting.stages[1];
+  const StageProgram& o = overlapped.stages[1];
+  REQUIRE(o.step_start.size() == w.step_start.size());
+  REQUIRE(o.step_start.size() > 4);
+  double gathers = 0;
+  for (const Task& t : w.step_start) {
+    CHECK(t.lead_seconds == 0);
+    gathers += t.seconds;
+  }
+  CHECK(w.FirstForwardStart() == Approx(gathers));
+  // In the order the forward uses the weights, the first at once.
+  CHECK(o.step_start.front().lead_seconds == 0);
+  for (size_t i = 1; i < o.step_start.size(); ++i)
+    CHECK(o.step_start[i].lead_seconds >= o.step_start[i - 1].lead_seconds);
+  CHECK(o.step_start.back().lead_seconds > 0);
+  // The forward waits at least for the first gather and for whatever the
+  // forward before the last one's weights cannot hide, less than for all.
+  CHECK(o.FirstForwardStart() >= o.step_start.front().seconds);
+  CHECK(o.FirstForwardStart() >= gathers - o.step_start.back().lead_seconds - 1e-12);
+  CHECK(o.FirstForwardStart() < gathers);
+  const StepResult a = Analytical(waiting), b = Analytical(overlapped);
+  CHECK(b.step_seconds < a.step_seconds);
+}
+
 TEST_CASE("an FP8 GEMM keeps its activation operand as a byte per element") {
   RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json"));
   run.parallel.recompute = false;
