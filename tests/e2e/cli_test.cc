@@ -6,7 +6,9 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string>
 #include <unistd.h>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -272,9 +274,34 @@ TEST_CASE("collective prints an nccl-tests table next to the closed form") {
       Run("collective --op allreduce --bytes 1MiB..4MiB --ranks 16 --stride 8 "
           "--cluster configs/clusters/dgx-h100-ndr.json --algo ring");
   REQUIRE(r.rc == 0);
-  CHECK_THAT(r.out, Catch::Contains("busbw(GB/s)"));
-  CHECK(Lines(r.out) == 2 + 3);  // two header lines, 1, 2 and 4 MiB
-  CHECK_THAT(r.out, Catch::Contains("4194304"));
+  CHECK_THAT(r.out, Catch::Contains("out-of-place") && Catch::Contains("in-place") && Catch::Contains("#wrong") &&
+                        Catch::Contains("(elements)") && Catch::Contains("16 servers, 1 per server"));
+  CHECK(Lines(r.out) == 6 + 3 + 2);  // six header lines, 1, 2 and 4 MiB, two closing lines
+  // size, count (4-byte floats), type, redop, root, then time, algbw, busbw, #wrong twice.
+  std::vector<std::string> row;
+  {
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("     4194304 ", 0) == 0) {
+        std::istringstream words(line);
+        for (std::string w; words >> w;) row.push_back(w);
+      }
+  }
+  REQUIRE(row.size() >= 13);
+  CHECK(row[0] == "4194304");
+  CHECK(row[1] == "1048576");
+  CHECK(row[2] == "float");
+  CHECK(row[3] == "sum");
+  CHECK(row[4] == "-1");
+  CHECK(row[5] == row[9]);  // in place: the same flows
+  CHECK(row[8] == "N/A");
+  CHECK(std::stod(row[7]) == Approx(std::stod(row[6]) * 2 * 15 / 16).epsilon(0.01));  // busbw = algbw 2(n-1)/n
+  CHECK_THAT(r.out, Catch::Contains("# Avg bus bandwidth    : "));
+  const CliResult gather =
+      Run("collective --op allgather --bytes 1MiB --ranks 8 --cluster configs/clusters/dgx-h100-ndr.json");
+  REQUIRE(gather.rc == 0);
+  CHECK_THAT(gather.out, Catch::Contains("1048576         32768     float    none"));  // one rank's part
+  CHECK_THAT(gather.out, Catch::Contains("1 server, 8 per server"));
   const CliResult bad =
       Run("collective --op allreduce --bytes 1XB --ranks 16 --cluster configs/clusters/dgx-h100-ndr.json");
   CHECK(bad.rc == 1);
@@ -315,10 +342,13 @@ TEST_CASE("validate with SimGrid children prints its header once into a file") {
   const fs::path folder = ScratchDir() / "validate-simgrid";
   fs::create_directories(folder);
   for (const char* name : {"megatron-gpt-1.7b", "nccl-allreduce-dgx-a100-8"}) {
-    nlohmann::json doc = nlohmann::json::parse(Slurp(fs::path(SHARDLAB_SOURCE_DIR) / "configs/validation" / (std::string(name) + ".json")));
+    nlohmann::json doc = nlohmann::json::parse(
+        Slurp(fs::path(SHARDLAB_SOURCE_DIR) / "configs/validation" / (std::string(name) + ".json")));
     auto absolute = [](nlohmann::json& node, const char* key) {
       if (node.contains(key) && node[key].is_string())
-        node[key] = (fs::path(SHARDLAB_SOURCE_DIR) / "configs/validation" / node[key].get<std::string>()).lexically_normal().string();
+        node[key] = (fs::path(SHARDLAB_SOURCE_DIR) / "configs/validation" / node[key].get<std::string>())
+                        .lexically_normal()
+                        .string();
     };
     if (doc.contains("run")) {
       absolute(doc["run"], "cluster");
@@ -338,7 +368,8 @@ TEST_CASE("validate with SimGrid children prints its header once into a file") {
 }
 
 TEST_CASE("collective takes --bytes as plain bytes too") {
-  const CliResult r = Run("collective --op allreduce --bytes 1344904432 --ranks 8 --cluster configs/clusters/dgx-a100-hdr.json");
+  const CliResult r =
+      Run("collective --op allreduce --bytes 1344904432 --ranks 8 --cluster configs/clusters/dgx-a100-hdr.json");
   CHECK(r.rc == 0);
   CHECK_THAT(r.out, Catch::Contains("1.253 GiB") || Catch::Contains("1344904432"));
 }
