@@ -1,6 +1,6 @@
 #include "gui/run_loader.h"
 
-#include "core/cost/compute_cost.h"
+#include "core/plan/operator_cost.h"
 #include "core/util/json_reader.h"
 #include "sim/simulate.h"
 
@@ -14,10 +14,7 @@ std::vector<StrategyRow> StrategyRows(const RunSpec& run, const ShardedGraph& sh
   for (size_t i = 0; i < layouts.size(); ++i) {
     const Operator& op = graph.op(static_cast<int>(i));
     const OpLayout& l = layouts[i];
-    const DType dtype = op.outputs.empty() ? DType::kFloat32 : graph.tensor(op.outputs[0]).dtype;
-    const double seconds = ComputeSeconds(l.work.forward_flops + l.work.backward_flops,
-                                          l.work.forward_bytes + l.work.backward_bytes, dtype, run.cluster, false)
-                               .seconds;
+    const double seconds = OperatorComputeSeconds(graph, op, l, run.cluster, true);
     rows.push_back({static_cast<int>(i), QString::fromStdString(op.name), QString::fromStdString(op.type),
                     QString::fromStdString(StrategyToString(l.strategy)),
                     QString::fromStdString(StrategyToString({l.device_matrix})),
@@ -87,8 +84,10 @@ RunView ViewFromResultDocument(const nlohmann::json& doc, const std::string& sou
     try {
       strategies = doc.at("strategies").get<std::vector<Strategy>>();
     } catch (const nlohmann::json::exception& e) {
-      throw std::runtime_error(source + ": /strategies: expected one strategy (a list of lists of integers) per "
-                               "operator (" + e.what() + ")");
+      throw std::runtime_error(source +
+                               ": /strategies: expected one strategy (a list of lists of integers) per "
+                               "operator (" +
+                               e.what() + ")");
     }
   }
   RunView view = Derive(doc.contains("strategies") ? PrepareWithStrategies(run, strategies) : Prepare(run), &result);

@@ -16,6 +16,7 @@
 #include "core/ops/graph_layouts.h"
 #include "core/ops/saved_for_backward.h"
 #include "core/plan/kernel_fusion.h"
+#include "core/plan/operator_cost.h"
 #include "core/plan/pass_steps.h"
 #include "core/plan/pipeline_schedule.h"
 
@@ -230,33 +231,9 @@ class Lowering {
     return t;
   }
 
-  // The per-device product of a MatMul or BatchMatMul, from its input slices;
-  // batch dimensions of the first input fold into m when the second is a matrix.
-  GemmShape GemmOf(int index) const {
-    const Operator& op = graph_.op(index);
-    if (op.type != "MatMul" && op.type != "BatchMatMul") return {};
-    const Shape a = layouts_[index].inputs[0].SliceShape(), b = layouts_[index].inputs[1].SliceShape();
-    if (a.size() < 2 || b.size() < 2) return {};
-    const bool ta = op.BoolAttr("transpose_a", false), tb = op.BoolAttr("transpose_b", false);
-    const size_t ra = a.size(), rb = b.size();
-    GemmShape g{ta ? a[ra - 1] : a[ra - 2], tb ? b[rb - 2] : b[rb - 1], ta ? a[ra - 2] : a[ra - 1]};
-    for (size_t i = 0; i + 2 < ra; ++i) (rb == 2 ? g.m : g.batch) *= a[i];
-    return g;
-  }
-
-  // What a fused attention operator sees per device: its key slice's length
-  // and the query's head size.
-  AttentionShape AttentionOf(int index) const {
-    const Operator& op = graph_.op(index);
-    if (op.type != "FlashAttentionScore") return {};
-    const Shape q = layouts_[index].inputs[0].SliceShape(), k = layouts_[index].inputs[1].SliceShape();
-    if (q.size() != 4 || k.size() != 4) return {};
-    const int64_t mode = op.IntAttr("sparse_mode", 0);
-    return {k[2], q[3], mode == 2 || mode == 3};
-  }
-
   KernelShape KernelOf(int index, bool backward) const {
-    return {GemmOf(index), AttentionOf(index), backward, fusion_[static_cast<size_t>(index)].follows_producer};
+    return OperatorKernel(graph_.op(index), layouts_[index], backward,
+                          fusion_[static_cast<size_t>(index)].follows_producer);
   }
 
   // The communication that turns each input's producer layout into the layout this operator wants.
@@ -376,11 +353,6 @@ class Lowering {
 
   DType OutputDType(const Operator& op) const { return graph_.tensor(op.outputs.front()).dtype; }
 
-  // The dtype whose peak an operator's pass runs at: its FP8 GEMM format, else its output's.
-  DType PassDType(const Operator& op, bool backward) const {
-    return Fp8GemmDType(op, backward).value_or(OutputDType(op));
-  }
-
   // force_fp32_communication: reductions (AllReduce, ReduceScatter) of
   // 16-bit tensors carry fp32 on the wire.
   double WireBytes(shardlab::Collective type, double bytes, DType dtype) const {
@@ -424,7 +396,7 @@ class Lowering {
     Task compute =
         Compute(op.name + (recompute ? "/recompute" : "/forward"), index, layout.work.forward_flops,
                 std::max(0.0, layout.work.forward_bytes - fusion_[static_cast<size_t>(index)].saved_forward_bytes),
-                PassDType(op, false), op.OnHost(), KernelOf(index, false));
+                PassDType(graph_, op, false), op.OnHost(), KernelOf(index, false));
     compute.recompute = recompute;
     tasks.push_back(compute);
     for (const OpComm& c : layout.forward_comm) {
@@ -472,7 +444,7 @@ class Lowering {
     stage.backward.push_back(
         Compute(op.name + "/backward", index, layout.work.backward_flops,
                 std::max(0.0, layout.work.backward_bytes - fusion_[static_cast<size_t>(index)].saved_backward_bytes),
-                PassDType(op, true), op.OnHost(), KernelOf(index, true)));
+                PassDType(graph_, op, true), op.OnHost(), KernelOf(index, true)));
     for (const OpComm& c : layout.backward_comm) {
       const Tensor& input = graph_.tensor(op.inputs[c.input]);
       if (input.producer < 0) continue;  // dataset inputs need no gradient

@@ -6,9 +6,9 @@
 #include <fmt/ranges.h>
 
 #include "core/cost/collective_cost.h"
-#include "core/cost/compute_cost.h"
 #include "core/layout/redistribution.h"
 #include "core/ops/graph_layouts.h"
+#include "core/plan/operator_cost.h"
 
 namespace shardlab {
 namespace {
@@ -107,7 +107,7 @@ StrategyGraph::StrategyGraph(const Graph& graph, const SearchOptions& options) :
         if (node.configured) FailConfiguredStrategy(op, e.what());
         continue;
       }
-      c.cost = OperatorCost(c.layout, outputs.empty() ? DType::kFloat32 : outputs[0].dtype);
+      c.cost = OperatorCost(op, c.layout);
       for (int w : weights) c.memory += SliceBytes(c.layout.inputs[w], inputs[w].dtype);
       for (size_t o = 0; o < outputs.size(); ++o) c.memory += SliceBytes(c.layout.outputs[o], outputs[o].dtype);
       node.candidates.push_back(std::move(c));
@@ -133,7 +133,7 @@ StrategyGraph::StrategyGraph(const Graph& graph, const SearchOptions& options, c
     StrategyCandidate c;
     c.strategy = fixed[i].strategy;
     c.layout = fixed[i];
-    c.cost = OperatorCost(c.layout, op.outputs.empty() ? DType::kFloat32 : graph.tensor(op.outputs[0]).dtype);
+    c.cost = OperatorCost(op, c.layout);
     for (size_t k = 0; k < op.inputs.size(); ++k)
       if (graph.tensor(op.inputs[k]).is_parameter())
         c.memory += SliceBytes(c.layout.inputs[k], graph.tensor(op.inputs[k]).dtype);
@@ -208,14 +208,11 @@ void StrategyGraph::Prune(SearchNode& node, const Operator& op, const std::vecto
   node.candidates.resize(options_.max_candidates);
 }
 
-double StrategyGraph::OperatorCost(const OpLayout& layout, DType dtype) const {
+double StrategyGraph::OperatorCost(const Operator& op, const OpLayout& layout) const {
   const CostModelOptions& m = options_.cost;
   if (m.model == "time") {
     const ClusterSpec& cluster = *options_.cluster;
-    double seconds =
-        ComputeSeconds(layout.work.forward_flops + (m.training ? layout.work.backward_flops : 0),
-                       layout.work.forward_bytes + (m.training ? layout.work.backward_bytes : 0), dtype, cluster, false)
-            .seconds;
+    double seconds = OperatorComputeSeconds(graph_, op, layout, cluster, m.training);
     auto comm_seconds = [&](const OpComm& c) {
       const GroupPlacement p =
           PlaceStridedGroup(0, c.group_size, GroupStride(layout.device_matrix, c.device_dims), cluster);

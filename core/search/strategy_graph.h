@@ -106,7 +106,7 @@ class StrategyGraph {
   std::vector<OpLayout> Layouts(const std::vector<size_t>& choice) const;
 
  private:
-  double OperatorCost(const OpLayout& layout, DType dtype) const;
+  double OperatorCost(const Operator& op, const OpLayout& layout) const;
   void AddEdges();
   void Prune(SearchNode& node, const Operator& op, const std::vector<TensorType>& inputs,
              const std::vector<TensorType>& outputs, const std::vector<int>& weights) const;

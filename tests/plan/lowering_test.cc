@@ -9,6 +9,7 @@
 #include "core/flow/prepared_run.h"
 #include "core/graph/graph_builder.h"
 #include "core/ops/graph_layouts.h"
+#include "core/plan/operator_cost.h"
 #include "core/report/step_result.h"
 #include "core/util/json_reader.h"
 #include "tests/test_util.h"
@@ -464,6 +465,26 @@ TEST_CASE("Megatron's overlapped parameter gathers let the first forward start b
   CHECK(o.FirstForwardStart() < gathers);
   const StepResult a = Analytical(waiting), b = Analytical(overlapped);
   CHECK(b.step_seconds < a.step_seconds);
+}
+
+TEST_CASE("the search and the GUI price an operator as lowering prices its compute tasks") {
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json"));
+  run.model.params.Set("fp8", std::string("hybrid"));  // FP8 GEMMs: each pass at its own dtype
+  const PreparedRun p = Prepare(run);
+  int gemms = 0;
+  for (const Task& t : p.plan.stages[1].forward) {
+    if (t.kind != Task::Kind::kCompute || t.op < 0 || t.kernel.fused || t.kernel.gemm.empty()) continue;
+    const Operator& op = p.sharded.graph.op(t.op);
+    const OpLayout& layout = p.sharded.layouts[t.op];
+    CHECK(OperatorComputeSeconds(p.sharded.graph, op, layout, run.cluster, false) == Approx(t.seconds));
+    ++gemms;
+  }
+  CHECK(gemms > 10);
+  // A GEMM's shape matters: one column more than the alignment costs more than its FLOPs.
+  const GemmShape aligned{4096, 4096, 4096}, ragged{4096, 4100, 4096};
+  const DeviceSpec& h100 = run.cluster.device;
+  CHECK(GemmEfficiency(h100, ragged, DType::kBFloat16, false) <
+        0.9 * GemmEfficiency(h100, aligned, DType::kBFloat16, false));
 }
 
 TEST_CASE("an FP8 GEMM keeps its activation operand as a byte per element") {

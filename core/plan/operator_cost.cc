@@ -1,0 +1,50 @@
+#include "core/plan/operator_cost.h"
+
+#include "core/graph/fp8_format.h"
+
+namespace shardlab {
+namespace {
+
+GemmShape GemmOf(const Operator& op, const OpLayout& layout) {
+  if (op.type != "MatMul" && op.type != "BatchMatMul") return {};
+  const Shape a = layout.inputs[0].SliceShape(), b = layout.inputs[1].SliceShape();
+  if (a.size() < 2 || b.size() < 2) return {};
+  const bool ta = op.BoolAttr("transpose_a", false), tb = op.BoolAttr("transpose_b", false);
+  const size_t ra = a.size(), rb = b.size();
+  GemmShape g{ta ? a[ra - 1] : a[ra - 2], tb ? b[rb - 2] : b[rb - 1], ta ? a[ra - 2] : a[ra - 1]};
+  for (size_t i = 0; i + 2 < ra; ++i) (rb == 2 ? g.m : g.batch) *= a[i];
+  return g;
+}
+
+AttentionShape AttentionOf(const Operator& op, const OpLayout& layout) {
+  if (op.type != "FlashAttentionScore") return {};
+  const Shape q = layout.inputs[0].SliceShape(), k = layout.inputs[1].SliceShape();
+  if (q.size() != 4 || k.size() != 4) return {};
+  const int64_t mode = op.IntAttr("sparse_mode", 0);
+  return {k[2], q[3], mode == 2 || mode == 3};
+}
+
+}  // namespace
+
+KernelShape OperatorKernel(const Operator& op, const OpLayout& layout, bool backward, bool fused) {
+  return {GemmOf(op, layout), AttentionOf(op, layout), backward, fused};
+}
+
+DType PassDType(const Graph& graph, const Operator& op, bool backward) {
+  if (const auto fp8 = Fp8GemmDType(op, backward)) return *fp8;
+  return op.outputs.empty() ? DType::kFloat32 : graph.tensor(op.outputs.front()).dtype;
+}
+
+double OperatorComputeSeconds(const Graph& graph, const Operator& op, const OpLayout& layout,
+                              const ClusterSpec& cluster, bool training) {
+  auto pass = [&](bool backward) {
+    const double flops = backward ? layout.work.backward_flops : layout.work.forward_flops;
+    const double bytes = backward ? layout.work.backward_bytes : layout.work.forward_bytes;
+    return ComputeSeconds(flops, bytes, PassDType(graph, op, backward), cluster, op.OnHost(),
+                          OperatorKernel(op, layout, backward))
+        .seconds;
+  };
+  return pass(false) + (training ? pass(true) : 0);
+}
+
+}  // namespace shardlab

@@ -1,0 +1,30 @@
+// What one operator's compute costs on a device in closed form, priced the
+// one way lowering prices its compute tasks: each pass at its own dtype (an
+// FP8 GEMM's format, else the output's) and with the GEMM or fused-attention
+// shape of its slices. The strategy search's time cost model and the GUI's
+// strategy table call it, so their figures are the simulated step's.
+#pragma once
+
+#include "core/config/cluster_config.h"
+#include "core/cost/compute_cost.h"
+#include "core/graph/graph.h"
+#include "core/ops/op_layout.h"
+
+namespace shardlab {
+
+// The per-device kernel of an operator's forward or backward pass: a MatMul
+// or BatchMatMul's product from its input slices (batch dimensions of the
+// first input fold into m when the second is a matrix), a fused attention's
+// key length and head size. `fused`: it runs inside its producer's kernel.
+KernelShape OperatorKernel(const Operator& op, const OpLayout& layout, bool backward, bool fused = false);
+
+// The dtype whose peak an operator's pass runs at: its FP8 GEMM format, else
+// its first output's (float32 for an operator without outputs).
+DType PassDType(const Graph& graph, const Operator& op, bool backward);
+
+// The forward, plus the backward when `training`, of an operator under
+// `layout` on one of the cluster's devices (or its host, for a host operator).
+double OperatorComputeSeconds(const Graph& graph, const Operator& op, const OpLayout& layout,
+                              const ClusterSpec& cluster, bool training);
+
+}  // namespace shardlab
