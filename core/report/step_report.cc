@@ -71,10 +71,10 @@ std::string FormatStepReport(const RunSpec& run, const Plan& plan, const StepRes
     if (s.memory.peak > peak->memory.peak) peak = &s;
   out += fmt::format(
       "  memory     peak {} of {} on stage {}: parameters {}, gradients {}, optimizer {}, "
-      "activations {} ({} micro-batches in flight)\n",
+      "activations {} ({:.4g} micro-batch{} in flight)\n",
       Bytes(peak->memory.peak), Bytes(plan.device_memory), peak->stage, Bytes(peak->memory.parameters),
       Bytes(peak->memory.gradients), Bytes(peak->memory.optimizer_states), Bytes(peak->memory.activations),
-      peak->memory.micro_batches_in_flight);
+      peak->memory.micro_batches_in_flight, peak->memory.micro_batches_in_flight == 1 ? "" : "es");
   out += fmt::format("  slowest    stage {}: {}\n", r.slowest_stage, r.slowest_reason);
   if (r.out_of_memory) out += fmt::format("  OUT OF MEMORY: {}\n", r.memory_message);
   if (r.stages.size() > 1) {

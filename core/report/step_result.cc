@@ -169,11 +169,11 @@ StepResult Summarize(const Plan& plan, Trace trace) {
     r.tflops_per_device = per_device / 1e12;
     r.mfu = plan.peak_flops > 0 ? per_device / plan.peak_flops : 0;
   }
-  const std::pair<double, const char*> parts[] = {{slow.compute_seconds, "compute"},
-                                                  {slow.exposed_communication_seconds, "exposed communication"},
-                                                  {slow.bubble_seconds, "pipeline bubbles"}};
+  const std::pair<double, const char*> parts[] = {{slow.compute_seconds, "compute takes"},
+                                                  {slow.exposed_communication_seconds, "exposed communication takes"},
+                                                  {slow.bubble_seconds, "pipeline bubbles take"}};
   const auto* biggest = std::max_element(std::begin(parts), std::end(parts));
-  r.slowest_reason = fmt::format("{} takes {:.1f}% of its step", biggest->second,
+  r.slowest_reason = fmt::format("{} {:.1f}% of its step", biggest->second,
                                  r.step_seconds > 0 ? 100 * biggest->first / r.step_seconds : 0.0);
   for (auto& s : r.stages) {
     s.out_of_memory = s.memory.peak > plan.device_memory;
