@@ -346,6 +346,21 @@ TEST_CASE("a run's stack is a preset name or an object that overrides its keys")
   CHECK(e.pointer() == "/preset");
   testing::Doc typo(R"({"preset": "megatron", "fuse_elementwis": true})", "run.json");
   CHECK(testing::ExpectConfigError([&] { ReadSoftwareStack(typo.root()); }).pointer() == "/fuse_elementwis");
+  // Mixed precision: the presets differ; an object overrides either key.
+  CHECK(PresetStack(StackPreset::kMegatron).master_weights);
+  CHECK(PresetStack(StackPreset::kMegatron).gradient_buffer == GradientBuffer::kReduce);
+  CHECK_FALSE(PresetStack(StackPreset::kMindSpore).master_weights);
+  CHECK(PresetStack(StackPreset::kMindSpore).gradient_buffer == GradientBuffer::kParameter);
+  testing::Doc mixed(
+      R"({"preset": "mindspore", "master_weights": true, "gradient_buffer": "reduce", "overlap_param_gather": true})");
+  const SoftwareStack m = ReadSoftwareStack(mixed.root());
+  CHECK(m.master_weights);
+  CHECK(m.gradient_buffer == GradientBuffer::kReduce);
+  CHECK(m.overlap_param_gather);
+  CHECK(ToJson(m)["gradient_buffer"] == "reduce");
+  testing::Doc buffer(R"({"preset": "megatron", "gradient_buffer": "fp32"})", "run.json");
+  const ConfigError b = testing::ExpectConfigError([&] { ReadSoftwareStack(buffer.root()); });
+  CHECK(b.pointer() == "/gradient_buffer");
 }
 
 TEST_CASE("the stack's TP overlap hides tensor-parallel collectives behind the compute after them") {
