@@ -70,7 +70,7 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
     if (net.levels >= 3) {
       leaves_per_pod_ = down;
       const int64_t pods = (leaves_ + leaves_per_pod_ - 1) / leaves_per_pod_;
-      const double pod_capacity = leaf_capacity * static_cast<double>(leaves_per_pod_);
+      const double pod_capacity = leaf_capacity * static_cast<double>(leaves_per_pod_) / net.spine_oversubscription;
       for (int64_t p = 0; p < pods; ++p) {
         pod_up_.push_back(link(fmt::format("pod-up-{}", p), pod_capacity, net.link_latency + net.switch_latency));
         pod_down_.push_back(link(fmt::format("pod-down-{}", p), pod_capacity, net.link_latency + net.switch_latency));

@@ -139,6 +139,11 @@ InterServerNetwork ReadInterServer(const JsonNode& node, int64_t servers, int64_
   n.levels = r.Int("levels", 2, 1, 3);
   n.switch_radix = r.Int("switch_radix", 64, 4, 1024);
   n.oversubscription = r.Number("oversubscription", 1.0, 1.0, 64.0);
+  n.spine_oversubscription = r.Number("spine_oversubscription", 1.0, 1.0, 64.0);
+  if (n.spine_oversubscription != 1 && n.levels < 3)
+    node.Child("spine_oversubscription")
+        .Fail(fmt::format("a spine tier exists only in a 3-level fat tree; this one has {} level{}", n.levels,
+                          n.levels == 1 ? "" : "s"));
   n.rail_optimized = r.Bool("rail_optimized", false);
   n.link_latency = Quantity(r, "link_latency", Quantity::kSeconds);
   n.switch_latency = Quantity(r, "switch_latency", Quantity::kSeconds);
@@ -251,6 +256,7 @@ nlohmann::json ToJson(const ClusterSpec& c) {
         {"levels", n.levels},
         {"switch_radix", n.switch_radix},
         {"oversubscription", n.oversubscription},
+        {"spine_oversubscription", n.spine_oversubscription},
         {"rail_optimized", n.rail_optimized},
         {"link_latency", n.link_latency},
         {"switch_latency", n.switch_latency}}},

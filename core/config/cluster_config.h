@@ -107,6 +107,9 @@ struct InterServerNetwork {
   int64_t levels = 2;  // fat-tree switch levels
   int64_t switch_radix = 64;
   double oversubscription = 1;  // downlink:uplink ratio at the leaf switches
+  // downlink:uplink ratio at the spine switches of a three-level tree (the
+  // pods' uplinks to the core); 1 on two levels.
+  double spine_oversubscription = 1;
   bool rail_optimized = false;  // NIC i of every server on leaf switch group i
   double link_latency = 0;
   double switch_latency = 0;

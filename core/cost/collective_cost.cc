@@ -64,7 +64,7 @@ double FlatSeconds(Collective c, CollectiveAlgorithm a, double bytes, int64_t n,
 GroupPlacement PlaceGroup(const std::vector<int64_t>& ranks, const ClusterSpec& cluster) {
   GroupPlacement p;
   p.size = static_cast<int64_t>(ranks.size());
-  std::set<int64_t> servers, hccs_groups, leaves;
+  std::set<int64_t> servers, hccs_groups, leaves, pods;
   const int64_t dps = cluster.devices_per_server;
   const int64_t group = std::max<int64_t>(cluster.intra_server.group_size, 1);
   // Servers per leaf switch: half a switch's ports face down; rail-optimised
@@ -73,15 +73,21 @@ GroupPlacement PlaceGroup(const std::vector<int64_t>& ranks, const ClusterSpec& 
   const int64_t servers_per_leaf = cluster.inter_server.rail_optimized
                                        ? down_ports
                                        : std::max<int64_t>(down_ports / cluster.inter_server.nics_per_server, 1);
+  const int64_t nics = cluster.inter_server.nics_per_server;
   for (int64_t r : ranks) {
     servers.insert(r / dps);
     hccs_groups.insert(r / group);
-    leaves.insert((r / dps) / servers_per_leaf);
+    const int64_t leaf_group = (r / dps) / servers_per_leaf;
+    leaves.insert(leaf_group);
+    // A pod holds down_ports leaves; rail-optimised, each leaf group is one leaf per rail.
+    const int64_t leaf = cluster.inter_server.rail_optimized ? leaf_group * nics + (r % dps) * nics / dps : leaf_group;
+    pods.insert(leaf / down_ports);
   }
   p.servers = static_cast<int64_t>(servers.size());
   p.per_server = p.size / p.servers;
   p.one_hccs_group = hccs_groups.size() == servers.size();
   p.leaves = static_cast<int64_t>(leaves.size());
+  p.pods = static_cast<int64_t>(pods.size());
   return p;
 }
 
@@ -120,6 +126,7 @@ Link InterServerLink(const GroupPlacement& p, const ClusterSpec& cluster, Collec
     bandwidth /= n.oversubscription;
     switches = n.levels >= 3 ? 5 : 3;
   }
+  if (n.levels >= 3 && p.pods > 1) bandwidth /= n.spine_oversubscription;
   return {bandwidth, 2 * n.link_latency + switches * n.switch_latency};
 }
 

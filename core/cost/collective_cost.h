@@ -22,6 +22,7 @@ struct GroupPlacement {
   int64_t per_server = 1;      // ranks per server (groups are regular)
   bool one_hccs_group = true;  // all ranks of a server inside one HCCS mesh group
   int64_t leaves = 1;          // leaf switches the servers hang from
+  int64_t pods = 1;            // pods (spine groups) those leaves belong to, in a 3-level tree
 };
 
 GroupPlacement PlaceGroup(const std::vector<int64_t>& ranks, const ClusterSpec& cluster);

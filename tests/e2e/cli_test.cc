@@ -367,6 +367,49 @@ TEST_CASE("validate with SimGrid children prints its header once into a file") {
   CHECK_THAT(r.out, Catch::Contains("# median absolute error"));
 }
 
+TEST_CASE("an oversubscribed spine slows what crosses pods in flows and in closed form alike") {
+  // 16 servers on a 3-level tree of radix-8 switches: one server per leaf,
+  // four leaves per pod, four pods; an AlltoAll sends across every pod.
+  auto seconds = [](double spine, double* closed) {
+    nlohmann::json c =
+        nlohmann::json::parse(Slurp(fs::path(SHARDLAB_SOURCE_DIR) / "configs/clusters/ascend910-atlas900.json"));
+    c["servers"] = 16;
+    c["inter_server"].update({{"levels", 3},
+                              {"switch_radix", 8},
+                              {"rail_optimized", false},
+                              {"oversubscription", 1},
+                              {"spine_oversubscription", spine}});
+    const auto path = ScratchDir() / ("spine-" + std::to_string(static_cast<int>(spine)) + ".json");
+    std::ofstream(path) << c.dump();
+    const CliResult r = Run("collective --op alltoall --bytes 256MiB --ranks 128 --cluster '" + path.string() + "'");
+    REQUIRE(r.rc == 0);
+    std::istringstream lines(r.out);
+    std::vector<std::string> row;
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("   268435456 ", 0) == 0) {
+        std::istringstream words(line);
+        for (std::string w; words >> w;) row.push_back(w);
+      }
+    REQUIRE(row.size() == 17);
+    *closed = std::stod(row[15]);
+    return std::stod(row[5]);
+  };
+  double closed1 = 0, closed4 = 0;
+  const double full = seconds(1, &closed1), thin = seconds(4, &closed4);
+  CHECK(thin > 3.5 * full);
+  CHECK(closed4 > 3.5 * closed1);
+  // Two levels have no spine to oversubscribe.
+  nlohmann::json c =
+      nlohmann::json::parse(Slurp(fs::path(SHARDLAB_SOURCE_DIR) / "configs/clusters/ascend910-atlas900.json"));
+  c["inter_server"]["spine_oversubscription"] = 2;
+  const auto path = ScratchDir() / "spine-two-levels.json";
+  std::ofstream(path) << c.dump();
+  const CliResult bad = Run("collective --op allreduce --bytes 1MiB --ranks 8 --cluster '" + path.string() + "'");
+  CHECK(bad.rc == 1);
+  CHECK_THAT(bad.err, Catch::Contains("/inter_server/spine_oversubscription") &&
+                          Catch::Contains("a spine tier exists only in a 3-level fat tree"));
+}
+
 TEST_CASE("collective takes --bytes as plain bytes too") {
   const CliResult r =
       Run("collective --op allreduce --bytes 1344904432 --ranks 8 --cluster configs/clusters/dgx-a100-hdr.json");

@@ -101,6 +101,17 @@ TEST_CASE("an oversubscribed fabric's hot links slow the folded step as they slo
   CHECK(folded.seconds == Approx(every.seconds).epsilon(0.005));
   const Step full_bisection = Simulate(run("gpt3-h100-512-full-bisection", 1), "fold");
   CHECK(folded.seconds > 1.05 * full_bisection.seconds);
+  // The spine tier's pod uplinks, 4:1 (eight leaves per pod): the fold keeps them too.
+  const fs::path spine =
+      Variant("gpt3-175b-h100-4096", "gpt3-h100-512-spine-oversubscribed",
+              {{"cluster",
+                {{"servers", 128},
+                 {"inter_server", {{"rail_optimized", false}, {"switch_radix", 16}, {"spine_oversubscription", 4}}}}},
+               {"model_params", {{"data_parallel", 4}, {"layers", 32}}},
+               {"parallel", {{"device_num", 512}, {"global_batch_size", 256}}}});
+  const Step spine_folded = Simulate(spine, "fold");
+  CHECK(spine_folded.seconds == Approx(Simulate(spine, "off").seconds).epsilon(0.005));
+  CHECK(spine_folded.seconds >= full_bisection.seconds);
 }
 
 }  // namespace
