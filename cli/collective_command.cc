@@ -85,7 +85,7 @@ int CollectiveCommand(const CollectiveArgs& args) {
       placement.per_server, args.fidelity);
   std::cout << "# Simulated: in place runs the same flows as out of place; no data moves, so #wrong is N/A.\n#\n";
   // Each half's title centred over its four columns, after size .. root.
-  std::string titles = fmt::format("#{:50}{:^37}{:^37}", "", "out-of-place", "in-place");
+  std::string titles = fmt::format("#{:51}{:^37}{:^37}", "", "out-of-place", "in-place");
   titles.erase(titles.find_last_not_of(' ') + 1);
   std::cout << titles << "\n";
   std::cout << fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}{}{}  {:>18} {:>8} {:>12} {:>8}\n", "size", "count",

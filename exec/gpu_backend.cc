@@ -1,5 +1,6 @@
 #include "exec/gpu_backend.h"
 
+#include <cstdlib>
 #include <dlfcn.h>
 #include <filesystem>
 #include <mutex>

@@ -229,7 +229,8 @@ class Engine {
     for (auto& d : devices_) StartStep(d);
     platform_.engine().run();
     for (const Device& d : devices_)
-      if (!d.finished) throw std::logic_error("the simulated step did not finish on every device");
+      if (!d.finished || d.start_task != StageOf(d).step_start.size())
+        throw std::logic_error("the simulated step did not finish on every device");
     Trace trace;
     trace.engine = "simgrid";
     trace.detail = symmetry_.description;
@@ -316,6 +317,7 @@ class Engine {
       return;
     }
     GatherWeights(d, [] {});
+    ++timers_;
     runner_.After(stage.FirstForwardStart(), [this, &d] { Next(d); });
   }
 

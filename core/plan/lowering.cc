@@ -489,7 +489,6 @@ class Lowering {
     return shares;
   }
 
-  // Gradient communication: per (group, fusion id) in MindSpore's order, split into buckets.
   // When each operator's first forward task starts within the stage's
   // forward pass, in closed form.
   static std::map<int, double> ForwardStartOfOperators(const StageProgram& stage) {
@@ -510,6 +509,9 @@ class Lowering {
     return it == start.begin() ? 0 : std::prev(it)->second;
   }
 
+  static std::string GatherName(size_t index) { return fmt::format("optimizer_shard/allgather.{}", index); }
+
+  // Gradient communication: per (group, fusion id) in MindSpore's order, split into buckets.
   void GradientsAndOptimizer(StageProgram& stage) {
     const bool data_parallel = p_.parallel_mode == ParallelMode::kDataParallel;
     const bool hybrid = p_.parallel_mode == ParallelMode::kHybridParallel;
@@ -611,8 +613,8 @@ class Lowering {
         double gathered = 0;
         for (size_t i = begin; i < end; ++i) gathered += weight_bytes[i];
         if (gathered == 0) continue;
-        Task gather = Collective(stage, fmt::format("optimizer_shard/allgather.{}", stage.step_start.size()), -1,
-                                 shardlab::Collective::kAllGather, group, gathered);
+        Task gather = Collective(stage, GatherName(stage.step_start.size()), -1, shardlab::Collective::kAllGather,
+                                 group, gathered);
         gather.dimension = CommDimension::kData;
         if (run_.stack.overlap_param_gather) {
           // Overlapped: the forward may run until the first of its weights is used.
@@ -627,8 +629,7 @@ class Lowering {
       // Gathered in the order the forward uses the weights.
       std::stable_sort(stage.step_start.begin(), stage.step_start.end(),
                        [](const Task& a, const Task& b) { return a.lead_seconds < b.lead_seconds; });
-      for (size_t i = 0; i < stage.step_start.size(); ++i)
-        stage.step_start[i].name = fmt::format("optimizer_shard/allgather.{}", i);
+      for (size_t i = 0; i < stage.step_start.size(); ++i) stage.step_start[i].name = GatherName(i);
     }
     // The communication stream runs the fused collectives in execution
     // order: as their gradients become ready (MindSpore's kernel order
@@ -863,11 +864,11 @@ class Lowering {
       // An FP8 GEMM's weight is also kept cast to FP8 for the step (one byte per element).
       if (Fp8GemmDType(graph_.op(share.first_user), false) && !sharded_weight) parameters += slice;
       if (plan.training && tensor.requires_grad) {
-        // Gradients accumulated across micro-batches live in the stack's
-        // gradient buffer: the parameter's dtype, or the dtype they are
-        // reduced in. Sharded with the optimizer when asked.
-        const bool accumulate = p_.micro_batch_num > 1;
-        const bool fp32_buffer = accumulate && run_.stack.gradient_buffer == GradientBuffer::kReduce &&
+        // Gradients live in the stack's gradient buffer: the parameter's
+        // dtype (MindSpore's accumulation clones), or the dtype they are
+        // reduced in (Megatron's DDP buffer, allocated for the whole step
+        // whatever the micro-batch count). Sharded with the optimizer when asked.
+        const bool fp32_buffer = run_.stack.gradient_buffer == GradientBuffer::kReduce &&
                                  (p_.gradient_fp32_sync || p_.force_fp32_communication);
         const double grad_elements = ShardsGradients() ? owned : slice;
         gradients = grad_elements * (fp32_buffer ? 4.0 : dtype);

@@ -2,7 +2,9 @@
 // one way lowering prices its compute tasks: each pass at its own dtype (an
 // FP8 GEMM's format, else the output's) and with the GEMM or fused-attention
 // shape of its slices. The strategy search's time cost model and the GUI's
-// strategy table call it, so their figures are the simulated step's.
+// strategy table call it, so their figures are the simulated step's for an
+// operator run as its own kernel (lowering also removes the memory traffic
+// that kernel fusion saves, which depends on the neighbours).
 #pragma once
 
 #include "core/config/cluster_config.h"

@@ -80,18 +80,27 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
   PerDimension seconds{}, exposed{};
   constexpr auto kData = static_cast<size_t>(CommDimension::kData);
   constexpr auto kPipeline = static_cast<size_t>(CommDimension::kPipeline);
-  double passes_begin = 0, last_pass_end = 0, lane_end = 0, end = 0, forward = 0, backward = 0;
+  double last_pass_end = 0, lane_end = 0, end = 0, forward = 0, backward = 0;
+  // The weight gathers block the first pass until they end, or, overlapped
+  // with the forward (overlap_param_gather), until FirstForwardStart.
+  double gathers_end = 0;
+  for (const TraceEvent* e : events)
+    if (e->kind == EventKind::kWeightGather) gathers_end = std::max(gathers_end, e->end());
+  const bool overlapped = std::any_of(program.step_start.begin(), program.step_start.end(),
+                                      [](const Task& t) { return t.lead_seconds > 0; });
+  const double passes_begin = overlapped ? std::min(gathers_end, program.FirstForwardStart()) : gathers_end;
   for (const TraceEvent* e : events) {
     // A stage does not wait for its last transfer to arrive: the receiver does.
     if (e->lane != Lane::kPipeline) end = std::max(end, e->end());
     switch (e->kind) {
-      case EventKind::kWeightGather:  // before the first pass, on the critical path
-        passes_begin = std::max(passes_begin, e->end());
+      case EventKind::kWeightGather: {  // exposed while it holds the first pass back
+        const double blocking = std::max(0.0, std::min(e->end(), passes_begin) - e->start);
         r.communication_seconds += e->duration;
-        r.exposed_communication_seconds += e->duration;
+        r.exposed_communication_seconds += blocking;
         seconds[kData] += e->duration;
-        exposed[kData] += e->duration;
+        exposed[kData] += blocking;
         break;
+      }
       case EventKind::kForward:
       case EventKind::kBackward: {
         (e->kind == EventKind::kForward ? forward : backward) += e->duration;

@@ -480,6 +480,17 @@ TEST_CASE("Megatron's overlapped parameter gathers let the first forward start b
   CHECK(o.FirstForwardStart() < gathers);
   const StepResult a = Analytical(waiting), b = Analytical(overlapped);
   CHECK(b.step_seconds < a.step_seconds);
+  // Only the part of the gathers that holds the forward back is exposed, so
+  // the stage's compute, exposed communication and bubbles still make its step.
+  const StageResult& sa = a.stages[1];
+  const StageResult& sb = b.stages[1];
+  CHECK(sa.exposed_communication_seconds - sb.exposed_communication_seconds ==
+        Approx(gathers - o.FirstForwardStart()).epsilon(0.01));
+  for (const StepResult* r : {&a, &b}) {
+    const StageResult& slowest = r->stages[static_cast<size_t>(r->slowest_stage)];
+    CHECK(slowest.compute_seconds + slowest.exposed_communication_seconds + slowest.bubble_seconds ==
+          Approx(r->step_seconds).epsilon(0.01));
+  }
 }
 
 TEST_CASE("the search and the GUI price an operator as lowering prices its compute tasks") {
