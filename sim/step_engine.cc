@@ -310,9 +310,7 @@ class Engine {
   // ends before its weights are used; the gathers still load the links.
   void StartStep(Device& d) {
     const StageProgram& stage = StageOf(d);
-    const bool overlapped =
-        std::any_of(stage.step_start.begin(), stage.step_start.end(), [](const Task& t) { return t.lead_seconds > 0; });
-    if (!overlapped) {
+    if (!stage.GathersOverlapForward()) {
       GatherWeights(d, [this, &d] { Next(d); });
       return;
     }

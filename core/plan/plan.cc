@@ -28,6 +28,10 @@ double StageProgram::FirstForwardStart() const {
   return start;
 }
 
+bool StageProgram::GathersOverlapForward() const {
+  return std::any_of(step_start.begin(), step_start.end(), [](const Task& t) { return t.lead_seconds > 0; });
+}
+
 int64_t Plan::RepresentativeRank(int64_t stage) const {
   const StageProgram& s = stages[stage];
   return focus_rank >= s.first_rank && focus_rank < s.first_rank + s.devices ? focus_rank : s.first_rank;

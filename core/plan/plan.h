@@ -131,6 +131,8 @@ struct StageProgram {
   // after another on the communication stream: when they end, or, where
   // they are overlapped, once every gather ends within its lead.
   double FirstForwardStart() const;
+  // Whether some step-start gather runs beside the first forward (a lead).
+  bool GathersOverlapForward() const;
 };
 
 struct Plan {

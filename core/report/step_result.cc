@@ -86,9 +86,8 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
   double gathers_end = 0;
   for (const TraceEvent* e : events)
     if (e->kind == EventKind::kWeightGather) gathers_end = std::max(gathers_end, e->end());
-  const bool overlapped = std::any_of(program.step_start.begin(), program.step_start.end(),
-                                      [](const Task& t) { return t.lead_seconds > 0; });
-  const double passes_begin = overlapped ? std::min(gathers_end, program.FirstForwardStart()) : gathers_end;
+  const double passes_begin =
+      program.GathersOverlapForward() ? std::min(gathers_end, program.FirstForwardStart()) : gathers_end;
   for (const TraceEvent* e : events) {
     // A stage does not wait for its last transfer to arrive: the receiver does.
     if (e->lane != Lane::kPipeline) end = std::max(end, e->end());

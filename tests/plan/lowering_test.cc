@@ -414,13 +414,17 @@ TEST_CASE("mixed precision keeps what the stack keeps: a float32 master copy and
   CHECK(PlanFor(reduce).stages[1].memory.gradients == Approx(mindspore.gradients));
 }
 
+// Every part of a stage's memory added up.
+double SumOfParts(const MemoryBreakdown& m) {
+  return m.parameters + m.gradients + m.optimizer_states + m.activations + m.communication_buffers;
+}
+
 TEST_CASE("gradients kept in no buffer peak apart from the activations they replace") {
   RunSpec run = Shipped("gpt3-175b-h100-4096");
   run.model.params.Set("layers", int64_t{16});
   run.parallel.micro_batch_num = 16;  // as few as the pipeline allows: the buffer persists
   const MemoryBreakdown kept = PlanFor(run).stages[1].memory;
-  CHECK(kept.peak == Approx(kept.parameters + kept.gradients + kept.optimizer_states + kept.activations +
-                            kept.communication_buffers));
+  CHECK(kept.peak == Approx(SumOfParts(kept)));
   run.parallel.pipeline_stages = 1;
   run.parallel.micro_batch_num = 1;  // one micro-batch: gradients come as the backward frees activations
   const MemoryBreakdown transient = PlanFor(run).stages[0].memory;
@@ -431,8 +435,7 @@ TEST_CASE("gradients kept in no buffer peak apart from the activations they repl
                std::max(transient.gradients, transient.activations) + transient.communication_buffers));
   run.stack.gradient_buffer = GradientBuffer::kReduce;  // Megatron's buffer lives through the step
   const MemoryBreakdown buffered = PlanFor(run).stages[0].memory;
-  CHECK(buffered.peak == Approx(buffered.parameters + buffered.gradients + buffered.optimizer_states +
-                                buffered.activations + buffered.communication_buffers));
+  CHECK(buffered.peak == Approx(SumOfParts(buffered)));
 }
 
 TEST_CASE("Megatron's overlapped gradient reduction runs buckets of 40M elements during the backward") {
