@@ -55,8 +55,9 @@ void CompareView::SetPair(const RunView& a, const QString& a_name, const RunView
     table_->setItem(i, 1, new QTableWidgetItem(QString::number(r.first, 'g', 5) + unit));
     table_->setItem(i, 2, new QTableWidgetItem(QString::number(r.second, 'g', 5) + unit));
     const QString change =
-        r.first != 0 ? QString("%1%2%").arg(r.second >= r.first ? "+" : "").arg(100 * (r.second - r.first) / r.first, 0, 'f', 1)
-                     : "";
+        r.first != 0
+            ? QString("%1%2%").arg(r.second >= r.first ? "+" : "").arg(100 * (r.second - r.first) / r.first, 0, 'f', 1)
+            : "";
     table_->setItem(i, 3, new QTableWidgetItem(change));
   }
   table_->resizeColumnsToContents();

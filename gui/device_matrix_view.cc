@@ -8,13 +8,17 @@
 
 #include <fmt/format.h>
 
+#include "gui/chart_parts.h"
 #include "gui/palette.h"
 #include "gui/tooltip.h"
 
 namespace shardlab::gui {
 namespace {
 
-constexpr double kLeft = 12, kTop = 70, kLabel = 16, kGap = 14, kMaxCell = 64, kMinCell = 4;
+// Margins around the grid, the tile label's height, the gap between tiles,
+// the largest cell side, the smallest one drawn per device, the most a cell's
+// width and height may differ by.
+constexpr double kMargin = 10, kLabel = 16, kGap = 14, kMaxCell = 160, kMinCell = 4, kMaxAspect = 8;
 
 }  // namespace
 
@@ -74,39 +78,81 @@ const TensorView* DeviceMatrixView::tensor() const {
 QString DeviceMatrixView::HeaderText() const {
   const OperatorView* o = op();
   if (!o) return "no operator selected";
-  std::string text = fmt::format("{} ({}), stage {}: device matrix {} over {} devices (ranks {}..{})", o->name,
-                                 o->type, o->stage, ShapeText(o->device_matrix), grid_->devices(), o->first_rank,
-                                 o->first_rank + grid_->devices() - 1);
+  std::string text =
+      fmt::format("{} ({}), stage {}: device matrix {} over {} devices (ranks {}..{})", o->name, o->type, o->stage,
+                  ShapeText(o->device_matrix), grid_->devices(), o->first_rank, o->first_rank + grid_->devices() - 1);
   if (const TensorView* t = tensor()) {
     Shape splits = SplitsOf(*o, *t);
     int64_t slices = 1;
     for (int64_t s : splits) slices *= s;
-    text += fmt::format("\ncolour: slice of {} ({}) shape {} tensor map {} slice {}: {} slices, each on {} devices",
+    const int64_t holders = grid_->devices() / std::max<int64_t>(slices, 1);
+    text += fmt::format("\ncolour: slice of {} ({}) shape {} tensor map {} slice {}: {} slice{}, each on {} device{}",
                         t->name, t->role, ShapeText(t->shape), ShapeText(t->map), ShapeText(t->slice), slices,
-                        grid_->devices() / std::max<int64_t>(slices, 1));
+                        slices == 1 ? "" : "s", holders, holders == 1 ? "" : "s");
   }
   if (outline_ == 0) text += "\noutline: devices holding the same slice";
   if (outline_ >= 1 && outline_ <= static_cast<int>(o->groups.size()))
     text += "\noutline: " + o->groups[outline_ - 1].label;
-  if (BlockSize() > 1)
-    text += fmt::format("\n{0}x{0} devices per cell; zoom in (wheel) to see each device", BlockSize());
   return QString::fromStdString(text);
+}
+
+QString DeviceMatrixView::NoteText() const {
+  const int64_t b = BlockSize();
+  if (b > 1) return QString("%1x%1 devices per cell; zoom in (wheel) to see each device").arg(b);
+  return grid_ ? "hover a device for its slice; click it to outline its group" : "";
+}
+
+std::vector<LegendItem> DeviceMatrixView::LegendItems() const {
+  std::vector<LegendItem> items;
+  const OperatorView* o = op();
+  if (outline_ == 0)
+    items.push_back({"border: between devices holding different slices", Qt::black, LegendMark::kLine});
+  if (o && outline_ >= 1 && outline_ <= static_cast<int>(o->groups.size()))
+    items.push_back({QString::fromStdString("border: between groups of the " + o->groups[outline_ - 1].label),
+                     Qt::black, LegendMark::kLine});
+  return items;
+}
+
+DeviceMatrixView::Frame DeviceMatrixView::FrameOf() const {
+  if (frame_width_ == width()) return frame_;
+  const QFontMetrics m = fontMetrics();
+  Frame f;
+  f.key = kMargin + HeaderHeight(m, width() - 2 * kMargin, HeaderText()) + 6;
+  double y = f.key;
+  if (const TensorView* t = tensor())
+    y = DrawSliceKey(nullptr, m, QRectF(kMargin, y, width() - 2 * kMargin, 0), SplitsOf(*op(), *t)) + 6;
+  f.legend = y;
+  y = DrawLegend(nullptr, m, QRectF(kMargin, y, width() - 2 * kMargin, 0), LegendItems()) + 6;
+  f.column_name = y;
+  f.top = y + 2 * m.height() + 4;                                   // the columns' name, then their indices
+  f.left = kMargin + m.height() + 6 + m.horizontalAdvance("0000");  // the rows' name, rotated, then their indices
+  f.bottom = m.height() + 8;                                        // the note
+  frame_ = f;
+  frame_width_ = width();
+  return f;
 }
 
 DeviceMatrixView::Geometry DeviceMatrixView::Layout() const {
   Geometry g;
   if (!grid_) return g;
+  const Frame f = FrameOf();
   const double tiles_w = static_cast<double>(grid_->tile_cols()), tiles_h = static_cast<double>(grid_->tile_rows());
-  const double avail_w = width() - 2 * kLeft - kGap * (tiles_w - 1);
-  const double avail_h = height() - kTop - 8 - (kLabel + kGap) * tiles_h;
-  const double fit = std::min(avail_w / (tiles_w * static_cast<double>(grid_->cell_cols())),
-                              avail_h / (tiles_h * static_cast<double>(grid_->cell_rows())));
-  g.cell = std::max(std::min(fit, kMaxCell), 0.05) * zoom_;
-  g.block = g.cell >= kMinCell ? 1 : static_cast<int64_t>(std::ceil(kMinCell / g.cell));
-  g.tile_w = g.cell * static_cast<double>(grid_->cell_cols());
-  g.tile_h = g.cell * static_cast<double>(grid_->cell_rows());
-  g.x0 = kLeft + pan_.x();
-  g.y0 = kTop + pan_.y();
+  const double avail_w = width() - f.left - kMargin - kGap * (tiles_w - 1);
+  g.label = grid_->tile_rows() * grid_->tile_cols() > 1 ? kLabel : 0;
+  const double avail_h = height() - f.top - f.bottom - (g.label + kGap) * tiles_h + kGap;
+  // Fill the view: cells may be wider than tall (or taller than wide), within kMaxAspect.
+  double w = std::min(avail_w / (tiles_w * static_cast<double>(grid_->cell_cols())), kMaxCell);
+  double h = std::min(avail_h / (tiles_h * static_cast<double>(grid_->cell_rows())), kMaxCell);
+  w = std::max(std::min(w, kMaxAspect * h), 0.05);
+  h = std::max(std::min(h, kMaxAspect * w), 0.05);
+  g.cell_w = w * zoom_;
+  g.cell_h = h * zoom_;
+  const double small = std::min(g.cell_w, g.cell_h);
+  g.block = small >= kMinCell ? 1 : static_cast<int64_t>(std::ceil(kMinCell / small));
+  g.tile_w = g.cell_w * static_cast<double>(grid_->cell_cols());
+  g.tile_h = g.cell_h * static_cast<double>(grid_->cell_rows());
+  g.x0 = f.left + pan_.x();
+  g.y0 = f.top + pan_.y();
   return g;
 }
 
@@ -123,8 +169,8 @@ QRectF DeviceMatrixView::CellRect(int64_t local) const {
   const Geometry g = Layout();
   const DeviceGrid::Place p = grid_->PlaceOf(local);
   const double tx = g.x0 + static_cast<double>(p.tile_col) * (g.tile_w + kGap);
-  const double ty = g.y0 + static_cast<double>(p.tile_row) * (g.tile_h + kLabel + kGap) + kLabel;
-  return {tx + static_cast<double>(p.col) * g.cell, ty + static_cast<double>(p.row) * g.cell, g.cell, g.cell};
+  const double ty = g.y0 + static_cast<double>(p.tile_row) * (g.tile_h + g.label + kGap) + g.label;
+  return {tx + static_cast<double>(p.col) * g.cell_w, ty + static_cast<double>(p.row) * g.cell_h, g.cell_w, g.cell_h};
 }
 
 int64_t DeviceMatrixView::LocalAt(QPoint pos) const {
@@ -134,24 +180,30 @@ int64_t DeviceMatrixView::LocalAt(QPoint pos) const {
   if (x < 0 || y < 0) return -1;
   DeviceGrid::Place p;
   p.tile_col = static_cast<int64_t>(x / (g.tile_w + kGap));
-  p.tile_row = static_cast<int64_t>(y / (g.tile_h + kLabel + kGap));
+  p.tile_row = static_cast<int64_t>(y / (g.tile_h + g.label + kGap));
   const double in_x = x - static_cast<double>(p.tile_col) * (g.tile_w + kGap);
-  const double in_y = y - static_cast<double>(p.tile_row) * (g.tile_h + kLabel + kGap) - kLabel;
+  const double in_y = y - static_cast<double>(p.tile_row) * (g.tile_h + g.label + kGap) - g.label;
   if (in_x < 0 || in_y < 0 || in_x >= g.tile_w || in_y >= g.tile_h) return -1;
-  p.col = static_cast<int64_t>(in_x / g.cell);
-  p.row = static_cast<int64_t>(in_y / g.cell);
+  p.col = static_cast<int64_t>(in_x / g.cell_w);
+  p.row = static_cast<int64_t>(in_y / g.cell_h);
   return grid_->DeviceAt(p);
 }
 
 void DeviceMatrixView::ComputeIds() {
+  frame_width_ = -1;  // the header and legends change with the choice
   slice_ids_.assign(grid_ ? grid_->devices() : 0, 0);
   group_ids_.assign(slice_ids_.size(), 0);
+  colors_.assign(slice_ids_.size(), SliceColor({}, {}));
   const OperatorView* o = op();
   if (!o) return;
   const TensorView* t = tensor();
+  const Shape splits = t ? SplitsOf(*o, *t) : Shape{};
   for (int64_t l = 0; l < grid_->devices(); ++l) {
     const std::vector<int64_t> c = grid_->Coordinates(l);
-    if (t) slice_ids_[l] = SliceId(*o, *t, c);
+    if (t) {
+      slice_ids_[l] = SliceId(*o, *t, c);
+      colors_[l] = SliceColor(SliceIndex(*o, *t, c), splits);
+    }
     if (outline_ == 0) group_ids_[l] = slice_ids_[l];
     if (outline_ >= 1 && outline_ <= static_cast<int>(o->groups.size()))
       group_ids_[l] = GroupIdAlong(o->device_matrix, c, o->groups[outline_ - 1].dims);
@@ -185,49 +237,87 @@ QString DeviceMatrixView::ToolTipAt(QPoint pos) const {
 void DeviceMatrixView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), Qt::white);
-  p.setPen(Qt::black);
-  p.drawText(QRectF(10, 6, width() - 20, kTop - 8), Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, HeaderText());
+  const Frame f = FrameOf();
+  const QFontMetrics m = p.fontMetrics();
+  DrawHeader(p, QRectF(kMargin, kMargin, width() - 2 * kMargin, 0), HeaderText());
+  if (const TensorView* t = tensor())
+    DrawSliceKey(&p, m, QRectF(kMargin, f.key, width() - 2 * kMargin, 0), SplitsOf(*op(), *t));
+  DrawLegend(&p, m, QRectF(kMargin, f.legend, width() - 2 * kMargin, 0), LegendItems());
+  p.setPen(QColor(90, 90, 90));
+  p.drawText(QRectF(kMargin, height() - f.bottom + 2, width() - 2 * kMargin, m.height()), Qt::AlignLeft, NoteText());
   if (!grid_) return;
-  p.setClipRect(QRectF(0, kTop - 2, width(), height()));
   const Geometry g = Layout();
+  // What the rows and columns of a tile stand for.
+  const QString columns = QString::fromStdString(grid_->ColumnAxisName());
+  if (!columns.isEmpty())
+    p.drawText(QRectF(f.left, f.column_name, width() - f.left - kMargin, m.height()), Qt::AlignLeft,
+               "columns: device matrix " + columns + "  \u2192");
+  const QString rows = QString::fromStdString(grid_->RowAxisName());
+  if (!rows.isEmpty()) {
+    p.save();
+    p.translate(kMargin, f.top + std::min(g.tile_h, height() - f.top - f.bottom) / 2);
+    p.rotate(-90);
+    const QString text = "\u2190  rows: " + rows;
+    const double w = m.horizontalAdvance(text);
+    p.drawText(QRectF(-w / 2, 0, w + 2, m.height()), Qt::AlignCenter, text);
+    p.restore();
+  }
+  p.setClipRect(QRectF(0, f.column_name + m.height(), width(), height() - f.bottom - f.column_name - m.height()));
   const int64_t b = g.block;
+  // Row and column indices beside the first tile, where they fit.
+  if (b == 1) {
+    p.setPen(QColor(90, 90, 90));
+    if (grid_->col_dim() >= 0 && g.cell_w >= m.horizontalAdvance("000"))
+      for (int64_t c = 0; c < grid_->cell_cols(); ++c)
+        p.drawText(QRectF(g.x0 + static_cast<double>(c) * g.cell_w, g.y0 - m.height() - 2, g.cell_w, m.height()),
+                   Qt::AlignCenter, QString::number(c));
+    if (grid_->row_dim() >= 0 && g.cell_h >= m.height())
+      for (int64_t r = 0; r < grid_->cell_rows(); ++r)
+        p.drawText(QRectF(g.x0 - m.horizontalAdvance("0000") - 4, g.y0 + g.label + static_cast<double>(r) * g.cell_h,
+                          m.horizontalAdvance("0000"), g.cell_h),
+                   Qt::AlignRight | Qt::AlignVCenter, QString::number(r));
+  }
   for (int64_t tr = 0; tr < grid_->tile_rows(); ++tr)
     for (int64_t tc = 0; tc < grid_->tile_cols(); ++tc) {
       const double tx = g.x0 + static_cast<double>(tc) * (g.tile_w + kGap);
-      const double ty = g.y0 + static_cast<double>(tr) * (g.tile_h + kLabel + kGap) + kLabel;
+      const double ty = g.y0 + static_cast<double>(tr) * (g.tile_h + g.label + kGap) + g.label;
       if (tx > width() || ty > height() || tx + g.tile_w < 0 || ty + g.tile_h < 0) continue;
       const std::string label = grid_->TileLabel(tr, tc);
       if (!label.empty()) {
         p.setPen(QColor(60, 60, 60));
-        p.drawText(QRectF(tx, ty - kLabel, std::max(g.tile_w, 60.0), kLabel), Qt::AlignLeft | Qt::AlignVCenter,
+        p.drawText(QRectF(tx, ty - g.label, std::max(g.tile_w, 60.0), g.label), Qt::AlignLeft | Qt::AlignVCenter,
                    QString::fromStdString(label));
       }
       std::vector<QLineF> outline;  // edges between different groups, drawn at once
+      const bool rank_labels = b == 1 && g.cell_w >= m.horizontalAdvance("00000") && g.cell_h >= m.height();
       for (int64_t r = 0; r < grid_->cell_rows(); r += b)
         for (int64_t c = 0; c < grid_->cell_cols(); c += b) {
           const int64_t local = grid_->DeviceAt({tr, tc, r, c});
-          const double w = static_cast<double>(std::min(b, grid_->cell_cols() - c)) * g.cell;
-          const double h = static_cast<double>(std::min(b, grid_->cell_rows() - r)) * g.cell;
-          const QRectF cell(tx + static_cast<double>(c) * g.cell, ty + static_cast<double>(r) * g.cell, w, h);
-          p.fillRect(cell, SliceColor(SliceIdOf(local)));
-          if (b == 1 && g.cell >= 28) {
-            p.setPen(QColor(30, 30, 30));
+          const double w = static_cast<double>(std::min(b, grid_->cell_cols() - c)) * g.cell_w;
+          const double h = static_cast<double>(std::min(b, grid_->cell_rows() - r)) * g.cell_h;
+          const QRectF cell(tx + static_cast<double>(c) * g.cell_w, ty + static_cast<double>(r) * g.cell_h, w, h);
+          p.fillRect(cell, colors_[local]);
+          if (rank_labels) {
+            p.setPen(TextOn(colors_[local]));
             p.drawText(cell, Qt::AlignCenter, QString::number(layouts_->ops[op_].first_rank + local));
           }
           if (outline_ >= 0 && b == 1) {
             const int64_t group = OutlineGroupOf(local);
             const int64_t right = grid_->DeviceAt({tr, tc, r, c + 1}), below = grid_->DeviceAt({tr, tc, r + 1, c});
             if (right >= 0 && OutlineGroupOf(right) != group) outline.emplace_back(cell.topRight(), cell.bottomRight());
-            if (below >= 0 && OutlineGroupOf(below) != group) outline.emplace_back(cell.bottomLeft(), cell.bottomRight());
+            if (below >= 0 && OutlineGroupOf(below) != group)
+              outline.emplace_back(cell.bottomLeft(), cell.bottomRight());
           }
         }
       // Cell borders as grid lines, one per row and column of the tile.
-      if (b == 1 && g.cell >= 8) {
+      if (b == 1 && std::min(g.cell_w, g.cell_h) >= 8) {
         std::vector<QLineF> lines;
         for (int64_t r = 1; r < grid_->cell_rows(); ++r)
-          lines.emplace_back(tx, ty + static_cast<double>(r) * g.cell, tx + g.tile_w, ty + static_cast<double>(r) * g.cell);
+          lines.emplace_back(tx, ty + static_cast<double>(r) * g.cell_h, tx + g.tile_w,
+                             ty + static_cast<double>(r) * g.cell_h);
         for (int64_t c = 1; c < grid_->cell_cols(); ++c)
-          lines.emplace_back(tx + static_cast<double>(c) * g.cell, ty, tx + static_cast<double>(c) * g.cell, ty + g.tile_h);
+          lines.emplace_back(tx + static_cast<double>(c) * g.cell_w, ty, tx + static_cast<double>(c) * g.cell_w,
+                             ty + g.tile_h);
         p.setPen(QColor(255, 255, 255));
         p.drawLines(lines.data(), static_cast<int>(lines.size()));
       }
@@ -252,7 +342,8 @@ void DeviceMatrixView::wheelEvent(QWheelEvent* event) {
   const double old = zoom_;
   zoom_ = std::clamp(zoom_ * factor, 1.0, 200.0);
   // Keep the point under the cursor in place.
-  const QPointF at = event->position() - QPointF(kLeft, kTop);
+  const Frame f = FrameOf();
+  const QPointF at = event->position() - QPointF(f.left, f.top);
   pan_ = at - (at - pan_) * (zoom_ / old);
   if (zoom_ == 1) pan_ = {};
   update();

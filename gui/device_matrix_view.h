@@ -1,6 +1,8 @@
 // The device-matrix view: the devices of the selected operator's stage laid
 // out by its device matrix (DeviceGrid: dimensions beyond two as labelled
-// nested tiles), coloured by the slice of the selected tensor each holds;
+// nested tiles) filling the view, rows and columns labelled with the
+// device-matrix dimension they stand for, coloured by the slice of the
+// selected tensor each holds (palette.h, with its key above the grid);
 // replication or communication groups outlined on demand; hover shows rank,
 // coordinates, server and the slice's index ranges. When cells would be
 // smaller than a few pixels (thousands of devices) blocks of devices are
@@ -9,6 +11,7 @@
 
 #include <QWidget>
 
+#include "gui/chart_parts.h"
 #include "gui/layout_model.h"
 
 namespace shardlab::gui {
@@ -29,6 +32,8 @@ class DeviceMatrixView : public QWidget {
   const OperatorView* op() const;
   const TensorView* tensor() const;
   QString HeaderText() const;
+  // The line under the grid: how many devices a cell stands for, or what clicking does.
+  QString NoteText() const;
   // Cells drawn: one per device, or per block of devices when aggregated.
   int64_t CellCount() const;
   int64_t BlockSize() const;  // devices per cell side (1: not aggregated)
@@ -48,12 +53,20 @@ class DeviceMatrixView : public QWidget {
   bool event(QEvent* event) override;
 
  private:
+  // Where the parts above and beside the grid end (they depend on the width and the choice, not the zoom).
+  struct Frame {
+    double key = 0, legend = 0, column_name = 0;  // tops of the slice key, the outline legend, the columns' name
+    double top = 0, left = 0, bottom = 0;         // the grid's area
+  };
   struct Geometry {
-    double cell = 0;  // pixels per device
+    double cell_w = 0, cell_h = 0;  // pixels per device
     double tile_w = 0, tile_h = 0, x0 = 0, y0 = 0;
+    double label = 0;  // a tile's label above it (0 for a single tile)
     int64_t block = 1;
   };
+  Frame FrameOf() const;
   Geometry Layout() const;
+  std::vector<LegendItem> LegendItems() const;
   int64_t LocalAt(QPoint p) const;  // -1 for none
   int64_t SliceIdOf(int64_t local) const { return slice_ids_[local]; }
   int64_t OutlineGroupOf(int64_t local) const { return group_ids_[local]; }
@@ -69,6 +82,9 @@ class DeviceMatrixView : public QWidget {
   QPointF drag_pan_;
   int64_t focus_ = -1;
   std::vector<int64_t> slice_ids_, group_ids_;
+  std::vector<QColor> colors_;    // per device: its slice's colour
+  mutable int frame_width_ = -1;  // the width frame_ was measured at
+  mutable Frame frame_;
 };
 
 }  // namespace shardlab::gui

@@ -48,13 +48,15 @@ RunLayouts BuildRunLayouts(const RunSpec& run, const Graph& graph, const std::ve
     for (size_t k = 0; k < l.outputs.size() && k < op.outputs.size(); ++k)
       v.tensors.push_back(ViewOf(graph.tensor(op.outputs[k]), l.outputs[k], fmt::format("output {}", k)));
     for (const OpComm& c : l.forward_comm)
-      v.groups.push_back({fmt::format("forward {} over {}", OperatorName(c.type), DimsText(c.device_dims)), c.device_dims});
+      v.groups.push_back(
+          {fmt::format("forward {} over {}", OperatorName(c.type), DimsText(c.device_dims)), c.device_dims});
     for (const OpComm& c : l.mirror_comm)
       v.groups.push_back(
           {fmt::format("gradient AllReduce of input {} over {}", c.input, DimsText(c.device_dims)), c.device_dims});
     for (const OpComm& c : l.backward_comm)
       v.groups.push_back(
-          {fmt::format("backward {} of input {} over {}", OperatorName(c.type), c.input, DimsText(c.device_dims)), c.device_dims});
+          {fmt::format("backward {} of input {} over {}", OperatorName(c.type), c.input, DimsText(c.device_dims)),
+           c.device_dims});
     r.ops.push_back(std::move(v));
   }
   return r;
@@ -161,10 +163,21 @@ std::string DeviceGrid::TileLabel(int64_t tile_row, int64_t tile_col) const {
   return s;
 }
 
+std::string DeviceGrid::RowAxisName() const {
+  if (wrapped_) return fmt::format("d{} continued ({} rows of {})", col_dim_, cell_rows_, cell_cols_);
+  return row_dim_ >= 0 ? fmt::format("d{} ({})", row_dim_, dims_[row_dim_]) : "";
+}
+
+std::string DeviceGrid::ColumnAxisName() const {
+  if (wrapped_) return fmt::format("d{} ({}), {} per row", col_dim_, dims_[col_dim_], cell_cols_);
+  return col_dim_ >= 0 ? fmt::format("d{} ({})", col_dim_, dims_[col_dim_]) : "";
+}
+
 Shape SplitsOf(const OperatorView& op, const TensorView& tensor) {
   Shape splits(tensor.map.size(), 1);
   for (size_t j = 0; j < tensor.map.size(); ++j)
-    if (tensor.map[j] != kNotSplit) splits[j] = op.device_matrix[DimFromMapValue(tensor.map[j], op.device_matrix.size())];
+    if (tensor.map[j] != kNotSplit)
+      splits[j] = op.device_matrix[DimFromMapValue(tensor.map[j], op.device_matrix.size())];
   return splits;
 }
 

@@ -77,15 +77,22 @@ class DeviceGrid {
   int64_t DeviceAt(const Place& p) const;
   // "d0=1 d2=0": the leading coordinates a tile stands for ("" when one tile).
   std::string TileLabel(int64_t tile_row, int64_t tile_col) const;
+  // What a tile's rows and columns stand for: "d0 (32)"; a single dimension
+  // wrapped over rows reads "d0 (4096), 64 per row"; "" for none.
+  std::string RowAxisName() const;
+  std::string ColumnAxisName() const;
+  // The coordinate a tile's row or column index stands for (-1 when wrapped or none).
+  int row_dim() const { return wrapped_ ? -1 : row_dim_; }
+  int col_dim() const { return wrapped_ ? -1 : col_dim_; }
   std::vector<int64_t> Coordinates(int64_t local) const;
 
  private:
   Place ComputePlace(int64_t local) const;
-  std::vector<Place> places_;     // by device
-  std::vector<int64_t> local_at_;  // by (tile row, tile col, row, col), row-major
-  Shape dims_;               // the device matrix
-  std::vector<int> shown_;   // dimensions of size > 1, in order
-  std::vector<int> down_, across_;  // tile dimensions
+  std::vector<Place> places_;        // by device
+  std::vector<int64_t> local_at_;    // by (tile row, tile col, row, col), row-major
+  Shape dims_;                       // the device matrix
+  std::vector<int> shown_;           // dimensions of size > 1, in order
+  std::vector<int> down_, across_;   // tile dimensions
   int row_dim_ = -1, col_dim_ = -1;  // within a tile; -1: none (size 1)
   bool wrapped_ = false;             // a single dimension wrapped over rows
   int64_t devices_ = 1, tile_rows_ = 1, tile_cols_ = 1, cell_rows_ = 1, cell_cols_ = 1;

@@ -1,7 +1,7 @@
 // shardlab-gui: opens a run file or a result.json and shows its pipeline
 // timeline, strategies, device matrices and tensor maps.
 //   shardlab-gui [RUN.json|RESULT.json]
-//   shardlab-gui --screenshot out.png|out.svg [--view pipeline|devices|tensor|strategy]
+//   shardlab-gui --screenshot out.png|out.svg [--view pipeline|devices|tensor|memory|strategy]
 //                [--op NAME] [--tensor N] [--outline K] RUN.json   (headless)
 #include <QApplication>
 #include <QCommandLineParser>
@@ -38,8 +38,8 @@ int main(int argc, char** argv) {
   bool headless = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    headless = headless || arg == "--screenshot" || arg == "--help" || arg == "-h" || arg == "--help-all" ||
-               arg == "-?";
+    headless =
+        headless || arg == "--screenshot" || arg == "--help" || arg == "-h" || arg == "--help-all" || arg == "-?";
   }
   if (headless && !std::getenv("QT_QPA_PLATFORM")) setenv("QT_QPA_PLATFORM", "offscreen", 1);
   if (!HasDisplay()) {
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   parser.addHelpOption();
   parser.addPositionalArgument("file", "run file or result.json (JSON)");
   parser.addOption({"screenshot", "render the view to this .png or .svg and exit", "file"});
-  parser.addOption({"view", "the view to render: pipeline, devices, tensor or strategy", "view", "pipeline"});
+  parser.addOption({"view", "the view to render: pipeline, devices, tensor, memory or strategy", "view", "pipeline"});
   parser.addOption({"op", "the operator the devices and tensor views show (default: a sharded MatMul)", "name"});
   parser.addOption({"tensor", "which of the operator's tensors (0 = first input; default: the most split)", "index"});
   parser.addOption({"outline", "devices view: -1 none, 0 same slice, k the k-th communication group", "k", "-1"});
@@ -64,8 +64,9 @@ int main(int argc, char** argv) {
   shardlab::gui::MainWindow window;
   try {
     const QString view_name = parser.value("view");
-    if (view_name != "pipeline" && view_name != "strategy" && view_name != "devices" && view_name != "tensor")
-      throw std::runtime_error("--view " + view_name.toStdString() + ": pipeline, devices, tensor or strategy");
+    if (view_name != "pipeline" && view_name != "strategy" && view_name != "devices" && view_name != "tensor" &&
+        view_name != "memory")
+      throw std::runtime_error("--view " + view_name.toStdString() + ": pipeline, devices, tensor, memory or strategy");
     if (!args.isEmpty()) window.OpenRun(args.first());
     if (parser.isSet("op")) {
       if (args.isEmpty()) throw std::runtime_error("--op needs a run file");
@@ -89,10 +90,13 @@ int main(int argc, char** argv) {
       shardlab::gui::TensorMapView tensor_map;
       tensor_map.SetLayouts(&shown.layouts);
       tensor_map.Show(op, tensor);
+      shardlab::gui::MemoryView memory;
+      memory.SetResult(shown.result, shown.run.cluster.device.memory_bytes);
       QWidget* view = &pipeline;
       if (view_name == "strategy") view = &strategies;
       if (view_name == "devices") view = &devices;
       if (view_name == "tensor") view = &tensor_map;
+      if (view_name == "memory") view = &memory;
       view->resize(view->sizeHint());
       shardlab::gui::ExportView(*view, parser.value("screenshot"));
       return 0;

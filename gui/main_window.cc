@@ -41,6 +41,7 @@ MainWindow::MainWindow()
       strategies_(new StrategyView(this)),
       devices_(new DeviceMatrixView(this)),
       tensor_map_(new TensorMapView(this)),
+      memory_(new MemoryView(this)),
       compare_(new CompareView(this)),
       tensor_choice_(new QComboBox(this)),
       outline_choice_(new QComboBox(this)),
@@ -53,6 +54,7 @@ MainWindow::MainWindow()
   tabs_->addTab(strategies_, "Strategies");
   tabs_->addTab(WithControls(this, {{"tensor", tensor_choice_}, {"outline", outline_choice_}}, devices_), "Devices");
   tabs_->addTab(tensor_map_, "Tensor map");
+  tabs_->addTab(memory_, "Memory");
   tabs_->addTab(compare_, "Compare");
   setCentralWidget(tabs_);
   auto* dock = new QDockWidget("Run settings", this);
@@ -62,10 +64,12 @@ MainWindow::MainWindow()
 
   QMenu* file = menuBar()->addMenu("&File");
   const QString json = "Run files and results (*.json)";
-  file->addAction("&Open run or result...", QKeySequence::Open, this,
-                  [this, json] { WithFile("Open run or result", false, json, [this](const QString& p) { OpenRun(p); }); });
-  file->addAction("&Compare with...", this,
-                  [this, json] { WithFile("Compare with", false, json, [this](const QString& p) { CompareWith(p); }); });
+  file->addAction("&Open run or result...", QKeySequence::Open, this, [this, json] {
+    WithFile("Open run or result", false, json, [this](const QString& p) { OpenRun(p); });
+  });
+  file->addAction("&Compare with...", this, [this, json] {
+    WithFile("Compare with", false, json, [this](const QString& p) { CompareWith(p); });
+  });
   file->addAction("&Export view...", QKeySequence::Save, this, [this] {
     WithFile("Export view", true, "PNG (*.png);;SVG (*.svg)",
              [this](const QString& p) { ExportView(*tabs_->currentWidget(), p); });
@@ -89,8 +93,9 @@ MainWindow::MainWindow()
   connect(worker_, &SimulationWorker::finished, this, [this](std::shared_ptr<RunView> view) {
     ticker_->stop();
     panel_->SetBusy(false);
-    panel_->SetMessage(QString("done in %1 s: step %2 s").arg(Now() - run_started_, 0, 'f', 1).arg(
-        view->result.step_seconds, 0, 'g', 5));
+    panel_->SetMessage(QString("done in %1 s: step %2 s")
+                           .arg(Now() - run_started_, 0, 'f', 1)
+                           .arg(view->result.step_seconds, 0, 'g', 5));
     auto before = view_;
     ShowView(view);
     if (before) compare_->SetPair(*before, "before the edit", *view_, "after the edit");
@@ -123,6 +128,7 @@ void MainWindow::ShowView(std::shared_ptr<RunView> view) {
   devices_->SetLayouts(&view_->layouts);
   tensor_map_->SetLayouts(&view_->layouts);
   const RunSpec& run = view_->run;
+  memory_->SetResult(result, run.cluster.device.memory_bytes);
   setWindowTitle(QString("shardlab - %1").arg(QString::fromStdString(run.name)));
   status_->setText(QString("%1: %2 devices, %3 stages, step %4 s (%5%6)")
                        .arg(QString::fromStdString(run.name))
@@ -146,8 +152,7 @@ void MainWindow::OnSelection(int op, int tensor) {
   outline_choice_->clear();
   if (!view_ || op < 0 || op >= static_cast<int>(view_->layouts.ops.size())) return;
   const OperatorView& o = view_->layouts.ops[op];
-  for (const TensorView& t : o.tensors)
-    tensor_choice_->addItem(QString::fromStdString(t.role + ": " + t.name));
+  for (const TensorView& t : o.tensors) tensor_choice_->addItem(QString::fromStdString(t.role + ": " + t.name));
   tensor_choice_->setCurrentIndex(tensor);
   outline_choice_->addItem("none", -1);
   outline_choice_->addItem("devices holding the same slice", 0);

@@ -1,6 +1,6 @@
 // The main window: a run file or result.json opened from the menu (or the
 // command line); its pipeline timeline, strategy table, device matrix and
-// tensor map in tabs, linked by one selection (an operator and one of its
+// tensor map and memory per stage in tabs, linked by one selection (an operator and one of its
 // tensors); a side panel that edits the main parallel settings and runs the
 // simulation on a worker; a compare tab for two results side by side; export
 // of the visible view.
@@ -16,6 +16,7 @@
 
 #include "gui/compare_view.h"
 #include "gui/device_matrix_view.h"
+#include "gui/memory_view.h"
 #include "gui/pipeline_view.h"
 #include "gui/run_loader.h"
 #include "gui/run_panel.h"
@@ -46,6 +47,7 @@ class MainWindow : public QMainWindow {
   StrategyView* strategies() const { return strategies_; }
   DeviceMatrixView* devices() const { return devices_; }
   TensorMapView* tensor_map() const { return tensor_map_; }
+  MemoryView* memory() const { return memory_; }
   CompareView* compare() const { return compare_; }
   RunPanel* panel() const { return panel_; }
   SimulationWorker* worker() const { return worker_; }
@@ -65,6 +67,7 @@ class MainWindow : public QMainWindow {
   StrategyView* strategies_;
   DeviceMatrixView* devices_;
   TensorMapView* tensor_map_;
+  MemoryView* memory_;
   CompareView* compare_;
   QComboBox* tensor_choice_;
   QComboBox* outline_choice_;

@@ -21,16 +21,19 @@ PipelineTimeline BuildTimeline(const StepResult& result) {
   // Events per stage and traced device; the stage row shows its first device.
   std::map<int64_t, std::map<std::vector<int64_t>, DeviceRow>> devices;
   for (const TraceEvent& e : result.events) {
-    if (e.lane == Lane::kPipeline) continue;
     DeviceRow& d = devices[e.stage][e.ranks];
     TimelineSpan span{e.start, e.end(), e.name, e.kind, e.micro_batch};
-    (e.lane == Lane::kCompute ? d.compute : d.communication).push_back(span);
+    (e.lane == Lane::kCompute         ? d.compute
+     : e.lane == Lane::kCommunication ? d.communication
+                                      : d.transfers)
+        .push_back(span);
   }
   for (auto& [stage, by_ranks] : devices) {
     StageRow& row = rows[stage];
     row.stage = stage;
     row.compute = by_ranks.begin()->second.compute;
     row.communication = by_ranks.begin()->second.communication;
+    row.transfers = by_ranks.begin()->second.transfers;
     if (by_ranks.size() < 2) continue;
     for (auto& [ranks, d] : by_ranks) {
       d.label = ranks.empty() ? "stage" : "rank " + std::to_string(ranks.front());
@@ -42,9 +45,11 @@ PipelineTimeline BuildTimeline(const StepResult& result) {
   for (auto& [stage, row] : rows) {
     std::sort(row.compute.begin(), row.compute.end(), by_start);
     std::sort(row.communication.begin(), row.communication.end(), by_start);
+    std::sort(row.transfers.begin(), row.transfers.end(), by_start);
     for (DeviceRow& d : row.devices) {
       std::sort(d.compute.begin(), d.compute.end(), by_start);
       std::sort(d.communication.begin(), d.communication.end(), by_start);
+      std::sort(d.transfers.begin(), d.transfers.end(), by_start);
     }
     t.stages.push_back(std::move(row));
   }

@@ -1,5 +1,5 @@
 // The data of the pipeline timeline, free of Qt: one row per stage with its
-// compute passes and communication, and the bubbles Summarize found (idle
+// compute passes, communication and pipeline transfers, and the bubbles Summarize found (idle
 // compute time from the end of the stage's step-start weight gathers to its
 // last pass), with the bubble share per stage and overall as result.json
 // reports them.
@@ -34,14 +34,16 @@ struct DeviceRow {
   std::string label;  // "ranks 0-3"
   std::vector<TimelineSpan> compute;
   std::vector<TimelineSpan> communication;
+  std::vector<TimelineSpan> transfers;  // sends to the neighbouring stages
 };
 
 struct StageRow {
   int64_t stage = 0;
   std::vector<TimelineSpan> compute;  // the stage's first traced device
   std::vector<TimelineSpan> communication;
+  std::vector<TimelineSpan> transfers;  // sends to the neighbouring stages
   std::vector<TimelineSpan> bubbles;
-  double bubble_fraction = 0;  // of the step
+  double bubble_fraction = 0;      // of the step
   std::vector<DeviceRow> devices;  // every traced device, when the result has several per stage
   std::vector<PassTask> forward_tasks, backward_tasks;
 };

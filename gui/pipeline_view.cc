@@ -5,20 +5,33 @@
 #include <QWheelEvent>
 #include <algorithm>
 
+#include "gui/chart_parts.h"
+#include "gui/palette.h"
 #include "gui/tooltip.h"
 
 namespace shardlab::gui {
 namespace {
 
-constexpr double kLeft = 170, kRight = 20, kTop = 40, kRowHeight = 60, kComputeHeight = 30, kCommHeight = 14;
+constexpr double kLeft = 170, kRight = 24, kRowHeight = 64, kComputeHeight = 30, kCommHeight = 12, kTransferHeight = 7,
+                 kTrackGap = 3;
 
-QColor ColorOf(EventKind kind) {
-  if (kind == EventKind::kForward) return QColor(66, 133, 244);
-  if (kind == EventKind::kBackward) return QColor(52, 168, 83);
-  if (kind == EventKind::kOptimizer) return QColor(128, 128, 128);
-  if (kind == EventKind::kGradient) return QColor(255, 128, 0);
-  return QColor(160, 100, 200);
+constexpr Track kTracks[] = {Track::kCompute, Track::kCommunication, Track::kTransfers};
+
+const std::vector<LegendItem>& Legend() {
+  static const std::vector<LegendItem> items = {
+      {"forward pass", KindColor(EventKind::kForward)},
+      {"backward pass", KindColor(EventKind::kBackward)},
+      {"bubble (idle compute)", BubbleColor(), LegendMark::kHatch},
+      {"weight gather", KindColor(EventKind::kWeightGather)},
+      {"gradient collective", KindColor(EventKind::kGradient)},
+      {"gradient bucket starts", KindColor(EventKind::kGradient), LegendMark::kTriangle},
+      {"pipeline send", KindColor(EventKind::kSend)},
+      {"optimizer update", KindColor(EventKind::kOptimizer)},
+  };
+  return items;
 }
+
+QString Time(double seconds) { return QString::fromStdString(FormatAxisValue(seconds, AxisUnit::kSeconds, 4)); }
 
 }  // namespace
 
@@ -29,6 +42,7 @@ PipelineView::PipelineView(QWidget* parent) : QWidget(parent) {
 
 void PipelineView::SetTimeline(PipelineTimeline timeline) {
   timeline_ = std::move(timeline);
+  rows_top_width_ = -1;
   expanded_.assign(timeline_.stages.size(), false);
   view_start_ = 0;
   view_end_ = std::max(timeline_.step_seconds, 1e-9);
@@ -58,16 +72,39 @@ void PipelineView::SetExpanded(size_t stage_row, bool expanded) {
   Relayout();
 }
 
-const std::vector<TimelineSpan>& PipelineView::Spans(const VisualRow& r, bool communication) const {
+const std::vector<TimelineSpan>& PipelineView::Spans(const VisualRow& r, Track track) const {
   const StageRow& s = timeline_.stages[r.stage];
-  if (r.device < 0) return communication ? s.communication : s.compute;
+  if (r.device < 0)
+    return track == Track::kCompute ? s.compute : track == Track::kCommunication ? s.communication : s.transfers;
   const DeviceRow& d = s.devices[r.device];
-  return communication ? d.communication : d.compute;
+  return track == Track::kCompute ? d.compute : track == Track::kCommunication ? d.communication : d.transfers;
+}
+
+double PipelineView::RowsTopAt(int width) const {
+  const QFontMetrics m = fontMetrics();
+  const double header = 8 + HeaderHeight(m, width - 20, HeaderText());
+  return DrawLegend(nullptr, m, QRectF(10, header + 6, width - 20, 0), Legend()) + 14;
+}
+
+double PipelineView::RowsTop() const {
+  if (rows_top_width_ != width()) {  // measured once per width: every span's rectangle needs it
+    rows_top_ = RowsTopAt(width());
+    rows_top_width_ = width();
+  }
+  return rows_top_;
+}
+
+double PipelineView::AxisY() const { return RowsTop() + static_cast<double>(rows_.size()) * kRowHeight + 2; }
+
+QSize PipelineView::sizeHint() const {
+  constexpr int kWidth = 1100;
+  const double axis = RowsTopAt(kWidth) + static_cast<double>(rows_.size()) * kRowHeight + 2;
+  return {kWidth, static_cast<int>(axis) + 2 * fontMetrics().height() + 16};
 }
 
 QString PipelineView::HeaderText() const {
-  return QString("step %1 s   pipeline bubbles %2% of the step (slowest stage)")
-      .arg(timeline_.step_seconds, 0, 'g', 5)
+  return QString("step %1   pipeline bubbles %2% of the step (slowest stage)")
+      .arg(QString::fromStdString(FormatAxisValue(timeline_.step_seconds, AxisUnit::kSeconds, 4)))
       .arg(100 * timeline_.bubble_fraction, 0, 'f', 1);
 }
 
@@ -85,60 +122,65 @@ double PipelineView::SecondsOf(double x) const {
   return view_start_ + (x - kLeft) / (width() - kLeft - kRight) * (view_end_ - view_start_);
 }
 
-QRectF PipelineView::SpanRect(size_t row, const TimelineSpan& span, bool communication) const {
-  const double y = kTop + static_cast<double>(row) * kRowHeight + (communication ? kComputeHeight + 4 : 0);
+QRectF PipelineView::SpanRect(size_t row, const TimelineSpan& span, Track track) const {
+  double y = RowsTop() + static_cast<double>(row) * kRowHeight, h = kComputeHeight;
+  if (track != Track::kCompute) {
+    y += kComputeHeight + kTrackGap;
+    h = kCommHeight;
+  }
+  if (track == Track::kTransfers) {
+    y += kCommHeight + kTrackGap;
+    h = kTransferHeight;
+  }
   const double x0 = XOf(span.start), x1 = std::max(XOf(span.end), x0 + 1);
-  return {x0, y, x1 - x0, communication ? kCommHeight : kComputeHeight};
+  return {x0, y, x1 - x0, h};
 }
 
 void PipelineView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), Qt::white);
-  p.setPen(Qt::black);
-  p.drawText(QRectF(10, 8, width() - 20, 24), Qt::AlignLeft | Qt::AlignVCenter, HeaderText());
-  p.setClipRect(QRectF(0, kTop - 4, width(), height()));
+  const double header = DrawHeader(p, QRectF(10, 8, width() - 20, 0), HeaderText());
+  DrawLegend(&p, p.fontMetrics(), QRectF(10, header + 6, width() - 20, 0), Legend());
+  const double top = RowsTop();
+  p.setClipRect(QRectF(0, top - 4, width(), height()));
   for (size_t r = 0; r < rows_.size(); ++r) {
     const VisualRow& row = rows_[r];
     const StageRow& s = timeline_.stages[row.stage];
     p.setPen(Qt::black);
-    const QString label = row.device < 0 ? StageLabel(row.stage)
-                                         : "    " + QString::fromStdString(s.devices[row.device].label);
-    p.drawText(QRectF(8, kTop + r * kRowHeight, kLeft - 12, kComputeHeight), Qt::AlignLeft | Qt::AlignVCenter, label);
+    const QString label =
+        row.device < 0 ? StageLabel(row.stage) : "    " + QString::fromStdString(s.devices[row.device].label);
+    p.drawText(QRectF(8, top + r * kRowHeight, kLeft - 12, kComputeHeight), Qt::AlignLeft | Qt::AlignVCenter, label);
     p.save();
-    p.setClipRect(QRectF(kLeft, kTop - 4, width() - kLeft - kRight, height()));
+    p.setClipRect(QRectF(kLeft, top - 4, width() - kLeft - kRight, height()));
     if (row.device < 0)
       for (const TimelineSpan& b : s.bubbles)
-        p.fillRect(SpanRect(r, b, false), QBrush(QColor(220, 60, 60), Qt::BDiagPattern));
-    for (const TimelineSpan& c : Spans(row, false)) {
-      const QRectF rect = SpanRect(r, c, false);
-      p.fillRect(rect, ColorOf(c.kind));
+        p.fillRect(SpanRect(r, b, Track::kCompute), QBrush(BubbleColor(), Qt::BDiagPattern));
+    for (const TimelineSpan& c : Spans(row, Track::kCompute)) {
+      const QRectF rect = SpanRect(r, c, Track::kCompute);
+      p.fillRect(rect, KindColor(c.kind));
       if (rect.width() > 24) {
-        p.setPen(Qt::white);
+        p.setPen(TextOn(KindColor(c.kind)));
         p.drawText(rect, Qt::AlignCenter, QString::fromStdString(c.name));
       }
     }
-    for (const TimelineSpan& c : Spans(row, true)) {
-      p.fillRect(SpanRect(r, c, true), ColorOf(c.kind));
+    for (const TimelineSpan& c : Spans(row, Track::kTransfers))
+      p.fillRect(SpanRect(r, c, Track::kTransfers), KindColor(c.kind));
+    for (const TimelineSpan& c : Spans(row, Track::kCommunication)) {
+      p.fillRect(SpanRect(r, c, Track::kCommunication), KindColor(c.kind));
       if (c.kind == EventKind::kGradient) {
         // A bucket starts where its gradients are ready: marked on the backward pass above.
-        const double x = XOf(c.start), y = SpanRect(r, c, false).bottom();
+        const double x = XOf(c.start), y = SpanRect(r, c, Track::kCompute).bottom();
         const QPointF tip[3] = {{x, y - 7}, {x - 4, y}, {x + 4, y}};
         p.setPen(Qt::NoPen);
-        p.setBrush(ColorOf(EventKind::kGradient));
+        p.setBrush(KindColor(EventKind::kGradient));
         p.drawPolygon(tip, 3);
         p.setBrush(Qt::NoBrush);
       }
     }
     p.restore();
   }
-  // Time axis.
-  p.setPen(QColor(90, 90, 90));
-  const double y = kTop + rows_.size() * kRowHeight + 4;
-  p.drawLine(QPointF(kLeft, y), QPointF(width() - kRight, y));
-  for (int i = 0; i <= 5; ++i) {
-    const double t = view_start_ + (view_end_ - view_start_) * i / 5;
-    p.drawText(QPointF(XOf(t) - 20, y + 16), QString::number(t, 'g', 4) + " s");
-  }
+  DrawHorizontalAxis(p, AxisY(), kLeft, width() - kRight, view_start_, view_end_, AxisUnit::kSeconds,
+                     "time since the step started");
 }
 
 void PipelineView::wheelEvent(QWheelEvent* event) {
@@ -153,7 +195,7 @@ void PipelineView::mousePressEvent(QMouseEvent* event) {
   drag_from_ = event->pos();
   drag_start_ = view_start_;
   const QPoint pos = event->pos();
-  const double row = (pos.y() - kTop) / kRowHeight;
+  const double row = (pos.y() - RowsTop()) / kRowHeight;
   if (pos.x() < kLeft && row >= 0 && row < static_cast<double>(rows_.size())) {
     const VisualRow& r = rows_[static_cast<size_t>(row)];
     if (r.device < 0) SetExpanded(r.stage, !expanded_[r.stage]);
@@ -165,8 +207,8 @@ void PipelineView::mousePressEvent(QMouseEvent* event) {
 
 const TimelineSpan* PipelineView::PassAt(QPoint pos, size_t* row) const {
   for (size_t r = 0; r < rows_.size(); ++r)
-    for (const TimelineSpan& span : Spans(rows_[r], false))
-      if (span.IsPass() && SpanRect(r, span, false).contains(pos)) {
+    for (const TimelineSpan& span : Spans(rows_[r], Track::kCompute))
+      if (span.IsPass() && SpanRect(r, span, Track::kCompute).contains(pos)) {
         *row = r;
         return &span;
       }
@@ -178,7 +220,7 @@ int PipelineView::OperatorAt(QPoint pos) const {
   const TimelineSpan* pass = PassAt(pos, &r);
   if (!pass) return -1;
   const StageRow& s = timeline_.stages[rows_[r].stage];
-  const QRectF rect = SpanRect(r, *pass, false);
+  const QRectF rect = SpanRect(r, *pass, Track::kCompute);
   const double share = (pos.x() - rect.left()) / std::max(rect.width(), 1e-9);
   for (const PassTask& t : pass->kind == EventKind::kForward ? s.forward_tasks : s.backward_tasks)
     if (share >= t.begin && share < t.end) return t.op;
@@ -197,17 +239,15 @@ void PipelineView::mouseMoveEvent(QMouseEvent* event) {
 QString PipelineView::ToolTipAt(QPoint pos) const {
   for (size_t r = 0; r < rows_.size(); ++r) {
     const StageRow& s = timeline_.stages[rows_[r].stage];
-    for (bool comm : {false, true})
-      for (const TimelineSpan& span : Spans(rows_[r], comm))
-        if (SpanRect(r, span, comm).contains(pos)) {
-          QString text = QString("stage %1: %2 (%3)\n%4 s .. %5 s (%6 s)")
+    for (Track track : kTracks)
+      for (const TimelineSpan& span : Spans(rows_[r], track))
+        if (SpanRect(r, span, track).contains(pos)) {
+          QString text = QString("stage %1: %2 (%3)\n%4 .. %5 (%6)")
                              .arg(s.stage)
                              .arg(QString::fromStdString(span.name), QString(ToString(span.kind)))
-                             .arg(span.start, 0, 'g', 6)
-                             .arg(span.end, 0, 'g', 6)
-                             .arg(span.end - span.start, 0, 'g', 4);
-          if (!comm && span.IsPass()) {
-            const QRectF rect = SpanRect(r, span, false);
+                             .arg(Time(span.start), Time(span.end), Time(span.end - span.start));
+          if (track == Track::kCompute && span.IsPass()) {
+            const QRectF rect = SpanRect(r, span, Track::kCompute);
             const double share = (pos.x() - rect.left()) / std::max(rect.width(), 1e-9);
             for (const PassTask& t : span.kind == EventKind::kForward ? s.forward_tasks : s.backward_tasks)
               if (share >= t.begin && share < t.end)
@@ -217,8 +257,8 @@ QString PipelineView::ToolTipAt(QPoint pos) const {
         }
     if (rows_[r].device < 0)
       for (const TimelineSpan& b : s.bubbles)
-        if (SpanRect(r, b, false).contains(pos))
-          return QString("stage %1: bubble of %2 s").arg(s.stage).arg(b.end - b.start, 0, 'g', 4);
+        if (SpanRect(r, b, Track::kCompute).contains(pos))
+          return QString("stage %1: bubble of %2").arg(s.stage).arg(Time(b.end - b.start));
   }
   return {};
 }

@@ -1,7 +1,8 @@
 // The pipeline timeline view: one row per stage (compute passes on top,
-// communication on its own track below), idle time between passes hatched
-// as bubbles, the bubble share per stage and overall in the labels, gradient
-// buckets' starts marked on the backward passes. Clicking a stage's label
+// communication and pipeline transfers on their own tracks below), idle time
+// between passes hatched as bubbles, the bubble share per stage and overall in
+// the labels, gradient buckets' starts marked on the backward passes, a legend
+// of every colour and a time axis in scaled units. Clicking a stage's label
 // expands it into its traced devices (results traced per device); clicking
 // inside a pass selects the operator whose task runs there. Wheel zooms
 // around the cursor, dragging pans, hovering shows names and times.
@@ -12,6 +13,13 @@
 #include "gui/pipeline_timeline.h"
 
 namespace shardlab::gui {
+
+// The tracks of a row, top to bottom.
+enum class Track {
+  kCompute,        // forward and backward passes, the optimizer
+  kCommunication,  // weight gathers and gradient collectives
+  kTransfers,      // activations and gradients sent to the neighbouring stages
+};
 
 class PipelineView : public QWidget {
   Q_OBJECT
@@ -28,7 +36,11 @@ class PipelineView : public QWidget {
   // The tooltip for a point of the widget ("" over nothing).
   QString ToolTipAt(QPoint p) const;
   // Where a span of visual row `row` is drawn (rows: stages, and the devices of expanded stages).
-  QRectF SpanRect(size_t row, const TimelineSpan& span, bool communication) const;
+  QRectF SpanRect(size_t row, const TimelineSpan& span, Track track) const;
+  // The y of the first row: below the header and the legend at the current width.
+  double RowsTop() const;
+  // Where the time axis' labels start and end (for overlap checks).
+  double AxisY() const;
   // The operator whose task runs at this point of a pass, -1 for none.
   int OperatorAt(QPoint p) const;
   // Shows or hides a stage's device rows (when it has them).
@@ -37,7 +49,7 @@ class PipelineView : public QWidget {
   // Shows [start, end] seconds (the compare tab aligns two views with it).
   void SetVisibleRange(double start, double end);
 
-  QSize sizeHint() const override { return {1100, 120 + 60 * static_cast<int>(rows_.size())}; }
+  QSize sizeHint() const override;
 
  signals:
   void operatorClicked(int op);
@@ -54,10 +66,11 @@ class PipelineView : public QWidget {
     size_t stage = 0;
     int device = -1;  // index into StageRow::devices, -1 for the stage itself
   };
+  double RowsTopAt(int width) const;
   double XOf(double seconds) const;
   double SecondsOf(double x) const;
   void Relayout();
-  const std::vector<TimelineSpan>& Spans(const VisualRow& r, bool communication) const;
+  const std::vector<TimelineSpan>& Spans(const VisualRow& r, Track track) const;
   // The pass span under a point, and its visual row.
   const TimelineSpan* PassAt(QPoint p, size_t* row) const;
 
@@ -67,6 +80,8 @@ class PipelineView : public QWidget {
   double view_start_ = 0, view_end_ = 1;  // seconds shown
   QPoint drag_from_;
   double drag_start_ = 0;
+  mutable int rows_top_width_ = -1;  // the width RowsTop() was measured at
+  mutable double rows_top_ = 0;
 };
 
 }  // namespace shardlab::gui

@@ -84,8 +84,9 @@ nlohmann::json RunPanel::Changes() const {
   for (const QString& part : fusion_->text().split(',', Qt::SkipEmptyParts)) {
     bool ok = false;
     const int v = part.trimmed().toInt(&ok);
-    if (!ok) throw std::runtime_error("all_reduce_fusion_config: \"" + part.trimmed().toStdString() +
-                                      "\" is not an operator index; expected e.g. 20, 35");
+    if (!ok)
+      throw std::runtime_error("all_reduce_fusion_config: \"" + part.trimmed().toStdString() +
+                               "\" is not an operator index; expected e.g. 20, 35");
     splits.push_back(v);
   }
   c["all_reduce_fusion_config"] = splits;

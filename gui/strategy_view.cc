@@ -61,11 +61,10 @@ StrategyView::StrategyView(QWidget* parent)
   table_->verticalHeader()->hide();
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
-  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-          [this](const QModelIndex& current) {
-            if (quiet_ || !current.isValid()) return;
-            emit operatorSelected(model_->rows()[proxy_->mapToSource(current).row()].op);
-          });
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
+    if (quiet_ || !current.isValid()) return;
+    emit operatorSelected(model_->rows()[proxy_->mapToSource(current).row()].op);
+  });
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(filter_);
   layout->addWidget(table_);
@@ -83,8 +82,7 @@ void StrategyView::SelectOperator(int op) {
     const QModelIndex index = proxy_->mapFromSource(model_->index(static_cast<int>(r), 0));
     if (!index.isValid()) return;
     quiet_ = true;
-    table_->selectionModel()->setCurrentIndex(index,
-                                              QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    table_->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
     table_->scrollTo(index);
     quiet_ = false;
     return;

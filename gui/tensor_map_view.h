@@ -1,8 +1,11 @@
-// The tensor-map view: the selected tensor's shape drawn as a block split
-// into its slices (leading dimensions down, the last across), each slice
-// coloured as in the device-matrix view and labelled with its index ranges
-// and the devices that hold it; above it, how each tensor dimension maps to
-// a device-matrix dimension.
+// The tensor-map view: the selected tensor drawn as blocks of its slices,
+// readable at hundreds of slices. The last two split dimensions are a block's
+// rows and columns; further split dimensions become small multiples (one
+// labelled block per index), so a 4-D tensor split four ways is 256 slices in
+// readable blocks, not hair-thin stripes. Each slice is coloured as its
+// devices in the device-matrix view (palette.h, key above) and, where it fits,
+// labelled with its index ranges and holders; above it, how each tensor
+// dimension maps to a device-matrix dimension.
 #pragma once
 
 #include <QWidget>
@@ -21,14 +24,19 @@ class TensorMapView : public QWidget {
   void Show(int op, int tensor);
 
   QString HeaderText() const;
+  // Small multiples: one block per index of the leading split dimensions.
+  int64_t Blocks() const;
+  // Rows and columns of slices in a block.
   int64_t SliceRows() const;
   int64_t SliceCols() const;
-  // Slice (row, col) of the drawing: its index per tensor dimension (its id is row * SliceCols() + col).
-  std::vector<int64_t> SliceAt(int64_t row, int64_t col) const;
+  // The slice at (block, row, col): its index per tensor dimension.
+  std::vector<int64_t> SliceAt(int64_t block, int64_t row, int64_t col) const;
   // The global ranks holding a slice.
   std::vector<int64_t> HoldersOf(const std::vector<int64_t>& slice) const;
-  QString SliceLabel(int64_t row, int64_t col) const;
-  QRectF SliceRect(int64_t row, int64_t col) const;
+  QString SliceLabel(int64_t block, int64_t row, int64_t col) const;
+  QRectF SliceRect(int64_t block, int64_t row, int64_t col) const;
+  // "dim 0 = 2 of 4": what a block stands for ("" for a single block).
+  QString BlockLabel(int64_t block) const;
   QString ToolTipAt(QPoint p) const;
   QSize sizeHint() const override { return {900, 560}; }
 
@@ -37,13 +45,24 @@ class TensorMapView : public QWidget {
   bool event(QEvent* event) override;
 
  private:
+  struct Frame {
+    double key = 0, axis = 0, top = 0, left = 0;  // slice key, columns' name, the blocks' area
+    int64_t block_rows = 1, block_cols = 1;       // how the blocks are arranged
+    double block_w = 0, block_h = 0;              // one block, without its label
+    double label = 0;                             // a block's label height (0 for one block)
+  };
+  Frame FrameOf() const;
   const OperatorView* op() const;
   const TensorView* tensor() const;
 
   const RunLayouts* layouts_ = nullptr;
   int op_ = -1, tensor_ = 0;
-  Shape splits_;                              // of the shown tensor
+  Shape splits_;                               // of the shown tensor
+  std::vector<int> block_dims_;                // split dimensions shown as small multiples
+  int row_dim_ = -1, col_dim_ = -1;            // split dimensions across a block (-1: none)
   std::vector<std::vector<int64_t>> holders_;  // by slice id: the global ranks holding it
+  mutable int frame_width_ = -1, frame_height_ = -1;
+  mutable Frame frame_;
 };
 
 }  // namespace shardlab::gui

@@ -10,6 +10,7 @@
 
 #include <QtTest/QtTest>
 
+#include "gui/axis.h"
 #include "gui/export.h"
 #include "gui/run_loader.h"
 #include "gui/strategy_view.h"
@@ -61,11 +62,67 @@ class PipelineViewTest : public QObject {
     view.SetTimeline(BuildTimeline(Result()));
     const StageRow& first = view.timeline().stages.front();
     const TimelineSpan& f0 = first.compute.front();
-    const QPoint center = view.SpanRect(0, f0, false).center().toPoint();
+    const QPoint center = view.SpanRect(0, f0, Track::kCompute).center().toPoint();
     const QString tip = view.ToolTipAt(center);
     QVERIFY2(tip.contains(QString::fromStdString(f0.name)), qPrintable(tip));
     QVERIFY(tip.startsWith("stage 0"));
     QVERIFY(view.ToolTipAt(QPoint(5, 295)).isEmpty());
+  }
+
+  void PipelineSendsHaveTheirOwnTrack() {
+    PipelineView view;
+    view.resize(1200, 300);
+    view.SetTimeline(BuildTimeline(Result()));
+    // Stage 0 sends each micro-batch's activations forward, stage 1 their gradients back.
+    for (const StageRow& row : view.timeline().stages) {
+      QCOMPARE(row.transfers.size(), size_t{8});
+      for (const TimelineSpan& t : row.transfers) QCOMPARE(t.kind, EventKind::kSend);
+    }
+    const TimelineSpan& send = view.timeline().stages[0].transfers.front();
+    const QRectF rect = view.SpanRect(0, send, Track::kTransfers);
+    QVERIFY(rect.top() >= view.SpanRect(0, send, Track::kCommunication).bottom());
+    QVERIFY(view.ToolTipAt(rect.center().toPoint()).contains("send F0"));
+  }
+
+  void AxisTicksStepBy125InOneScaledUnit() {
+    const AxisTicks seconds = NiceTicks(0, 2.854, 8, AxisUnit::kSeconds);
+    QCOMPARE(seconds.values.size(), size_t{6});
+    QCOMPARE(QString::fromStdString(seconds.Label(seconds.values[1])), QString("0.5 s"));
+    QCOMPARE(QString::fromStdString(seconds.Label(seconds.values.back())), QString("2.5 s"));
+    const AxisTicks short_step = NiceTicks(0, 0.0042, 6, AxisUnit::kSeconds);
+    QCOMPARE(QString::fromStdString(short_step.Label(short_step.values[1])), QString("1 ms"));
+    QCOMPARE(short_step.values.size(), size_t{5});
+    const AxisTicks zoomed = NiceTicks(1.2345, 1.2351, 4, AxisUnit::kSeconds);
+    for (double v : zoomed.values) QVERIFY(v >= 1.2345 && v <= 1.2351);
+    QCOMPARE(QString::fromStdString(zoomed.Label(1.2346)), QString("1234.6 ms"));
+    const AxisTicks bytes = NiceTicks(0, 86.0 * (1 << 30), 10, AxisUnit::kBytes);
+    QCOMPARE(QString::fromStdString(bytes.Label(bytes.values[1])), QString("10 GiB"));
+    QCOMPARE(QString::fromStdString(FormatAxisValue(2.8538, AxisUnit::kSeconds, 4)), QString("2.854 s"));
+    QCOMPARE(QString::fromStdString(FormatAxisValue(5.82e-05, AxisUnit::kSeconds, 3)), QString("58.2 \u00b5s"));
+  }
+
+  void LegendAndAxisNeverOverlapTheRows() {
+    PipelineView view;
+    view.SetTimeline(BuildTimeline(Result()));
+    double previous_top = 1e9;
+    for (int width : {1600, 1024, 600}) {
+      view.resize(width, 400);
+      const double top = view.RowsTop();
+      // A narrower window wraps the legend onto more lines and moves the rows down, never under it.
+      QVERIFY(top >= previous_top || width == 1600);
+      previous_top = top;
+      const StageRow& last = view.timeline().stages.back();
+      for (const TimelineSpan& span : view.timeline().stages.front().compute)
+        QVERIFY(view.SpanRect(0, span, Track::kCompute).top() >= top);
+      QVERIFY(view.AxisY() >= view.SpanRect(view.VisualRows() - 1, last.compute.front(), Track::kTransfers).bottom());
+    }
+    view.resize(600, 400);
+    QVERIFY(view.RowsTop() > [&] {
+      PipelineView wide;
+      wide.SetTimeline(BuildTimeline(Result()));
+      wide.resize(1600, 400);
+      return wide.RowsTop();
+    }());
   }
 
   void RendersAndExportsPngAndSvg() {
@@ -77,7 +134,8 @@ class PipelineViewTest : public QObject {
     QCOMPARE(image.size(), view.sizeHint());
     // Something besides the white background was drawn in the timeline area.
     int colored = 0;
-    for (int x = 200; x < image.width(); x += 7) colored += image.pixelColor(x, 55) != QColor(Qt::white);
+    for (int x = 200; x < image.width(); x += 7)
+      colored += image.pixelColor(x, static_cast<int>(view.RowsTop()) + 15) != QColor(Qt::white);
     QVERIFY(colored > 10);
     QTemporaryDir dir;
     for (const char* name : {"pipeline.png", "pipeline.svg"}) {

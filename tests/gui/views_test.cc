@@ -9,16 +9,19 @@
 #include <QTemporaryDir>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
 #include <tuple>
 
 #include <QtTest/QtTest>
 
-#include "core/layout/device_matrix.h"
 #include "core/flow/prepared_run.h"
+#include "core/layout/device_matrix.h"
 #include "gui/device_matrix_view.h"
 #include "gui/export.h"
 #include "gui/main_window.h"
+#include "gui/memory_view.h"
+#include "gui/palette.h"
 #include "gui/run_loader.h"
 #include "gui/tensor_map_view.h"
 #include "tests/test_util.h"
@@ -120,7 +123,7 @@ class ViewsTest : public QObject {
     devices.SetLayouts(&view.layouts);
     QVERIFY(devices.BlockSize() > 1);
     QVERIFY(devices.CellCount() < 4096);
-    QVERIFY(devices.HeaderText().contains("zoom in"));
+    QVERIFY(devices.NoteText().contains("zoom in"));
     QVERIFY(devices.ToolTipAt(devices.CellRect(0).center().toPoint()).startsWith("a block of up to"));
     devices.SetZoom(8);
     QCOMPARE(devices.BlockSize(), int64_t{1});
@@ -141,12 +144,129 @@ class ViewsTest : public QObject {
       int64_t slices = 1, devices = 1;
       for (int64_t s : splits) slices *= s;
       for (int64_t d : op.device_matrix) devices *= d;
-      QCOMPARE(tensor.SliceRows() * tensor.SliceCols(), slices);
-      for (int64_t r = 0; r < tensor.SliceRows(); ++r)
-        for (int64_t c = 0; c < tensor.SliceCols(); ++c)
-          QCOMPARE(static_cast<int64_t>(tensor.HoldersOf(tensor.SliceAt(r, c)).size()), devices / slices);
+      QCOMPARE(tensor.Blocks() * tensor.SliceRows() * tensor.SliceCols(), slices);
+      for (int64_t b = 0; b < tensor.Blocks(); ++b)
+        for (int64_t r = 0; r < tensor.SliceRows(); ++r)
+          for (int64_t c = 0; c < tensor.SliceCols(); ++c)
+            QCOMPARE(static_cast<int64_t>(tensor.HoldersOf(tensor.SliceAt(b, r, c)).size()), devices / slices);
       QVERIFY(tensor.HeaderText().contains(QString::fromStdString(op.tensors[t].name)));
     }
+  }
+
+  void TensorMapViewShowsA4DTensorAsReadableSmallMultiples() {
+    // A 4-D tensor split 4 ways along each dimension: 256 slices.
+    RunLayouts layouts;
+    OperatorView op;
+    op.name = "conv";
+    op.type = "Conv2D";
+    op.device_matrix = {4, 4, 4, 4};
+    op.tensors.push_back({"x", "input 0", {64, 64, 64, 64}, {3, 2, 1, 0}, {16, 16, 16, 16}});
+    layouts.devices_per_stage = 256;
+    layouts.ops.push_back(op);
+    TensorMapView tensor;
+    tensor.resize(1024, 700);
+    tensor.SetLayouts(&layouts);
+    tensor.Show(0, 0);
+    QCOMPARE(tensor.Blocks(), int64_t{16});
+    QCOMPARE(tensor.SliceRows(), int64_t{4});
+    QCOMPARE(tensor.SliceCols(), int64_t{4});
+    std::set<std::vector<int64_t>> seen;
+    std::vector<QRectF> rects;
+    for (int64_t b = 0; b < 16; ++b) {
+      QCOMPARE(tensor.BlockLabel(b), QString("dim 0 = %1 of 4, dim 1 = %2 of 4").arg(b / 4).arg(b % 4));
+      for (int64_t r = 0; r < 4; ++r)
+        for (int64_t c = 0; c < 4; ++c) {
+          seen.insert(tensor.SliceAt(b, r, c));
+          const QRectF rect = tensor.SliceRect(b, r, c);
+          // Readable: every slice is a block of at least 20 x 10 pixels inside the view.
+          QVERIFY2(rect.width() >= 20 && rect.height() >= 10,
+                   qPrintable(QString("%1x%2").arg(rect.width()).arg(rect.height())));
+          QVERIFY(QRectF(tensor.rect()).contains(rect));
+          rects.push_back(rect);
+          QVERIFY(tensor.ToolTipAt(rect.center().toPoint())
+                      .contains(QString::fromStdString(ShapeText(tensor.SliceAt(b, r, c)))));
+        }
+    }
+    QCOMPARE(seen.size(), size_t{256});
+    for (size_t i = 0; i < rects.size(); ++i)
+      for (size_t j = i + 1; j < rects.size(); ++j)
+        QVERIFY(!rects[i].intersected(rects[j]).isValid() || rects[i].intersected(rects[j]).width() < 0.5 ||
+                rects[i].intersected(rects[j]).height() < 0.5);
+  }
+
+  void SliceColoursComeFromTheSliceCoordinates() {
+    const RunView view = LoadForView(testing::SourcePath("configs/runs/pangu-alpha-13b-ascend-512.json"));
+    DeviceMatrixView devices;
+    devices.resize(900, 640);
+    devices.SetLayouts(&view.layouts);
+    const OperatorView& op = view.layouts.ops[DefaultOperator(view.layouts)];
+    const int t = DefaultTensor(op);
+    devices.Show(op.index, t);
+    const Shape splits = SplitsOf(op, op.tensors[t]);
+    QCOMPARE(splits, (Shape{32, 8}));
+    const QImage image = devices.grab().toImage();
+    std::map<int64_t, int> hue_of_row;
+    for (int64_t l = 0; l < 256; ++l) {
+      const std::vector<int64_t> slice = ExpectedSlice(op, op.tensors[t], l);
+      // The drawn cell (off its rank label) has its slice's colour.
+      const QPoint corner = (devices.CellRect(l).topLeft() + QPointF(3, 3)).toPoint();
+      QCOMPARE(image.pixelColor(corner).rgb(), SliceColor(slice, splits).rgb());
+      // Devices holding the same rows (tensor dim 0) share a hue, and other rows do not.
+      const int hue = SliceColor(slice, splits).hslHue();
+      if (!hue_of_row.count(slice[0])) hue_of_row[slice[0]] = hue;
+      QCOMPARE(hue_of_row[slice[0]], hue);
+    }
+    std::set<int> hues;
+    for (const auto& entry : hue_of_row) hues.insert(entry.second);
+    QCOMPARE(hues.size(), size_t{32});
+  }
+
+  void MemoryViewStacksEachStageAgainstTheDeviceMemory() {
+    const RunView view = LoadForView(testing::SourcePath("configs/runs/gpt3-175b-h100-4096.json"));
+    MemoryView memory;
+    memory.resize(900, 560);
+    const double capacity = view.run.cluster.device.memory_bytes;
+    memory.SetResult(view.result, capacity);
+    QCOMPARE(memory.Bars(), view.result.stages.size());
+    for (size_t b = 0; b < memory.Bars(); ++b) {
+      // The bar's top is the stage's peak, its parts touch without gaps.
+      double top = memory.YOf(0), bottom = memory.YOf(0);
+      for (MemoryPart part : {MemoryPart::kParameters, MemoryPart::kOptimizerStates, MemoryPart::kGradients,
+                              MemoryPart::kActivations, MemoryPart::kBuffers}) {
+        const QRectF r = memory.PartRect(b, part);
+        if (r.isEmpty()) continue;
+        if (!memory.PeakApart(b)) QVERIFY(std::abs(r.bottom() - top) < 0.01);
+        top = std::min(top, r.top());
+      }
+      QVERIFY(std::abs(top - memory.YOf(view.result.stages[b].memory.peak)) < 0.5);
+      QVERIFY(bottom > top);
+      const QString tip = memory.ToolTipAt(memory.PartRect(b, MemoryPart::kActivations).center().toPoint());
+      QVERIFY2(tip.startsWith(QString("stage %1: activations").arg(view.result.stages[b].stage)), qPrintable(tip));
+      QVERIFY(tip.contains("free"));
+    }
+    QVERIFY(memory.HeaderText().contains("of 79.2 GiB"));
+    QVERIFY(!memory.HeaderText().contains("out of memory"));
+    // The same result on a device with a quarter of the memory is out of memory, and says by how much.
+    memory.SetResult(view.result, capacity / 8);
+    QVERIFY2(memory.HeaderText().contains("out of memory by"), qPrintable(memory.HeaderText()));
+    QVERIFY(memory.YOf(capacity / 8) > memory.PartRect(0, MemoryPart::kActivations).top());
+    QVERIFY(
+        memory.ToolTipAt(memory.PartRect(0, MemoryPart::kActivations).center().toPoint()).contains("out of memory"));
+  }
+
+  void MemoryViewStandsTransientGradientsBesideTheActivations() {
+    // MindSpore with one micro-batch keeps no gradient buffer: the backward frees activations as it makes gradients.
+    RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/bert-large-a100-8.json"));
+    QCOMPARE(run.parallel.micro_batch_num, int64_t{1});
+    const RunView view = SimulateForView(run);
+    MemoryView memory;
+    memory.resize(900, 560);
+    memory.SetResult(view.result, run.cluster.device.memory_bytes);
+    QVERIFY(memory.PeakApart(0));
+    const QRectF g = memory.PartRect(0, MemoryPart::kGradients), a = memory.PartRect(0, MemoryPart::kActivations);
+    QVERIFY(std::abs(g.bottom() - a.bottom()) < 0.01);
+    QVERIFY(g.right() <= a.left() + 0.01);
+    QVERIFY(memory.ToolTipAt(a.center().toPoint()).contains("not held at once"));
   }
 
   void SelectingAnOperatorUpdatesTheOtherViews() {
@@ -174,7 +294,7 @@ class ViewsTest : public QObject {
     pipeline->resize(1200, 300);
     const StageRow& first = pipeline->timeline().stages.front();
     const TimelineSpan& f0 = first.compute.front();
-    const QRectF rect = pipeline->SpanRect(0, f0, false);
+    const QRectF rect = pipeline->SpanRect(0, f0, Track::kCompute);
     const QPoint inside(static_cast<int>(rect.left() + rect.width() * 0.5), static_cast<int>(rect.center().y()));
     const int clicked = pipeline->OperatorAt(inside);
     QVERIFY(clicked >= 0);
@@ -189,8 +309,8 @@ class ViewsTest : public QObject {
     const QString result = dir.filePath("result.json");
     QProcess cli;
     // Two traced devices of stage 0 on different servers (different lanes), one of stage 1.
-    cli.start(SHARDLAB_BINARY, {"simulate", Path("configs/runs/pangu-alpha-13b-ascend-512.json"), "--engine",
-                                "simgrid", "--trace-ranks", "0,8,256", "--out", result});
+    cli.start(SHARDLAB_BINARY, {"simulate", Path("configs/runs/pangu-alpha-13b-ascend-512.json"), "--engine", "simgrid",
+                                "--trace-ranks", "0,8,256", "--out", result});
     QVERIFY(cli.waitForFinished(120000));
     QCOMPARE(cli.exitCode(), 0);
     std::ifstream in(result.toStdString());
@@ -287,7 +407,8 @@ class ViewsTest : public QObject {
     QTemporaryDir dir;
     MainWindow window;
     window.OpenRun(Path("configs/runs/pangu-alpha-13b-ascend-512.json"));
-    for (QWidget* view : std::vector<QWidget*>{window.devices(), window.tensor_map(), window.compare()}) {
+    for (QWidget* view :
+         std::vector<QWidget*>{window.devices(), window.tensor_map(), window.memory(), window.compare()}) {
       view->resize(900, 600);
       for (const char* ext : {"png", "svg"}) {
         const QString file = dir.filePath(QString("%1.%2").arg(view->metaObject()->className()).arg(ext));
@@ -295,7 +416,7 @@ class ViewsTest : public QObject {
         QVERIFY(QFileInfo(file).size() > 1000);
       }
     }
-    for (const char* view : {"devices", "tensor"}) {
+    for (const char* view : {"devices", "tensor", "memory"}) {
       const QString file = dir.filePath(QString("%1.png").arg(view));
       QProcess gui;
       gui.start(SHARDLAB_GUI_BINARY, {"--screenshot", file, "--view", view, "--op", "layer0/attention/query",
