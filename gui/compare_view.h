@@ -1,11 +1,18 @@
-// Two results side by side: their figures (step time, throughput, MFU,
-// communication, bubbles, memory) with the change from the first to the
-// second, and both pipeline timelines on one time scale.
+// Results side by side, as many as the user adds: their figures (step time,
+// throughput, MFU, communication, bubbles, memory), each against the first,
+// which engine produced each, and every pipeline timeline on one time scale.
+// Results of different engines (an analytical estimate beside a SimGrid
+// simulation) differ by the engines as well as by the settings, so they are
+// compared only when the user asks for it.
 #pragma once
 
+#include <QCheckBox>
 #include <QLabel>
+#include <QPushButton>
 #include <QTableWidget>
+#include <QVBoxLayout>
 #include <QWidget>
+#include <vector>
 
 #include "gui/pipeline_view.h"
 #include "gui/run_loader.h"
@@ -17,18 +24,39 @@ class CompareView : public QWidget {
 
  public:
   explicit CompareView(QWidget* parent = nullptr);
-  void SetPair(const RunView& a, const QString& a_name, const RunView& b, const QString& b_name);
+
+  // Adds a result under `name` ("before the edit", a file name).
+  void Add(const RunView& view, const QString& name);
+  void Clear();
+  // Whether results of different engines are compared (off by default).
+  void SetAcrossEngines(bool allowed);
+
+  size_t Results() const { return entries_.size(); }
+  // True while no figures are shown (fewer than two results, or refused).
   bool empty() const { return table_->rowCount() == 0; }
+  // Why nothing is compared ("" when the table is shown).
+  QString Refusal() const { return refusal_; }
   QTableWidget* table() const { return table_; }
-  PipelineView* first() const { return first_; }
-  PipelineView* second() const { return second_; }
+  PipelineView* timeline(size_t i) const { return timelines_[i]; }
+  QCheckBox* across_engines() const { return across_engines_; }
   QSize sizeHint() const override { return {1100, 760}; }
 
  private:
+  struct Entry {
+    QString name;
+    StepResult result;
+    PipelineTimeline timeline;
+  };
+  void Refresh();
+
+  std::vector<Entry> entries_;
+  QString refusal_;
   QLabel* title_;
+  QCheckBox* across_engines_;
+  QPushButton* clear_;
   QTableWidget* table_;
-  PipelineView* first_;
-  PipelineView* second_;
+  QVBoxLayout* timelines_layout_;
+  std::vector<PipelineView*> timelines_;
 };
 
 }  // namespace shardlab::gui

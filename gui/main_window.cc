@@ -98,7 +98,9 @@ MainWindow::MainWindow()
                            .arg(view->result.step_seconds, 0, 'g', 5));
     auto before = view_;
     ShowView(view);
-    if (before) compare_->SetPair(*before, "before the edit", *view_, "after the edit");
+    if (!before) return;
+    if (compare_->Results() == 0) compare_->Add(*before, "before the edit");
+    compare_->Add(*view_, "edited: " + panel_->ChangeSummary());
   });
   connect(worker_, &SimulationWorker::failed, this, [this](const QString& message) {
     ticker_->stop();
@@ -181,8 +183,9 @@ void MainWindow::RunFromPanel() {
 void MainWindow::CompareWith(const QString& path) {
   if (!view_) throw std::runtime_error("open a run before comparing");
   const RunView other = LoadForView(path.toStdString());
-  compare_->SetPair(*view_, QString::fromStdString(view_->source.empty() ? view_->run.name : view_->source), other,
-                    path);
+  if (compare_->Results() == 0)
+    compare_->Add(*view_, QString::fromStdString(view_->source.empty() ? view_->run.name : view_->source));
+  compare_->Add(other, path);
   tabs_->setCurrentWidget(compare_);
 }
 

@@ -1,8 +1,8 @@
 // The main window: a run file or result.json opened from the menu (or the
-// command line); its pipeline timeline, strategy table, device matrix and
-// tensor map and memory per stage in tabs, linked by one selection (an operator and one of its
-// tensors); a side panel that edits the main parallel settings and runs the
-// simulation on a worker; a compare tab for two results side by side; export
+// command line); its pipeline timeline, strategy table, device matrix, tensor
+// map and memory per stage in tabs, linked by one selection (an operator and
+// one of its tensors); a side panel that edits the parallel settings and runs
+// the simulation on a worker; a compare tab for any number of results; export
 // of the visible view.
 #pragma once
 
@@ -36,7 +36,7 @@ class MainWindow : public QMainWindow {
   void OpenRun(const QString& path);
   // Shows a view (from a file, or a simulation the panel ran).
   void ShowView(std::shared_ptr<RunView> view);
-  // Loads a second run or result and compares the current one with it.
+  // Loads another run or result and adds it to the compare tab (after the current one, when the tab is empty).
   void CompareWith(const QString& path);
   // Runs the panel's settings on the worker.
   void RunFromPanel();

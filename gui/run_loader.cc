@@ -1,5 +1,7 @@
 #include "gui/run_loader.h"
 
+#include <filesystem>
+
 #include "core/plan/operator_cost.h"
 #include "core/util/json_reader.h"
 #include "sim/simulate.h"
@@ -55,18 +57,12 @@ nlohmann::json SimulateDocument(const RunSpec& run, Engine engine) {
           {"result", ToJson(result)}};
 }
 
-RunSpec EditRun(const RunSpec& run, const nlohmann::json& parallel_changes) {
+RunSpec EditRun(const RunSpec& run, const nlohmann::json& changes) {
   nlohmann::json doc = ToJson(run);
-  nlohmann::json& parallel = doc["parallel"];
-  for (const auto& [key, value] : parallel_changes.items()) {
-    if (key == "all_reduce_fusion_config") {
-      // It replaces comm_fusion.allreduce; an empty list means MindSpore's default.
-      if (parallel.contains("comm_fusion")) parallel["comm_fusion"].erase("allreduce");
-      if (value.empty()) continue;
-    }
-    if (key == "parallel_mode" && value != "auto_parallel") parallel.erase("search_mode");
-    parallel[key] = value;
-  }
+  if (changes.contains("parallel")) doc["parallel"] = changes["parallel"];
+  // A file chosen in the panel replaces the inline model or cluster.
+  for (const char* part : {"model", "cluster"})
+    if (changes.contains(part)) doc[part] = std::filesystem::absolute(changes[part].get<std::string>()).string();
   return ReadRunSpec(JsonNode(doc, run.file.empty() ? "edited run" : run.file + " (edited)"));
 }
 

@@ -35,9 +35,10 @@ RunView SimulateForView(const RunSpec& run);
 // "run" and "result"; the timeline from the file's events when it has them).
 RunView LoadForView(const std::string& path);
 
-// The run with these parallel keys replaced ({"device_num": 16, ...}),
+// The run with its parallel section replaced ({"parallel": {...}}) and, when
+// given, its model or cluster read from another file ({"model": "path"}),
 // checked as a run file is (errors name the key).
-RunSpec EditRun(const RunSpec& run, const nlohmann::json& parallel_changes);
+RunSpec EditRun(const RunSpec& run, const nlohmann::json& changes);
 
 // A simulation's view as a document ({"run", "result", "strategies"}: one
 // strategy per operator) and back: how a simulation in a child process hands

@@ -1,42 +1,75 @@
 #include "gui/run_panel.h"
 
-#include <QFormLayout>
+#include <QCheckBox>
+#include <QFileDialog>
 #include <QHBoxLayout>
+#include <QScrollArea>
 #include <QVBoxLayout>
+#include <climits>
 #include <stdexcept>
 
 namespace shardlab::gui {
+namespace {
+
+// The closed vocabularies among the parallel keys, by the key's last part.
+std::vector<std::string> VocabularyOf(const std::string& key) {
+  const std::string leaf = key.substr(key.rfind('.') + 1);
+  std::vector<std::string> names;
+  if (leaf == "parallel_mode")
+    for (int i = 0; i <= static_cast<int>(ParallelMode::kHybridParallel); ++i)
+      names.push_back(ToString(static_cast<ParallelMode>(i)));
+  if (leaf == "search_mode")
+    for (int i = 0; i <= static_cast<int>(SearchMode::kShardingPropagation); ++i)
+      names.push_back(ToString(static_cast<SearchMode>(i)));
+  if (leaf == "optimizer_level")
+    for (int i = 0; i <= static_cast<int>(OptimizerLevel::kLevel3); ++i)
+      names.push_back(ToString(static_cast<OptimizerLevel>(i)));
+  if (leaf == "mode" && key.rfind("comm_fusion.", 0) == 0)
+    for (int i = static_cast<int>(FusionSetting::Mode::kAuto); i <= static_cast<int>(FusionSetting::Mode::kIndex); ++i)
+      names.push_back(ToString(static_cast<FusionSetting::Mode>(i)));
+  return names;
+}
+
+// A file field with a Browse button.
+QWidget* FileRow(QWidget* parent, QLineEdit* edit, const QString& title) {
+  auto* row = new QWidget(parent);
+  auto* layout = new QHBoxLayout(row);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(edit, 1);
+  auto* browse = new QPushButton("...", row);
+  browse->setToolTip("choose a file");
+  QObject::connect(browse, &QPushButton::clicked, row, [edit, title, row] {
+    const QString path = QFileDialog::getOpenFileName(row, title, edit->text(), "JSON (*.json)");
+    if (!path.isEmpty()) edit->setText(path);
+  });
+  layout->addWidget(browse);
+  return row;
+}
+
+}  // namespace
 
 RunPanel::RunPanel(QWidget* parent)
     : QWidget(parent),
-      devices_(new QSpinBox(this)),
-      stages_(new QSpinBox(this)),
-      micro_batches_(new QSpinBox(this)),
-      mode_(new QComboBox(this)),
-      fusion_(new QLineEdit(this)),
+      fields_host_(new QWidget),
+      fields_(new QFormLayout(fields_host_)),
+      model_(new QLineEdit(this)),
+      cluster_(new QLineEdit(this)),
       engine_(new QComboBox(this)),
       run_(new QPushButton("Run", this)),
       cancel_(new QPushButton("Cancel", this)),
       progress_(new QProgressBar(this)),
       message_(new QLabel(this)) {
-  devices_->setRange(1, 4096);
-  stages_->setRange(1, 4096);
-  micro_batches_->setRange(1, 65536);
-  mode_->addItem("semi_auto_parallel (configured strategies)", "semi_auto_parallel");
-  mode_->addItem("data_parallel", "data_parallel");
-  mode_->addItem("auto_parallel: dynamic_programming", "dynamic_programming");
-  mode_->addItem("auto_parallel: recursive_programming", "recursive_programming");
-  mode_->addItem("auto_parallel: sharding_propagation", "sharding_propagation");
-  fusion_->setPlaceholderText("e.g. 20, 35 (empty: MindSpore's default)");
   engine_->addItem("analytical", "analytical");
   engine_->addItem("SimGrid", "simgrid");
-  auto* form = new QFormLayout;
-  form->addRow("devices (device_num)", devices_);
-  form->addRow("pipeline_stages", stages_);
-  form->addRow("micro_batch_num", micro_batches_);
-  form->addRow("mode", mode_);
-  form->addRow("all_reduce_fusion_config", fusion_);
-  form->addRow("engine", engine_);
+  model_->setPlaceholderText("inline in the run file");
+  cluster_->setPlaceholderText("inline in the run file");
+  auto* files = new QFormLayout;
+  files->addRow("model", FileRow(this, model_, "Model file"));
+  files->addRow("cluster", FileRow(this, cluster_, "Cluster file"));
+  files->addRow("engine", engine_);
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidgetResizable(true);
+  scroll->setWidget(fields_host_);
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(run_);
   buttons->addWidget(cancel_);
@@ -44,53 +77,125 @@ RunPanel::RunPanel(QWidget* parent)
   message_->setWordWrap(true);
   message_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   auto* layout = new QVBoxLayout(this);
-  layout->addLayout(form);
+  layout->addLayout(files);
+  layout->addWidget(new QLabel("parallel settings", this));
+  layout->addWidget(scroll, 1);
   layout->addLayout(buttons);
   layout->addWidget(progress_);
   layout->addWidget(message_);
-  layout->addStretch();
   connect(run_, &QPushButton::clicked, this, &RunPanel::runRequested);
   connect(cancel_, &QPushButton::clicked, this, &RunPanel::cancelRequested);
   SetBusy(false);
 }
 
+void RunPanel::AddFields(const nlohmann::json& section, const std::string& prefix) {
+  for (const auto& [name, value] : section.items()) {
+    const std::string key = prefix + name;
+    if (value.is_object() && !value.empty()) {
+      AddFields(value, key + ".");
+      continue;
+    }
+    QWidget* widget = nullptr;
+    const std::vector<std::string> vocabulary = VocabularyOf(key);
+    if (value.is_boolean()) {
+      auto* box = new QCheckBox(fields_host_);
+      box->setChecked(value.get<bool>());
+      widget = box;
+    } else if (value.is_number_integer()) {
+      auto* spin = new QSpinBox(fields_host_);
+      spin->setRange(-1, INT_MAX);
+      spin->setValue(static_cast<int>(value.get<int64_t>()));
+      widget = spin;
+    } else if (value.is_string() && !vocabulary.empty()) {
+      auto* list = new QComboBox(fields_host_);
+      for (const std::string& v : vocabulary) list->addItem(QString::fromStdString(v));
+      list->setCurrentText(QString::fromStdString(value.get<std::string>()));
+      widget = list;
+    } else {
+      // Strings as typed, anything else (numbers with a fraction, lists) as JSON text.
+      auto* edit = new QLineEdit(fields_host_);
+      edit->setText(QString::fromStdString(value.is_string() ? value.get<std::string>() : value.dump()));
+      widget = edit;
+    }
+    widget->setObjectName(QString::fromStdString(key));
+    fields_->addRow(QString::fromStdString(key), widget);
+    by_key_[key] = {value, widget};
+    order_.push_back(key);
+  }
+}
+
 void RunPanel::SetRun(const RunSpec& run) {
-  const ParallelConfig& p = run.parallel;
-  devices_->setValue(static_cast<int>(p.device_num));
-  stages_->setValue(static_cast<int>(p.pipeline_stages));
-  micro_batches_->setValue(static_cast<int>(p.micro_batch_num));
-  QString mode = ToString(p.parallel_mode);
-  if (p.parallel_mode == ParallelMode::kAutoParallel) mode = ToString(p.search_mode);
-  const int index = mode_->findData(mode);
-  mode_->setCurrentIndex(index >= 0 ? index : 0);
-  QStringList splits;
-  if (p.comm_fusion.allreduce.mode == FusionSetting::Mode::kIndex)
-    for (int64_t s : p.comm_fusion.allreduce.indices) splits << QString::number(s);
-  fusion_->setText(splits.join(", "));
+  while (fields_->rowCount() > 0) fields_->removeRow(0);
+  by_key_.clear();
+  order_.clear();
+  AddFields(ToJson(run).at("parallel"), "");
+  model_original_ = QString::fromStdString(run.model_file);
+  cluster_original_ = QString::fromStdString(run.cluster_file);
+  model_->setText(model_original_);
+  cluster_->setText(cluster_original_);
+}
+
+QWidget* RunPanel::Field(const std::string& key) const {
+  const auto it = by_key_.find(key);
+  return it == by_key_.end() ? nullptr : it->second.widget;
+}
+
+std::vector<std::string> RunPanel::Keys() const { return order_; }
+
+bool RunPanel::SetField(const std::string& key, const QString& value) {
+  QWidget* w = Field(key);
+  if (!w) return false;
+  if (auto* box = qobject_cast<QCheckBox*>(w)) box->setChecked(value == "true");
+  if (auto* spin = qobject_cast<QSpinBox*>(w)) spin->setValue(value.toInt());
+  if (auto* list = qobject_cast<QComboBox*>(w)) list->setCurrentText(value);
+  if (auto* edit = qobject_cast<QLineEdit*>(w)) edit->setText(value);
+  return true;
+}
+
+nlohmann::json RunPanel::ValueOf(const std::string& key, const FieldSpec& field) const {
+  if (auto* box = qobject_cast<QCheckBox*>(field.widget)) return box->isChecked();
+  if (auto* spin = qobject_cast<QSpinBox*>(field.widget)) return spin->value();
+  if (auto* list = qobject_cast<QComboBox*>(field.widget)) return list->currentText().toStdString();
+  const std::string text = qobject_cast<QLineEdit*>(field.widget)->text().trimmed().toStdString();
+  if (field.original.is_string()) return text;
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    throw std::runtime_error("parallel." + key + ": \"" + text + "\" is not JSON; expected a value like " +
+                             field.original.dump());
+  }
 }
 
 nlohmann::json RunPanel::Changes() const {
-  nlohmann::json c = {{"device_num", devices_->value()},
-                      {"pipeline_stages", stages_->value()},
-                      {"micro_batch_num", micro_batches_->value()}};
-  const QString mode = mode_->currentData().toString();
-  if (mode == "semi_auto_parallel" || mode == "data_parallel") {
-    c["parallel_mode"] = mode.toStdString();
-  } else {
-    c["parallel_mode"] = "auto_parallel";
-    c["search_mode"] = mode.toStdString();
+  nlohmann::json parallel = nlohmann::json::object();
+  for (const auto& [key, field] : by_key_) {
+    std::string pointer = "/" + key;  // "a.b" is parallel["a"]["b"]
+    for (char& c : pointer)
+      if (c == '.') c = '/';
+    parallel[nlohmann::json::json_pointer(pointer)] = ValueOf(key, field);
   }
-  nlohmann::json splits = nlohmann::json::array();
-  for (const QString& part : fusion_->text().split(',', Qt::SkipEmptyParts)) {
-    bool ok = false;
-    const int v = part.trimmed().toInt(&ok);
-    if (!ok)
-      throw std::runtime_error("all_reduce_fusion_config: \"" + part.trimmed().toStdString() +
-                               "\" is not an operator index; expected e.g. 20, 35");
-    splits.push_back(v);
+  nlohmann::json changes = {{"parallel", parallel}};
+  if (model_->text() != model_original_) changes["model"] = model_->text().trimmed().toStdString();
+  if (cluster_->text() != cluster_original_) changes["cluster"] = cluster_->text().trimmed().toStdString();
+  return changes;
+}
+
+QString RunPanel::ChangeSummary() const {
+  QStringList parts;
+  for (const std::string& key : order_) {
+    const FieldSpec& field = by_key_.at(key);
+    nlohmann::json now;
+    try {
+      now = ValueOf(key, field);
+    } catch (const std::exception&) {
+      now = "?";
+    }
+    if (now != field.original)
+      parts << QString::fromStdString(key + "=" + (now.is_string() ? now.get<std::string>() : now.dump()));
   }
-  c["all_reduce_fusion_config"] = splits;
-  return c;
+  if (model_->text() != model_original_) parts << "model=" + model_->text();
+  if (cluster_->text() != cluster_original_) parts << "cluster=" + cluster_->text();
+  return parts.isEmpty() ? "unchanged" : parts.join(", ");
 }
 
 Engine RunPanel::ChosenEngine() const { return ParseEngine(engine_->currentData().toString().toStdString()); }

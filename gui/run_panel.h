@@ -1,16 +1,22 @@
-// The side panel that edits a run's main parallel settings (devices,
-// pipeline stages, micro-batches, parallel mode and search mode, the
-// AllReduce fusion split) and runs the simulation: Run and Cancel buttons, a
-// progress bar while the worker runs, and the outcome or error.
+// The side panel that edits a run and runs it: one field for every key of
+// the run's "parallel" section (nested sections as dotted names, such as
+// parallel_optimizer_config.optimizer_level; booleans as check boxes, integers
+// as spin boxes, closed vocabularies as lists, lists as JSON text), the model
+// and cluster files, and the engine. Edits are checked by the run-file reader
+// when Run is pressed, so a refused edit shows the reader's own message.
+// Run and Cancel buttons, a progress bar while the worker runs, and the
+// outcome or error.
 #pragma once
 
 #include <QComboBox>
+#include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QWidget>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -24,20 +30,26 @@ class RunPanel : public QWidget {
  public:
   explicit RunPanel(QWidget* parent = nullptr);
 
-  // Fills the fields from a run.
+  // Builds the fields from a run.
   void SetRun(const RunSpec& run);
-  // The parallel keys the fields set (for EditRun). Throws when the fusion list does not parse.
+  // The edited run document's parts for EditRun: {"parallel": {...}, and
+  // "model" / "cluster" file paths when they were changed}. Throws naming the
+  // key when a list field is not JSON.
   nlohmann::json Changes() const;
+  // "micro_batch_num=16, recompute=false": the keys that differ from the run set by SetRun.
+  QString ChangeSummary() const;
   Engine ChosenEngine() const;
   void SetBusy(bool busy);
   void SetMessage(const QString& text);
   void SetElapsed(double seconds);
 
-  QSpinBox* devices() const { return devices_; }
-  QSpinBox* stages() const { return stages_; }
-  QSpinBox* micro_batches() const { return micro_batches_; }
-  QComboBox* mode() const { return mode_; }
-  QLineEdit* fusion() const { return fusion_; }
+  // The field of a parallel key ("pipeline_stages", "parallel_optimizer_config.optimizer_level"), null for none.
+  QWidget* Field(const std::string& key) const;
+  // Sets a field from text as a user would type or pick it; false for an unknown key.
+  bool SetField(const std::string& key, const QString& value);
+  std::vector<std::string> Keys() const;
+  QLineEdit* model_file() const { return model_; }
+  QLineEdit* cluster_file() const { return cluster_; }
   QPushButton* run_button() const { return run_; }
   QPushButton* cancel_button() const { return cancel_; }
   QProgressBar* progress() const { return progress_; }
@@ -48,11 +60,21 @@ class RunPanel : public QWidget {
   void cancelRequested();
 
  private:
-  QSpinBox* devices_;
-  QSpinBox* stages_;
-  QSpinBox* micro_batches_;
-  QComboBox* mode_;
-  QLineEdit* fusion_;
+  // One field per leaf of the parallel section, by dotted key.
+  struct FieldSpec {
+    nlohmann::json original;
+    QWidget* widget = nullptr;
+  };
+  void AddFields(const nlohmann::json& section, const std::string& prefix);
+  nlohmann::json ValueOf(const std::string& key, const FieldSpec& field) const;
+
+  QWidget* fields_host_;
+  QFormLayout* fields_;
+  std::map<std::string, FieldSpec> by_key_;
+  std::vector<std::string> order_;
+  QLineEdit* model_;
+  QLineEdit* cluster_;
+  QString model_original_, cluster_original_;
   QComboBox* engine_;
   QPushButton* run_;
   QPushButton* cancel_;

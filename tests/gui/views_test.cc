@@ -9,6 +9,7 @@
 #include <QTemporaryDir>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -334,7 +335,7 @@ class ViewsTest : public QObject {
     MainWindow window;
     window.OpenRun(Path("configs/runs/pangu-alpha-13b-ascend-512.json"));
     const double before = window.view()->result.step_seconds;
-    window.panel()->micro_batches()->setValue(16);
+    QVERIFY(window.panel()->SetField("micro_batch_num", "16"));
     QSignalSpy done(window.worker(), &SimulationWorker::finished);
     window.RunFromPanel();
     QVERIFY(!window.panel()->run_button()->isEnabled());
@@ -343,13 +344,92 @@ class ViewsTest : public QObject {
     QVERIFY(window.view()->result.step_seconds != before);
     QVERIFY(window.panel()->run_button()->isEnabled());
     QVERIFY(!window.compare()->empty());
-    QVERIFY(window.compare()->table()->item(0, 3)->text().endsWith("%"));
+    QCOMPARE(window.compare()->Results(), size_t{2});
+    QCOMPARE(window.compare()->table()->item(0, 2)->text(), QString("analytical"));
+    QVERIFY2(window.compare()->table()->item(1, 2)->text().endsWith("%)"),
+             qPrintable(window.compare()->table()->item(1, 2)->text()));
     // A bad edit is refused with the run file's message, nothing runs.
-    window.panel()->stages()->setValue(3);
+    window.panel()->SetField("pipeline_stages", "3");
     window.RunFromPanel();
     QVERIFY2(window.panel()->message()->text().contains("pipeline_stages"),
              qPrintable(window.panel()->message()->text()));
     QVERIFY(!window.worker()->running());
+  }
+
+  void SidePanelEditsEveryParallelKeyAndTheClusterFile() {
+    MainWindow window;
+    window.OpenRun(Path("configs/runs/pangu-alpha-13b-ascend-512.json"));
+    RunPanel* panel = window.panel();
+    // A field for every leaf of the run's parallel section.
+    std::function<void(const nlohmann::json&, const std::string&, std::vector<std::string>*)> leaves =
+        [&](const nlohmann::json& j, const std::string& prefix, std::vector<std::string>* out) {
+          for (const auto& item : j.items()) {
+            if (item.value().is_object() && !item.value().empty())
+              leaves(item.value(), prefix + item.key() + ".", out);
+            else
+              out->push_back(prefix + item.key());
+          }
+        };
+    std::vector<std::string> expected;
+    leaves(ToJson(window.view()->run).at("parallel"), "", &expected);
+    QCOMPARE(panel->Keys(), expected);
+    QVERIFY(panel->Keys().size() >= 20);
+    QCOMPARE(panel->ChangeSummary(), QString("unchanged"));
+    // Unchanged fields give back the same run.
+    QCOMPARE(ToJson(EditRun(window.view()->run, panel->Changes())).dump(), ToJson(window.view()->run).dump());
+    // Nested keys, check boxes and the cluster file reach the run.
+    QVERIFY(panel->SetField("parallel_optimizer_config.optimizer_level", "level2"));
+    const bool recompute = window.view()->run.parallel.recompute;
+    QVERIFY(panel->SetField("recompute", recompute ? "false" : "true"));
+    panel->cluster_file()->setText(Path("configs/clusters/atlas800t-a2-910b.json"));
+    const RunSpec edited = EditRun(window.view()->run, panel->Changes());
+    QCOMPARE(edited.parallel.parallel_optimizer_config.optimizer_level, OptimizerLevel::kLevel2);
+    QCOMPARE(edited.parallel.recompute, !recompute);
+    QVERIFY(edited.cluster.name != window.view()->run.cluster.name);
+    QVERIFY2(panel->ChangeSummary().contains("parallel_optimizer_config.optimizer_level=level2"),
+             qPrintable(panel->ChangeSummary()));
+    // A list that is not JSON is refused naming its key; nothing runs.
+    QVERIFY(panel->SetField("comm_fusion.openstate", "true"));
+    panel->cluster_file()->setText(Path("configs/clusters/ascend910-atlas900.json"));
+    QVERIFY(panel->SetField("parallel_optimizer_config.optimizer_level", "level1"));
+    bool has_list = false;
+    for (const std::string& key : panel->Keys())
+      if (qobject_cast<QLineEdit*>(panel->Field(key)) && !has_list && key != "dataset_strategy") {
+        panel->SetField(key, "[1, 2");
+        has_list = true;
+        window.RunFromPanel();
+        QVERIFY2(panel->message()->text().contains(QString::fromStdString(key)), qPrintable(panel->message()->text()));
+        QVERIFY(!window.worker()->running());
+      }
+    QVERIFY(has_list);
+  }
+
+  void CompareShowsNResultsAndRefusesToMixEnginesUnlessAsked() {
+    const RunView analytical = LoadForView(testing::SourcePath("configs/runs/pangu-alpha-13b-ascend-512.json"));
+    RunSpec more = analytical.run;
+    more.parallel.micro_batch_num = 16;
+    const RunView edited = SimulateForView(more);
+    RunView simgrid = analytical;
+    simgrid.result.engine = "simgrid";  // as a SimGrid result.json would say
+    CompareView compare;
+    compare.Add(analytical, "8 micro-batches");
+    QVERIFY(compare.empty());
+    compare.Add(edited, "16 micro-batches");
+    QVERIFY(!compare.empty());
+    QCOMPARE(compare.table()->columnCount(), 3);
+    compare.Add(simgrid, "simulated");
+    QVERIFY(compare.empty());
+    QVERIFY(compare.Refusal().contains("different engines"));
+    compare.SetAcrossEngines(true);
+    QVERIFY(compare.Refusal().isEmpty());
+    QCOMPARE(compare.table()->columnCount(), 4);
+    QCOMPARE(compare.table()->item(0, 3)->text(), QString("simgrid"));
+    // The step time of each against the first; the SimGrid copy's change is zero.
+    QVERIFY2(compare.table()->item(1, 3)->text().endsWith("(+0.0%)"), qPrintable(compare.table()->item(1, 3)->text()));
+    QCOMPARE(compare.timeline(2)->timeline().step_seconds, analytical.result.step_seconds);
+    compare.Clear();
+    QCOMPARE(compare.Results(), size_t{0});
+    QVERIFY(compare.empty());
   }
 
   void SearchedStrategiesReachTheWindowWithoutASecondSearch() {
@@ -357,7 +437,8 @@ class ViewsTest : public QObject {
     // layouts are built from them and equal a search done here.
     MainWindow window;
     window.OpenRun(Path("configs/runs/bert-large-a100-8.json"));
-    window.panel()->mode()->setCurrentIndex(window.panel()->mode()->findData("dynamic_programming"));
+    window.panel()->SetField("parallel_mode", "auto_parallel");
+    window.panel()->SetField("search_mode", "dynamic_programming");
     QSignalSpy done(window.worker(), &SimulationWorker::finished);
     window.RunFromPanel();
     QVERIFY(done.wait(120000));
