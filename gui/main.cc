@@ -2,7 +2,7 @@
 // timeline, strategies, device matrices and tensor maps.
 //   shardlab-gui [RUN.json|RESULT.json]
 //   shardlab-gui --screenshot out.png|out.svg [--view pipeline|devices|tensor|memory|strategy]
-//                [--op NAME] [--tensor N] [--outline K] RUN.json   (headless)
+//                [--op NAME] [--tensor N] [--outline K] [--size WxH] RUN.json   (headless)
 #include <QApplication>
 #include <QCommandLineParser>
 #include <cstdlib>
@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   parser.addOption({"op", "the operator the devices and tensor views show (default: a sharded MatMul)", "name"});
   parser.addOption({"tensor", "which of the operator's tensors (0 = first input; default: the most split)", "index"});
   parser.addOption({"outline", "devices view: -1 none, 0 same slice, k the k-th communication group", "k", "-1"});
+  parser.addOption({"size", "the rendered view's size in pixels (default: the view's own)", "WIDTHxHEIGHT"});
   parser.process(app);
   const QStringList args = parser.positionalArguments();
   shardlab::gui::MainWindow window;
@@ -98,6 +99,14 @@ int main(int argc, char** argv) {
       if (view_name == "tensor") view = &tensor_map;
       if (view_name == "memory") view = &memory;
       view->resize(view->sizeHint());
+      if (parser.isSet("size")) {
+        const QStringList wh = parser.value("size").split('x');
+        const int w = wh.size() == 2 ? wh[0].toInt() : 0, h = wh.size() == 2 ? wh[1].toInt() : 0;
+        if (w < 200 || h < 150 || w > 10000 || h > 10000)
+          throw std::runtime_error("--size " + parser.value("size").toStdString() +
+                                   ": expected WIDTHxHEIGHT in pixels, from 200x150 to 10000x10000");
+        view->resize(w, h);
+      }
       shardlab::gui::ExportView(*view, parser.value("screenshot"));
       return 0;
     }

@@ -131,7 +131,6 @@ void MainWindow::ShowView(std::shared_ptr<RunView> view) {
   tensor_map_->SetLayouts(&view_->layouts);
   const RunSpec& run = view_->run;
   memory_->SetResult(result, run.cluster.device.memory_bytes);
-  setWindowTitle(QString("shardlab - %1").arg(QString::fromStdString(run.name)));
   status_->setText(QString("%1: %2 devices, %3 stages, step %4 s (%5%6)")
                        .arg(QString::fromStdString(run.name))
                        .arg(run.parallel.device_num)
@@ -152,7 +151,13 @@ void MainWindow::OnSelection(int op, int tensor) {
   const QSignalBlocker block_tensor(tensor_choice_), block_outline(outline_choice_);
   tensor_choice_->clear();
   outline_choice_->clear();
-  if (!view_ || op < 0 || op >= static_cast<int>(view_->layouts.ops.size())) return;
+  if (!view_) return;
+  // The title names the run and the selected operator.
+  QString title = "shardlab - " + QString::fromStdString(view_->run.name);
+  if (op >= 0 && op < static_cast<int>(view_->layouts.ops.size()))
+    title += " - " + QString::fromStdString(view_->layouts.ops[op].name);
+  setWindowTitle(title);
+  if (op < 0 || op >= static_cast<int>(view_->layouts.ops.size())) return;
   const OperatorView& o = view_->layouts.ops[op];
   for (const TensorView& t : o.tensors) tensor_choice_->addItem(QString::fromStdString(t.role + ": " + t.name));
   tensor_choice_->setCurrentIndex(tensor);

@@ -59,6 +59,9 @@ RunPanel::RunPanel(QWidget* parent)
       cancel_(new QPushButton("Cancel", this)),
       progress_(new QProgressBar(this)),
       message_(new QLabel(this)) {
+  // Labels above their fields: dotted keys are long, the dock is narrow.
+  fields_->setRowWrapPolicy(QFormLayout::WrapAllRows);
+  setMinimumWidth(300);
   engine_->addItem("analytical", "analytical");
   engine_->addItem("SimGrid", "simgrid");
   model_->setPlaceholderText("inline in the run file");

@@ -13,6 +13,8 @@ packages=(
   clang-14 libclang-rt-14-dev
   # optional parts: GUI, CPU executor, MPI sweeps
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev libgl-dev libxkbcommon-dev
+  # the GUI in a real window under test: X platform plugin, virtual display, input
+  qt6-qpa-plugins xvfb xauth xdotool
   libgloo-dev libopenmpi-dev openmpi-bin
 )
 

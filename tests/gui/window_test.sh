@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# shardlab-gui in a real X window (Xvfb), driven as a user drives it: xdotool
+# clicks on the tab bar and inside the timeline, arrow keys between tabs,
+# Ctrl+S through the export dialog, Ctrl+Q to quit. The screen is grabbed after
+# each step and compared with the committed references in
+# tests/gui/references within a tolerance (font hinting may move a few pixels).
+#
+#   window_test.sh GUI IMAGE_TOOL SOURCE_DIR [--update]
+#
+# --update rewrites the references from this run (review the images' diff).
+# The references hold for the rendering environment they were made in
+# (references/ENVIRONMENT: Qt's version, the default font and its size); on a
+# machine that renders otherwise the pixel comparison is skipped with a note,
+# and the behavioural checks (title, selection, export, quit) still run.
+# Exits 77 (skipped) without Xvfb or xdotool.
+set -euo pipefail
+
+gui=$1 tool=$2 src=$3 update=${4:-}
+refs=$src/tests/gui/references
+allowed=0.002  # fraction of pixels that may differ
+
+command -v Xvfb >/dev/null && command -v xdotool >/dev/null || { echo "Xvfb or xdotool missing: skipped"; exit 77; }
+
+work=$(mktemp -d)
+xvfb_pid= gui_pid=
+cleanup() {
+  [[ -n $gui_pid ]] && kill "$gui_pid" 2>/dev/null || true
+  [[ -n $xvfb_pid ]] && kill "$xvfb_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# A free display: Xvfb writes the number it took.
+exec 5>"$work/display"
+Xvfb -displayfd 5 -screen 0 1600x1000x24 -nolisten tcp >"$work/xvfb.log" 2>&1 &
+xvfb_pid=$!
+for _ in $(seq 50); do [[ -s $work/display ]] && break; sleep 0.1; done
+export DISPLAY=":$(head -1 "$work/display")"
+export XDG_RUNTIME_DIR=$work QT_QPA_PLATFORM=xcb
+
+fail() { echo "FAIL: $*"; cat "$work/gui.log" 2>/dev/null || true; exit 1; }
+
+"$gui" "$src/configs/runs/pangu-alpha-13b-ascend-512.json" >"$work/gui.log" 2>&1 &
+gui_pid=$!
+window=$(timeout 60 xdotool search --sync --name '^shardlab - pangu' | head -1) || fail "no window appeared"
+xdotool windowmove "$window" 0 0 windowsize --sync "$window" 1600 1000
+
+# The screen once it stops changing, compared with (or, with --update, saved as) a reference.
+shot() {
+  local name=$1 previous=$work/previous.png current=$work/$1.png
+  xdotool mousemove 1599 999  # no tooltip in the picture
+  "$tool" grab "$previous" 2>/dev/null
+  for _ in $(seq 20); do
+    sleep 0.3
+    "$tool" grab "$current" 2>/dev/null
+    "$tool" diff "$previous" "$current" 0 >/dev/null && break
+    cp "$current" "$previous"
+  done
+  if [[ $update == --update ]]; then
+    cp "$current" "$refs/$name.png"
+    echo "updated $refs/$name.png"
+  elif [[ $update == --no-compare ]]; then
+    [[ -s $current ]] || fail "no screenshot of $name"
+  else
+    echo -n "$name: "
+    "$tool" diff "$refs/$name.png" "$current" "$allowed" || fail "$name differs from $refs/$name.png (this run: $current)"
+  fi
+}
+
+# Without a window manager, keys go to the focused window: focus ours first.
+keys() { xdotool windowfocus --sync "$window" key "$@"; }
+first_tab() { xdotool mousemove 30 31 click 1; }                # the tab bar's first tab, "Pipeline"
+tab() { first_tab; for _ in $(seq "$1"); do keys Right; done; }  # the n-th tab after it
+
+mkdir -p "$refs"
+environment=$("$tool" fingerprint 2>/dev/null)
+if [[ $update == --update ]]; then
+  echo "$environment" >"$refs/ENVIRONMENT"
+elif [[ $environment != "$(cat "$refs/ENVIRONMENT")" ]]; then
+  echo "references were rendered with: $(cat "$refs/ENVIRONMENT")"
+  echo "this machine renders with:     $environment"
+  echo "pixel comparisons skipped"
+  update=--no-compare
+fi
+shot window-pipeline
+tab 4  # Memory
+shot window-memory
+# A click inside stage 0's second backward pass selects the operator whose task runs there;
+# the Devices tab then shows that operator.
+first_tab
+[[ $(xdotool getwindowname "$window") == "shardlab - pangu-alpha-13b-ascend-512 - layer0/attention/query" ]] ||
+  fail "the title does not name the default operator: $(xdotool getwindowname "$window")"
+xdotool mousemove 800 116 click 1
+title=$(xdotool getwindowname "$window")
+[[ $title == "shardlab - pangu-alpha-13b-ascend-512 - layer11/attention/query" ]] ||
+  fail "the click in B4 of stage 0 selected something else: $title"
+tab 2  # Devices
+shot window-devices-after-click
+# Ctrl+S exports the visible tab through the file dialog.
+keys ctrl+s
+sleep 1
+xdotool type --delay 20 "$work/exported.png"
+xdotool key Return
+for _ in $(seq 50); do [[ -s $work/exported.png ]] && break; sleep 0.1; done
+[[ -s $work/exported.png ]] || fail "Ctrl+S did not export the view"
+# Ctrl+Q quits cleanly.
+keys ctrl+q
+for _ in $(seq 50); do kill -0 "$gui_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$gui_pid" 2>/dev/null && fail "Ctrl+Q did not quit"
+wait "$gui_pid" || fail "shardlab-gui exited with $?"
+gui_pid=
+echo "window test passed"
