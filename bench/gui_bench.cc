@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   tensor.resize(1100, 800);
   tensor.SetLayouts(&gpt.layouts);
   std::printf("tensor-map view, GPT-3 (%lld slices): %.2f ms per repaint\n",
-              static_cast<long long>(tensor.SliceRows() * tensor.SliceCols()), MedianRepaintMs(tensor));
+              static_cast<long long>(tensor.Blocks() * tensor.SliceRows() * tensor.SliceCols()), MedianRepaintMs(tensor));
   TensorMapView resnet_tensor;
   resnet_tensor.resize(1100, 800);
   resnet_tensor.SetLayouts(&resnet.layouts);
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   tip.start();
   const QString text = resnet_tensor.ToolTipAt(centre);
   std::printf("tensor-map view, ResNet-50 4096 (%lld slices): %.2f ms per repaint, tooltip %.2f ms\n",
-              static_cast<long long>(resnet_tensor.SliceRows() * resnet_tensor.SliceCols()),
+              static_cast<long long>(resnet_tensor.Blocks() * resnet_tensor.SliceRows() * resnet_tensor.SliceCols()),
               MedianRepaintMs(resnet_tensor), tip.nsecsElapsed() / 1e6 + 0 * text.size());
   return 0;
 }

@@ -18,7 +18,7 @@ namespace {
 // Margins around the grid, the tile label's height, the gap between tiles,
 // the largest cell side, the smallest one drawn per device, the most a cell's
 // width and height may differ by.
-constexpr double kMargin = 10, kLabel = 16, kGap = 14, kMaxCell = 160, kMinCell = 4, kMaxAspect = 8;
+constexpr double kMargin = 10, kLabel = 16, kGap = 14, kMaxCell = 400, kMinCell = 4, kMaxAspect = 8;
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <QHBoxLayout>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QScrollArea>
 #include <QStatusBar>
 #include <QVBoxLayout>
 #include <functional>
@@ -50,7 +51,12 @@ MainWindow::MainWindow()
       ticker_(new QTimer(this)),
       status_(new QLabel(this)) {
   setWindowTitle("shardlab");
-  tabs_->addTab(pipeline_, "Pipeline");
+  // Many stages: rows shrink to fit, then the timeline scrolls.
+  auto* pipeline_scroll = new QScrollArea(this);
+  pipeline_scroll->setWidgetResizable(true);
+  pipeline_scroll->setWidget(pipeline_);
+  pipeline_scroll->setFrameShape(QFrame::NoFrame);
+  tabs_->addTab(pipeline_scroll, "Pipeline");
   tabs_->addTab(strategies_, "Strategies");
   tabs_->addTab(WithControls(this, {{"tensor", tensor_choice_}, {"outline", outline_choice_}}, devices_), "Devices");
   tabs_->addTab(tensor_map_, "Tensor map");

@@ -12,8 +12,11 @@
 namespace shardlab::gui {
 namespace {
 
-constexpr double kLeft = 170, kRight = 24, kRowHeight = 64, kComputeHeight = 30, kCommHeight = 12, kTransferHeight = 7,
-                 kTrackGap = 3;
+// Label column, right margin; a row's height at its largest and smallest
+// (rows shrink to fit the view's height, then the view asks for scrolling);
+// the tracks' shares of a row.
+constexpr double kLeft = 170, kRight = 24, kRowHeight = 64, kMinRowHeight = 28;
+constexpr double kComputeShare = 30.0 / 64, kCommShare = 12.0 / 64, kTransferShare = 7.0 / 64, kGapShare = 3.0 / 64;
 
 constexpr Track kTracks[] = {Track::kCompute, Track::kCommunication, Track::kTransfers};
 
@@ -37,7 +40,6 @@ QString Time(double seconds) { return QString::fromStdString(FormatAxisValue(sec
 
 PipelineView::PipelineView(QWidget* parent) : QWidget(parent) {
   setMouseTracking(true);
-  setMinimumSize(600, 200);
 }
 
 void PipelineView::SetTimeline(PipelineTimeline timeline) {
@@ -94,12 +96,23 @@ double PipelineView::RowsTop() const {
   return rows_top_;
 }
 
-double PipelineView::AxisY() const { return RowsTop() + static_cast<double>(rows_.size()) * kRowHeight + 2; }
+double PipelineView::AxisSpace() const { return 2.0 * fontMetrics().height() + 16; }
+
+double PipelineView::RowHeight() const {
+  const double fit = (height() - RowsTop() - AxisSpace()) / static_cast<double>(std::max<size_t>(rows_.size(), 1));
+  return std::clamp(fit, kMinRowHeight, kRowHeight);
+}
+
+double PipelineView::AxisY() const { return RowsTop() + static_cast<double>(rows_.size()) * RowHeight() + 2; }
+
+QSize PipelineView::minimumSizeHint() const {
+  return {600, static_cast<int>(RowsTopAt(600) + static_cast<double>(rows_.size()) * kMinRowHeight + AxisSpace())};
+}
 
 QSize PipelineView::sizeHint() const {
   constexpr int kWidth = 1100;
   const double axis = RowsTopAt(kWidth) + static_cast<double>(rows_.size()) * kRowHeight + 2;
-  return {kWidth, static_cast<int>(axis) + 2 * fontMetrics().height() + 16};
+  return {kWidth, static_cast<int>(axis + AxisSpace())};
 }
 
 QString PipelineView::HeaderText() const {
@@ -123,14 +136,15 @@ double PipelineView::SecondsOf(double x) const {
 }
 
 QRectF PipelineView::SpanRect(size_t row, const TimelineSpan& span, Track track) const {
-  double y = RowsTop() + static_cast<double>(row) * kRowHeight, h = kComputeHeight;
+  const double row_h = RowHeight();
+  double y = RowsTop() + static_cast<double>(row) * row_h, h = kComputeShare * row_h;
   if (track != Track::kCompute) {
-    y += kComputeHeight + kTrackGap;
-    h = kCommHeight;
+    y += (kComputeShare + kGapShare) * row_h;
+    h = kCommShare * row_h;
   }
   if (track == Track::kTransfers) {
-    y += kCommHeight + kTrackGap;
-    h = kTransferHeight;
+    y += (kCommShare + kGapShare) * row_h;
+    h = kTransferShare * row_h;
   }
   const double x0 = XOf(span.start), x1 = std::max(XOf(span.end), x0 + 1);
   return {x0, y, x1 - x0, h};
@@ -149,7 +163,8 @@ void PipelineView::paintEvent(QPaintEvent*) {
     p.setPen(Qt::black);
     const QString label =
         row.device < 0 ? StageLabel(row.stage) : "    " + QString::fromStdString(s.devices[row.device].label);
-    p.drawText(QRectF(8, top + r * kRowHeight, kLeft - 12, kComputeHeight), Qt::AlignLeft | Qt::AlignVCenter, label);
+    p.drawText(QRectF(8, top + static_cast<double>(r) * RowHeight(), kLeft - 12, kComputeShare * RowHeight()),
+               Qt::AlignLeft | Qt::AlignVCenter, label);
     p.save();
     p.setClipRect(QRectF(kLeft, top - 4, width() - kLeft - kRight, height()));
     if (row.device < 0)
@@ -195,7 +210,7 @@ void PipelineView::mousePressEvent(QMouseEvent* event) {
   drag_from_ = event->pos();
   drag_start_ = view_start_;
   const QPoint pos = event->pos();
-  const double row = (pos.y() - RowsTop()) / kRowHeight;
+  const double row = (pos.y() - RowsTop()) / RowHeight();
   if (pos.x() < kLeft && row >= 0 && row < static_cast<double>(rows_.size())) {
     const VisualRow& r = rows_[static_cast<size_t>(row)];
     if (r.device < 0) SetExpanded(r.stage, !expanded_[r.stage]);

@@ -50,6 +50,10 @@ class PipelineView : public QWidget {
   void SetVisibleRange(double start, double end);
 
   QSize sizeHint() const override;
+  // Rows shrink to fit down to a minimum; below it the window scrolls the view.
+  QSize minimumSizeHint() const override;
+  // A row's height at the current size.
+  double RowHeight() const;
 
  signals:
   void operatorClicked(int op);
@@ -67,6 +71,7 @@ class PipelineView : public QWidget {
     int device = -1;  // index into StageRow::devices, -1 for the stage itself
   };
   double RowsTopAt(int width) const;
+  double AxisSpace() const;  // the axis' ticks, labels and name
   double XOf(double seconds) const;
   double SecondsOf(double x) const;
   void Relayout();
