@@ -50,6 +50,7 @@ int Compare(const CompareArgs& args) {
     if (mode == "dynamic_programming" || mode == "sharding_propagation") requested.push_back({mode, "time"});
   }
   std::vector<Variant> variants;
+  Progress searching("searching and estimating", requested.size());
   for (const auto& [mode, cost_model] : requested) {
     Variant v;
     v.mode = mode;
@@ -62,13 +63,18 @@ int Compare(const CompareArgs& args) {
     } catch (const std::exception& e) {
       v.error = e.what();
     }
+    searching.Done(v.mode + (v.cost_model.empty() ? "" : " (" + v.cost_model + ")"), "");
     variants.push_back(std::move(v));
   }
+  searching.Finish();
   if (args.engine != "analytical") {
     StopOnInterrupt();
     EvaluationOptions options;
     options.jobs = args.jobs > 0 ? static_cast<int>(args.jobs) : AvailableCores();
     options.start_seconds = start;
+    Progress simulating("simulating on SimGrid", variants.size());
+    options.progress = &simulating;
+    options.name = [&](size_t i) { return variants[i].mode; };
     const auto results = EvaluateEverywhere(
         variants.size(),
         [&](size_t i) -> std::string {  // in a child: the plans searched above are in its copy of memory

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "cli/run_evaluation.h"
 #include "core/flow/prepared_run.h"
 #include "sim/simulate.h"
@@ -18,7 +19,12 @@ namespace shardlab::cli {
 int Search(const SearchArgs& args) {
   RunSpec run = WithStrategyMode(LoadRunFile(args.run_file), args.mode, args.cost_model);
   if (!args.out_file.empty()) run.parallel.strategy_ckpt_save_file = args.out_file;
-  const PreparedRun prepared = Prepare(run);
+  const PreparedRun prepared = [&] {
+    PhaseProgress progress(run.parallel.parallel_mode == ParallelMode::kAutoParallel
+                               ? fmt::format("searching strategies ({})", ToString(run.parallel.search_mode))
+                               : "preparing");
+    return Prepare(run);
+  }();
   const ShardedGraph& sharded = prepared.sharded;
   const StrategyChoice& choice = sharded.choice;
   const StepResult step = sim::SimulateStep(prepared, Engine::kAnalytical);

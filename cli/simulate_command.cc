@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "core/flow/prepared_run.h"
 #include "core/report/rank_view.h"
 #include "core/report/run_summary.h"
@@ -19,7 +20,10 @@ int Simulate(const SimulateArgs& args) {
   RunSpec run = LoadRunFile(args.run_file);
   if (!args.engine.empty()) run.simulation.engine = ParseEngine(args.engine);
   if (!args.symmetry.empty()) run.simulation.symmetry = ParseSymmetry(args.symmetry);
-  const PreparedRun prepared = Prepare(run);
+  const PreparedRun prepared = [&] {
+    PhaseProgress progress("preparing (graph, strategies, plan)");
+    return Prepare(run);
+  }();
   spdlog::info("model graph: {} operators, {} tensors", prepared.graph.operators().size(),
                prepared.graph.tensors().size());
   const RunSummary summary = SummarizeRun(run, prepared.graph);
@@ -29,13 +33,17 @@ int Simulate(const SimulateArgs& args) {
   const bool with_events = !args.trace_file.empty() || !args.out_file.empty() || args.json;
   for (int64_t r : args.trace_ranks)
     if (r < 0 || r >= plan.devices)
-      throw std::runtime_error(fmt::format("--trace-ranks: rank {} is not one of the run's {} devices", r, plan.devices));
+      throw std::runtime_error(
+          fmt::format("--trace-ranks: rank {} is not one of the run's {} devices", r, plan.devices));
   const sim::TraceRequest trace{with_events, args.trace_ranks};
   const Engine engine = run.simulation.engine;
   std::vector<StepResult> results;
   if (engine == Engine::kSimGrid || engine == Engine::kBoth) {
     sim::SimGridStats stats;
-    results.push_back(sim::SimulateStep(prepared, Engine::kSimGrid, trace, &stats));
+    {
+      PhaseProgress progress("simulating on SimGrid");
+      results.push_back(sim::SimulateStep(prepared, Engine::kSimGrid, trace, &stats));
+    }
     spdlog::info("simgrid: {} devices simulated, {} flows, {} collectives, {} timers in {:.2f} s",
                  stats.simulated_devices, stats.flows, stats.collectives, stats.timers, results.back().wall_seconds);
   }
@@ -65,7 +73,9 @@ int Simulate(const SimulateArgs& args) {
     }
   }
   if (!args.out_file.empty()) WriteFileAtomically(args.out_file, out.dump(2) + "\n");
-  if (!args.trace_file.empty()) WriteFileAtomically(args.trace_file, ChromeTrace(result.events, static_cast<int64_t>(plan.stages.size())).dump() + "\n");
+  if (!args.trace_file.empty())
+    WriteFileAtomically(args.trace_file,
+                        ChromeTrace(result.events, static_cast<int64_t>(plan.stages.size())).dump() + "\n");
   if (result.out_of_memory) throw std::runtime_error("out of memory: " + result.memory_message);
   return 0;
 }

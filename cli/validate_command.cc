@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "cli/run_evaluation.h"
 #include "core/config/units.h"
 #include "core/flow/prepared_run.h"
@@ -268,15 +269,19 @@ int Validate(const ValidateArgs& args) {
     if (entry.path().extension() == ".json") files.push_back(entry.path().string());
   std::sort(files.begin(), files.end());
   if (files.empty()) throw std::runtime_error(args.folder + ": no validation cases (*.json)");
+  for (const auto& file : files) RunCase(file, args.engine, false);  // a malformed case fails before anything runs
   std::vector<Row> rows;
+  Progress progress(fmt::format("validating with {}", args.engine), files.size());
   for (const auto& file : files) {
-    RunCase(file, args.engine, false);  // a malformed case fails before anything runs
     if (args.engine == "simgrid" && ReadJsonFile(file).contains("run")) {
       rows.push_back(PredictInChild(file, args.engine));
+      progress.Done(std::filesystem::path(file).stem().string(), "");
       continue;
     }
     for (Row& row : RunCase(file, args.engine, true)) rows.push_back(std::move(row));
+    progress.Done(std::filesystem::path(file).stem().string(), "");
   }
+  progress.Finish();
   std::vector<Summary> sources = Summarize(rows, &SourceOf), metrics = Summarize(rows, &MetricOf);
   const Summary overall = Summarize(rows, [](const Row&) { return std::string("all"); }).front();
   sources.push_back(overall);

@@ -17,6 +17,7 @@
 #include "core/analytical/analytical_engine.h"
 #include "core/plan/pass_steps.h"
 #include "core/plan/pipeline_schedule.h"
+#include "core/util/progress_report.h"
 #include "sim/cluster_platform.h"
 #include "sim/flow_runner.h"
 #include "sim/group_instances.h"
@@ -226,6 +227,8 @@ class Engine {
   }
 
   Trace Run(SimGridStats* stats) {
+    // Progress: schedule items (passes) finished over every simulated device's.
+    for (const Device& d : devices_) items_total_ += static_cast<double>(programs_[d.stage].order.size());
     for (auto& d : devices_) StartStep(d);
     platform_.engine().run();
     for (const Device& d : devices_)
@@ -510,6 +513,7 @@ class Engine {
       }
     }
     ++d.item;
+    ReportProgress(++items_done_, items_total_);
     Next(d);
   }
 
@@ -624,6 +628,7 @@ class Engine {
   StepSymmetry symmetry_;
   std::vector<StagePrograms> programs_;
   std::vector<Device> devices_;
+  double items_total_ = 0, items_done_ = 0;  // schedule items of every simulated device, for progress
   std::map<std::tuple<int64_t, int, int64_t, int64_t>, Barrier> barriers_;
   std::map<InputKey, int64_t> arrived_;  // transfers received per pass input
   std::vector<int64_t> lane_of_rank_;

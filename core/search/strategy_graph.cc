@@ -9,6 +9,7 @@
 #include "core/layout/redistribution.h"
 #include "core/ops/graph_layouts.h"
 #include "core/plan/operator_cost.h"
+#include "core/util/progress_report.h"
 
 namespace shardlab {
 namespace {
@@ -75,7 +76,9 @@ CostModelOptions DefaultCostModel(const ClusterSpec& cluster) {
 StrategyGraph::StrategyGraph(const Graph& graph, const SearchOptions& options) : graph_(graph), options_(options) {
   // Operators alike (the repeated layers of a model) share their candidates.
   std::map<std::string, size_t> first_alike;
+  const double ops = static_cast<double>(graph.operators().size());
   for (size_t i = 0; i < graph.operators().size(); ++i) {
+    ReportProgress(static_cast<double>(i), 2 * ops);  // candidates, then edges
     const Operator& op = graph.op(static_cast<int>(i));
     auto [alike, is_new] = first_alike.emplace(OperatorSignature(graph, op), nodes_.size());
     if (!is_new) {
@@ -149,7 +152,9 @@ void StrategyGraph::AddEdges() {
   const Graph& graph = graph_;
   std::map<int, int> node_of_op;
   for (size_t n = 0; n < nodes_.size(); ++n) node_of_op[nodes_[n].op] = static_cast<int>(n);
+  const double ops = static_cast<double>(graph.operators().size());
   for (const SearchNode& node : nodes_) {
+    ReportProgress(ops + node.op, 2 * ops);
     const Operator& op = graph.op(node.op);
     for (size_t k = 0; k < op.inputs.size(); ++k) {
       const Tensor& t = graph.tensor(op.inputs[k]);

@@ -323,6 +323,33 @@ TEST_CASE("validate prints predicted against published with the median error") {
   REQUIRE(md.rc == 0);
   CHECK_THAT(md.out, Catch::StartsWith("| Source | Figures | Median abs. error"));
   CHECK(Run("validate configs/no-such-folder").rc == 1);
+  // Piped, no progress; where progress is asked for, one line per redraw, cleared at the end.
+  CHECK(r.err.find("validating") == std::string::npos);
+  const CliResult shown = Run("validate configs/validation --markdown", "SHARDLAB_PROGRESS=always");
+  REQUIRE(shown.rc == 0);
+  CHECK_THAT(shown.err, Catch::Contains("validating with analytical [########################] "));
+  CHECK_THAT(shown.err, Catch::EndsWith("\r\033[K"));
+  CHECK(shown.out == md.out);
+}
+
+TEST_CASE("a long simulate draws its progress on a terminal and nothing when piped") {
+  if (!shardlab::testing::OnPath("script")) {
+    WARN("no script(1) to give the command a terminal: not checked");
+    return;
+  }
+  // SimGrid with every device (about 2 s): progress is drawn after half a second.
+  const std::string args = "simulate configs/runs/gpt3-175b-ascend-4096.json --engine simgrid --symmetry off";
+  const fs::path typescript = ScratchDir() / "typescript";
+  const std::string command =
+      "script -qfec \"'" + std::string(SHARDLAB_BINARY) + "' " + args + "\" '" + typescript.string() + "' > /dev/null";
+  REQUIRE(std::system(("cd '" + std::string(SHARDLAB_SOURCE_DIR) + "' && " + command).c_str()) == 0);
+  const std::string terminal = Slurp(typescript);
+  CHECK_THAT(terminal, Catch::Contains("simulating on SimGrid [") && Catch::Contains("ETA"));
+  CHECK_THAT(terminal, Catch::Contains("step time"));
+  const CliResult piped = Run(args);
+  REQUIRE(piped.rc == 0);
+  CHECK(piped.err.find("simulating on SimGrid") == std::string::npos);
+  CHECK(piped.err.find('\r') == std::string::npos);
 }
 
 TEST_CASE("docs/validation.md is validate's Markdown output verbatim") {

@@ -60,11 +60,11 @@ TEST_CASE("tune-fusion writes a run that differs only in the tuned keys and simu
 }
 
 TEST_CASE("tune-fusion verifies with SimGrid in child processes and prints the winner") {
-  CliResult r = Run("tune-fusion configs/runs/bert-large-a100-8.json --verify 3 --jobs 2");
+  CliResult r = Run("tune-fusion configs/runs/bert-large-a100-8.json --verify 3 --jobs 2", "SHARDLAB_PROGRESS=always");
   REQUIRE(r.rc == 0);
   CHECK_THAT(r.out, Catch::Contains("simgrid") && Catch::Contains("winner:") &&
                         Catch::Contains("one bucket (default)") && Catch::Contains("bucket stream"));
-  CHECK_THAT(r.err, Catch::Contains("verifying with simgrid"));
+  CHECK_THAT(r.err, Catch::Contains("verifying with simgrid [########################] ") && Catch::Contains("best "));
 }
 
 TEST_CASE("tune-fusion rejects what MindSpore would ignore, with one line") {
