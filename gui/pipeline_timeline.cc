@@ -22,7 +22,7 @@ PipelineTimeline BuildTimeline(const StepResult& result) {
   std::map<int64_t, std::map<std::vector<int64_t>, DeviceRow>> devices;
   for (const TraceEvent& e : result.events) {
     DeviceRow& d = devices[e.stage][e.ranks];
-    TimelineSpan span{e.start, e.end(), e.name, e.kind, e.micro_batch};
+    TimelineSpan span{e.start, e.end(), e.name, e.kind, e.micro_batch, e.chunk};
     (e.lane == Lane::kCompute         ? d.compute
      : e.lane == Lane::kCommunication ? d.communication
                                       : d.transfers)
@@ -91,7 +91,17 @@ void AttachPassTasks(const Plan& plan, PipelineTimeline* timeline) {
     const StageProgram& stage = plan.stages[row.stage];
     row.forward_tasks = TasksOf(stage.forward, {});
     row.backward_tasks = TasksOf(stage.backward, BucketBreaks(stage));
+    row.chunks = std::max<int64_t>(plan.chunks, 1);
   }
+}
+
+const PassTask* StageRow::TaskAt(const TimelineSpan& pass, double x) const {
+  if (!pass.IsPass()) return nullptr;
+  const double share =
+      (static_cast<double>(std::clamp<int64_t>(pass.chunk, 0, chunks - 1)) + x) / static_cast<double>(chunks);
+  for (const PassTask& t : pass.kind == EventKind::kForward ? forward_tasks : backward_tasks)
+    if (share >= t.begin && share < t.end) return &t;
+  return nullptr;
 }
 
 }  // namespace shardlab::gui

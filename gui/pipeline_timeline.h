@@ -18,11 +18,14 @@ struct TimelineSpan {
   std::string name;
   EventKind kind = EventKind::kForward;  // bubbles: unused
   int64_t micro_batch = -1;
+  int64_t chunk = 0;  // interleaved pipelines: the virtual chunk of the stage this pass runs
 
   bool IsPass() const { return kind == EventKind::kForward || kind == EventKind::kBackward; }
 };
 
-// A task inside a pass, as a share of the pass: clicking a pass there selects its operator.
+// A task inside a stage's forward or backward work, as a share of it: clicking
+// a pass there selects its operator. With interleaved chunks a pass runs the
+// chunk's share of that work ((chunk + x) / chunks of it at x of the pass).
 struct PassTask {
   int op = -1;
   std::string name;
@@ -46,6 +49,9 @@ struct StageRow {
   double bubble_fraction = 0;      // of the step
   std::vector<DeviceRow> devices;  // every traced device, when the result has several per stage
   std::vector<PassTask> forward_tasks, backward_tasks;
+  int64_t chunks = 1;  // virtual chunks a pass covers a share of
+  // The task of `pass` at `x` (0..1) of its width, null for none.
+  const PassTask* TaskAt(const TimelineSpan& pass, double x) const;
 };
 
 struct PipelineTimeline {

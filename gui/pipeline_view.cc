@@ -38,9 +38,7 @@ QString Time(double seconds) { return QString::fromStdString(FormatAxisValue(sec
 
 }  // namespace
 
-PipelineView::PipelineView(QWidget* parent) : QWidget(parent) {
-  setMouseTracking(true);
-}
+PipelineView::PipelineView(QWidget* parent) : QWidget(parent) { setMouseTracking(true); }
 
 void PipelineView::SetTimeline(PipelineTimeline timeline) {
   timeline_ = std::move(timeline);
@@ -236,10 +234,8 @@ int PipelineView::OperatorAt(QPoint pos) const {
   if (!pass) return -1;
   const StageRow& s = timeline_.stages[rows_[r].stage];
   const QRectF rect = SpanRect(r, *pass, Track::kCompute);
-  const double share = (pos.x() - rect.left()) / std::max(rect.width(), 1e-9);
-  for (const PassTask& t : pass->kind == EventKind::kForward ? s.forward_tasks : s.backward_tasks)
-    if (share >= t.begin && share < t.end) return t.op;
-  return -1;
+  const PassTask* task = s.TaskAt(*pass, (pos.x() - rect.left()) / std::max(rect.width(), 1e-9));
+  return task ? task->op : -1;
 }
 
 void PipelineView::mouseMoveEvent(QMouseEvent* event) {
@@ -263,10 +259,8 @@ QString PipelineView::ToolTipAt(QPoint pos) const {
                              .arg(Time(span.start), Time(span.end), Time(span.end - span.start));
           if (track == Track::kCompute && span.IsPass()) {
             const QRectF rect = SpanRect(r, span, Track::kCompute);
-            const double share = (pos.x() - rect.left()) / std::max(rect.width(), 1e-9);
-            for (const PassTask& t : span.kind == EventKind::kForward ? s.forward_tasks : s.backward_tasks)
-              if (share >= t.begin && share < t.end)
-                text += QString("\ntask %1 (click to select its operator)").arg(QString::fromStdString(t.name));
+            if (const PassTask* t = s.TaskAt(span, (pos.x() - rect.left()) / std::max(rect.width(), 1e-9)))
+              text += QString("\ntask %1 (click to select its operator)").arg(QString::fromStdString(t->name));
           }
           return text;
         }

@@ -6,6 +6,7 @@
 
 #include "core/config/units.h"
 #include "core/cost/compute_cost.h"
+#include "core/graph/builders/model_builder.h"
 
 namespace shardlab {
 namespace {
@@ -81,17 +82,27 @@ std::string FormatRunSummary(const RunSpec& run, const RunSummary& s) {
                      run.model.builder.empty() ? "" : " (" + run.model.builder + ")",
                      FormatCount(static_cast<double>(s.model.parameters)),
                      FormatQuantity(s.model.parameter_bytes, Quantity::kBytes), s.model.operators);
-  if (!run.model.builder.empty()) {
+  if (const ModelBuilder* builder = FindModelBuilder(run.model.builder)) {
+    // The parameters the model sets; the others keep their defaults (0 often means "derived").
     std::string params;
-    for (const auto& [key, value] : run.model.params.values())
-      params += fmt::format("{}{}={}", params.empty() ? "" : " ", key,
-                            std::visit([](const auto& v) { return fmt::format("{}", v); }, value));
+    size_t defaults = 0;
+    for (const ParamSpec& spec : builder->params) {
+      const auto it = run.model.params.values().find(spec.name);
+      if (it == run.model.params.values().end() || it->second == spec.fallback) {
+        ++defaults;
+        continue;
+      }
+      params += fmt::format("{}{}={}", params.empty() ? "" : " ", spec.name,
+                            std::visit([](const auto& v) { return fmt::format("{}", v); }, it->second));
+    }
+    if (defaults > 0)
+      params += fmt::format("{}(and {} at their defaults: shardlab models)", params.empty() ? "" : " ", defaults);
     out += fmt::format("             {}\n", params);
   }
   out += fmt::format("  parallel   {}\n", DescribeParallel(run.parallel));
-  out += fmt::format("  step       {} mode, {} per step ({} per micro-batch of {} samples)\n", ToString(run.simulation.mode),
-                     FormatFlops(s.step_flops), FormatFlops(s.step_flops / run.parallel.micro_batch_num),
-                     run.parallel.micro_batch_size());
+  out += fmt::format("  step       {} mode, {} per step ({} per micro-batch of {} samples)\n",
+                     ToString(run.simulation.mode), FormatFlops(s.step_flops),
+                     FormatFlops(s.step_flops / run.parallel.micro_batch_num), run.parallel.micro_batch_size());
   out += fmt::format("  bound      {} at peak compute on every device (no communication, no bubbles)\n",
                      FormatQuantity(s.ideal_step_seconds, Quantity::kSeconds));
   return out;

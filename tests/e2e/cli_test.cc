@@ -350,6 +350,10 @@ TEST_CASE("a long simulate draws its progress on a terminal and nothing when pip
   REQUIRE(piped.rc == 0);
   CHECK(piped.err.find("simulating on SimGrid") == std::string::npos);
   CHECK(piped.err.find('\r') == std::string::npos);
+  // The model line lists what the model sets, not defaults such as "ffn_hidden=0" (derived).
+  CHECK_THAT(piped.out, Catch::Contains("layers=96 hidden=12288 heads=96") &&
+                            Catch::Contains("at their defaults: shardlab models)"));
+  CHECK(piped.out.find("ffn_hidden=0") == std::string::npos);
 }
 
 TEST_CASE("docs/validation.md is validate's Markdown output verbatim") {

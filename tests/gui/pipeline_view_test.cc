@@ -69,6 +69,47 @@ class PipelineViewTest : public QObject {
     QVERIFY(view.ToolTipAt(QPoint(5, 295)).isEmpty());
   }
 
+  void InterleavedChunksMapTooltipsAndClicksToTheChunksOperators() {
+    // GPT-3 175B on 4096 H100 with Megatron's interleaved 1F1B over 2 virtual chunks per stage.
+    RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/gpt3-175b-h100-4096.json"));
+    run.simulation.pipeline_schedule = PipelineSchedule::kInterleaved;
+    run.simulation.virtual_pipeline_chunks = 2;
+    const RunView view = SimulateForView(run);
+    PipelineView pipeline;
+    pipeline.resize(1600, 1000);
+    pipeline.SetTimeline(view.timeline);
+    const StageRow& stage = pipeline.timeline().stages.front();
+    QCOMPARE(stage.chunks, int64_t{2});
+    // The first forward pass of each chunk of micro-batch 0.
+    std::vector<const TimelineSpan*> first(static_cast<size_t>(stage.chunks), nullptr);
+    for (const TimelineSpan& span : stage.compute)
+      if (span.kind == EventKind::kForward && span.micro_batch == 0 && !first[span.chunk]) first[span.chunk] = &span;
+    int previous = -1;
+    for (const TimelineSpan* pass : first) {
+      QVERIFY(pass);
+      // Zoomed onto the pass, as a user would to point inside it.
+      const double margin = 0.05 * (pass->end - pass->start);
+      pipeline.SetVisibleRange(pass->start - margin, pass->end + margin);
+      const QRectF rect = pipeline.SpanRect(0, *pass, Track::kCompute);
+      for (double x : {0.1, 0.5, 0.9}) {
+        const QPoint at(static_cast<int>(rect.left() + x * rect.width()), static_cast<int>(rect.center().y()));
+        const int op = pipeline.OperatorAt(at);
+        QVERIFY(op >= 0);
+        // The tooltip names the task of the operator a click selects.
+        const QString tip = pipeline.ToolTipAt(at);
+        QVERIFY2(tip.contains("task " +
+                              QString::fromStdString(stage.TaskAt(*pass, (at.x() - rect.left()) / rect.width())->name)),
+                 qPrintable(tip));
+        QCOMPARE(QString::fromStdString(view.layouts.ops[op].name).section('/', 0, 0),
+                 QString::fromStdString(stage.TaskAt(*pass, (at.x() - rect.left()) / rect.width())->name)
+                     .section('/', 0, 0));
+        // Later chunks run later operators of the stage.
+        QVERIFY(op > previous);
+        previous = op;
+      }
+    }
+  }
+
   void PipelineSendsHaveTheirOwnTrack() {
     PipelineView view;
     view.resize(1200, 300);
