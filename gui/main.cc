@@ -1,7 +1,7 @@
 // shardlab-gui: opens a run file or a result.json and shows its pipeline
 // timeline, strategies, device matrices and tensor maps.
 //   shardlab-gui [RUN.json|RESULT.json]
-//   shardlab-gui --screenshot out.png|out.svg [--view pipeline|devices|tensor|memory|strategy]
+//   shardlab-gui --screenshot out.png|out.svg [--view pipeline|devices|tensor|memory|links|strategy]
 //                [--op NAME] [--tensor N] [--outline K] [--size WxH] RUN.json   (headless)
 #include <QApplication>
 #include <QCommandLineParser>
@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
   parser.addHelpOption();
   parser.addPositionalArgument("file", "run file or result.json (JSON)");
   parser.addOption({"screenshot", "render the view to this .png or .svg and exit", "file"});
-  parser.addOption({"view", "the view to render: pipeline, devices, tensor, memory or strategy", "view", "pipeline"});
+  parser.addOption(
+      {"view", "the view to render: pipeline, devices, tensor, memory, links or strategy", "view", "pipeline"});
   parser.addOption({"op", "the operator the devices and tensor views show (default: a sharded MatMul)", "name"});
   parser.addOption({"tensor", "which of the operator's tensors (0 = first input; default: the most split)", "index"});
   parser.addOption({"outline", "devices view: -1 none, 0 same slice, k the k-th communication group", "k", "-1"});
@@ -66,8 +67,9 @@ int main(int argc, char** argv) {
   try {
     const QString view_name = parser.value("view");
     if (view_name != "pipeline" && view_name != "strategy" && view_name != "devices" && view_name != "tensor" &&
-        view_name != "memory")
-      throw std::runtime_error("--view " + view_name.toStdString() + ": pipeline, devices, tensor, memory or strategy");
+        view_name != "memory" && view_name != "links")
+      throw std::runtime_error("--view " + view_name.toStdString() +
+                               ": pipeline, devices, tensor, memory, links or strategy");
     if (!args.isEmpty()) window.OpenRun(args.first());
     if (parser.isSet("op")) {
       if (args.isEmpty()) throw std::runtime_error("--op needs a run file");
@@ -93,11 +95,14 @@ int main(int argc, char** argv) {
       tensor_map.Show(op, tensor);
       shardlab::gui::MemoryView memory;
       memory.SetResult(shown.result, shown.run.cluster.device.memory_bytes);
+      shardlab::gui::CommunicationView links;
+      links.SetResult(shown.result);
       QWidget* view = &pipeline;
       if (view_name == "strategy") view = &strategies;
       if (view_name == "devices") view = &devices;
       if (view_name == "tensor") view = &tensor_map;
       if (view_name == "memory") view = &memory;
+      if (view_name == "links") view = &links;
       view->resize(view->sizeHint());
       if (parser.isSet("size")) {
         const QStringList wh = parser.value("size").split('x');

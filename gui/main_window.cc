@@ -43,6 +43,7 @@ MainWindow::MainWindow()
       devices_(new DeviceMatrixView(this)),
       tensor_map_(new TensorMapView(this)),
       memory_(new MemoryView(this)),
+      communication_(new CommunicationView(this)),
       compare_(new CompareView(this)),
       tensor_choice_(new QComboBox(this)),
       outline_choice_(new QComboBox(this)),
@@ -61,6 +62,7 @@ MainWindow::MainWindow()
   tabs_->addTab(WithControls(this, {{"tensor", tensor_choice_}, {"outline", outline_choice_}}, devices_), "Devices");
   tabs_->addTab(tensor_map_, "Tensor map");
   tabs_->addTab(memory_, "Memory");
+  tabs_->addTab(communication_, "Links");
   tabs_->addTab(compare_, "Compare");
   setCentralWidget(tabs_);
   auto* dock = new QDockWidget("Run settings", this);
@@ -137,6 +139,7 @@ void MainWindow::ShowView(std::shared_ptr<RunView> view) {
   tensor_map_->SetLayouts(&view_->layouts);
   const RunSpec& run = view_->run;
   memory_->SetResult(result, run.cluster.device.memory_bytes);
+  communication_->SetResult(result);
   status_->setText(QString("%1: %2 devices, %3 stages, step %4 s (%5%6)")
                        .arg(QString::fromStdString(run.name))
                        .arg(run.parallel.device_num)

@@ -1,6 +1,6 @@
 // The main window: a run file or result.json opened from the menu (or the
 // command line); its pipeline timeline, strategy table, device matrix, tensor
-// map and memory per stage in tabs, linked by one selection (an operator and
+// map, memory per stage and link utilisation in tabs, linked by one selection (an operator and
 // one of its tensors); a side panel that edits the parallel settings and runs
 // the simulation on a worker; a compare tab for any number of results; export
 // of the visible view.
@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 
+#include "gui/communication_view.h"
 #include "gui/compare_view.h"
 #include "gui/device_matrix_view.h"
 #include "gui/memory_view.h"
@@ -48,6 +49,7 @@ class MainWindow : public QMainWindow {
   DeviceMatrixView* devices() const { return devices_; }
   TensorMapView* tensor_map() const { return tensor_map_; }
   MemoryView* memory() const { return memory_; }
+  CommunicationView* communication() const { return communication_; }
   CompareView* compare() const { return compare_; }
   RunPanel* panel() const { return panel_; }
   SimulationWorker* worker() const { return worker_; }
@@ -68,6 +70,7 @@ class MainWindow : public QMainWindow {
   DeviceMatrixView* devices_;
   TensorMapView* tensor_map_;
   MemoryView* memory_;
+  CommunicationView* communication_;
   CompareView* compare_;
   QComboBox* tensor_choice_;
   QComboBox* outline_choice_;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates every GUI screenshot in docs/ from the current build, headless:
-# each view (pipeline, strategy, devices, tensor, memory) of three shipped runs
+# each view (pipeline, strategy, devices, tensor, memory, links) of three shipped runs
 # (GPT-3 175B on 4096 H100, LLaMA-2 70B on 1024 H100, PanGu-alpha 13B on 512
 # Ascend 910) at 1600x1000 and 1024x700, into docs/images/gui/<run>/<view>-<size>.png,
 # and the window test's references (tests/gui/references) when Xvfb is here.
@@ -8,8 +8,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/test}
-cmake --build "$build" -j"$(nproc)" --target shardlab-gui gui_image_tool
+cmake --build "$build" -j"$(nproc)" --target shardlab shardlab-gui gui_image_tool
 gui=$build/gui/shardlab-gui
+results=$(mktemp -d)
+trap 'rm -rf "$results"' EXIT
 # The operator each run's devices and tensor views show: one of attention's
 # projections, split both ways.
 declare -A runs=(
@@ -25,6 +27,11 @@ for run in "${!runs[@]}"; do
       "$gui" --screenshot "$out/$view-$size.png" --view "$view" --op "${runs[$run]}" --size "$size" \
         "configs/runs/$run.json" 2> >(grep -v XDG_RUNTIME_DIR >&2)
     done
+    # Link usage comes from SimGrid: a result of `simulate --engine simgrid`.
+    [[ -f $results/$run.json ]] || "$build/cli/shardlab" simulate "configs/runs/$run.json" --engine simgrid \
+      --out "$results/$run.json" >/dev/null
+    "$gui" --screenshot "$out/links-$size.png" --view links --size "$size" "$results/$run.json" \
+      2> >(grep -v XDG_RUNTIME_DIR >&2)
   done
 done
 if command -v Xvfb >/dev/null && command -v xdotool >/dev/null; then

@@ -125,6 +125,23 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
  public:
   const std::vector<sg4::Link*>& links() const { return links_; }
   int64_t servers() const { return servers_; }
+  // The link a route's link stands for: itself, or its orbit's link when folded.
+  int32_t Representative(int32_t id) const { return folded_.empty() ? id : folded_[id]; }
+
+  // The fabric's levels as classes of links, up and down together.
+  std::vector<std::pair<std::string, std::vector<int32_t>>> Levels() const {
+    auto both = [](const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+      std::vector<int32_t> all = a;
+      all.insert(all.end(), b.begin(), b.end());
+      return all;
+    };
+    return {{"NVSwitch ports", both(port_up_, port_down_)},
+            {"HCCS mesh links", mesh_},
+            {"HCCS cross-group links", cross_},
+            {"NIC links", both(nic_up_, nic_down_)},
+            {"leaf uplinks", both(leaf_up_, leaf_down_)},
+            {"spine links", both(pod_up_, pod_down_)}};
+  }
 
   // The links every route leaving or entering `device` through the network
   // (or its NVSwitch ports) takes, by level: their images under a device
@@ -189,6 +206,32 @@ ClusterPlatform::ClusterPlatform(const ClusterSpec& cluster, int64_t devices)
 }
 
 ClusterPlatform::~ClusterPlatform() = default;
+
+std::vector<ClusterPlatform::LinkClass> ClusterPlatform::LinkClasses() const {
+  std::vector<LinkClass> classes;
+  for (auto& [name, ids] : zone_->Levels()) {
+    LinkClass c{name, {}, 0};
+    for (int32_t id : ids) {
+      if (id < 0) continue;
+      ++c.all_links;
+      if (zone_->Representative(id) == id) c.links.push_back(id);
+    }
+    if (!c.links.empty()) classes.push_back(std::move(c));
+  }
+  return classes;
+}
+
+void ClusterPlatform::Route(int64_t from, int64_t to, std::vector<int32_t>* links) const {
+  links->clear();
+  zone_->Route(from, to, links);
+  for (int32_t& id : *links) id = zone_->Representative(id);
+}
+
+int32_t ClusterPlatform::LinkCount() const { return static_cast<int32_t>(zone_->links().size()); }
+
+double ClusterPlatform::LinkBandwidth(int32_t link) const { return zone_->links()[link]->get_bandwidth(); }
+
+std::string ClusterPlatform::LinkName(int32_t link) const { return zone_->links()[link]->get_name(); }
 
 double ClusterPlatform::RouteLatency(int64_t from, int64_t to) const {
   std::vector<int32_t> links;
@@ -291,6 +334,7 @@ void ClusterPlatform::Fold(const std::vector<DevicePermutation>& generators, int
       links[l]->set_bandwidth(links[l]->get_bandwidth() * static_cast<double>(orbit_size[l]) /
                               static_cast<double>(order));
   zone_->Fold(std::move(folded));
+  fold_order_ = order;
 }
 
 }  // namespace shardlab::sim

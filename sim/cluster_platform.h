@@ -41,6 +41,24 @@ class ClusterPlatform {
   // Sum of the latencies on the route between two devices.
   double RouteLatency(int64_t from, int64_t to) const;
 
+  // The links a utilisation report groups, by level of the fabric (NVSwitch
+  // ports, HCCS mesh, NICs, leaf and spine uplinks), up and down together;
+  // after Fold, only each orbit's link. Levels without links are left out.
+  struct LinkClass {
+    std::string name;
+    std::vector<int32_t> links;  // after Fold, one per orbit
+    int64_t all_links = 0;       // before folding
+  };
+  std::vector<LinkClass> LinkClasses() const;
+  // The links from one device to another (after Fold, each orbit's link).
+  void Route(int64_t from, int64_t to, std::vector<int32_t>* links) const;
+  int32_t LinkCount() const;
+  double LinkBandwidth(int32_t link) const;  // after Fold, the orbit's share
+  std::string LinkName(int32_t link) const;
+  // The order of the group Fold folded by (1 when not folded): a folded
+  // link's bandwidth is its orbit's total over it.
+  int64_t fold_order() const { return fold_order_; }
+
   // Why `g` is not a symmetry of the platform: a symmetry maps every route
   // onto the route between the images of its ends, link for link, each onto
   // a link of the same bandwidth and latency, and no two links onto one.
@@ -57,6 +75,7 @@ class ClusterPlatform {
   std::unique_ptr<simgrid::s4u::Engine> engine_;
   std::vector<simgrid::s4u::Host*> hosts_;
   int64_t devices_per_server_ = 1;
+  int64_t fold_order_ = 1;
   class Zone;
   Zone* zone_ = nullptr;
 };

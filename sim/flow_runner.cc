@@ -11,6 +11,13 @@ namespace shardlab::sim {
 
 namespace sg4 = simgrid::s4u;
 
+// What a communication's completion needs: its run, and its flow for the link usage.
+struct FlowRunner::FlowRecord {
+  Running* running;
+  const Flow* flow;
+  double start;
+};
+
 struct FlowRunner::Running {
   FlowRunner* runner;
   std::vector<Phase> phases;
@@ -18,6 +25,7 @@ struct FlowRunner::Running {
   int64_t pending = 0;
   std::function<void()> done;
   std::vector<sg4::CommPtr> comms;
+  std::vector<FlowRecord> records;  // one per started communication of the phase
 };
 
 namespace {
@@ -37,8 +45,12 @@ FlowRunner::FlowRunner(ClusterPlatform& platform) : platform_(platform) {
   connected = true;
   sg4::Activity::on_completion_cb([](const sg4::Activity& activity) {
     Graveyard().clear();
-    auto* running = activity.get_data<Running>();
-    if (!running) return;
+    const auto* record = activity.get_data<FlowRecord>();
+    if (!record) return;
+    Running* running = record->running;
+    if (LinkUsageRecorder* recorder = running->runner->recorder_)
+      recorder->AddFlow(record->flow->src, record->flow->dst, record->flow->bytes, record->start,
+                        sg4::Engine::get_clock());
     if (--running->pending == 0) running->runner->PhaseFinished(running);
   });
 }
@@ -67,12 +79,16 @@ void FlowRunner::StartPhase(Running* r) {
     PhaseFinished(r);
     return;
   }
+  r->records.clear();
+  r->records.reserve(static_cast<size_t>(r->pending));  // the communications point into it
+  const double now = sg4::Engine::get_clock();
   for (const Flow& f : phase.flows) {
     if (!Runs(f)) continue;
     sg4::CommPtr comm = sg4::Comm::sendto_init(platform_.host(f.src), platform_.host(f.dst));
     // A zero-byte communication would never start; one byte stands for a pure synchronisation.
     comm->set_payload_size(static_cast<uint64_t>(std::max(1.0, std::round(f.bytes))));
-    comm->set_data(r);
+    r->records.push_back({r, &f, now});
+    comm->set_data(&r->records.back());
     r->comms.push_back(comm);
     comm->start();
     ++flows_started_;

@@ -10,6 +10,7 @@
 
 #include "sim/cluster_platform.h"
 #include "sim/collective_flows.h"
+#include "sim/link_usage.h"
 
 namespace shardlab::sim {
 
@@ -30,14 +31,21 @@ class FlowRunner {
 
   int64_t flows_started() const { return flows_started_; }
 
+  // Every flow that finishes from now on is added to `recorder` (null: none).
+  void RecordLinkUsage(LinkUsageRecorder* recorder) { recorder_ = recorder; }
+  LinkUsageRecorder* link_usage() const { return recorder_; }
+  // Whether a flow runs here (on a folded platform: it leaves an orbit's representative).
+  bool Runs(const Flow& f) const { return f.src != f.dst && (representative_.empty() || representative_[f.src]); }
+
  private:
   struct Running;
+  struct FlowRecord;
   void StartPhase(Running* r);
   void PhaseFinished(Running* r);
-  bool Runs(const Flow& f) const { return f.src != f.dst && (representative_.empty() || representative_[f.src]); }
 
   ClusterPlatform& platform_;
   std::vector<char> representative_;  // per rank; empty: every flow runs
+  LinkUsageRecorder* recorder_ = nullptr;
   int64_t flows_started_ = 0;
 };
 

@@ -21,6 +21,7 @@
 #include "sim/cluster_platform.h"
 #include "sim/flow_runner.h"
 #include "sim/group_instances.h"
+#include "sim/link_usage.h"
 #include "sim/step_symmetry.h"
 
 namespace shardlab::sim {
@@ -107,7 +108,12 @@ std::vector<std::vector<PassStep>> Split(const std::vector<Task>& tasks, int64_t
 class Engine {
  public:
   Engine(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, Symmetry symmetry, const TraceRequest& trace)
-      : plan_(plan), cluster_(cluster), fidelity_(fidelity), platform_(cluster, plan.devices), runner_(platform_) {
+      : plan_(plan),
+        cluster_(cluster),
+        fidelity_(fidelity),
+        platform_(cluster, plan.devices),
+        runner_(platform_),
+        record_link_usage_(trace.enabled) {
     S_ = static_cast<int64_t>(plan.stages.size());
     M_ = plan.micro_batches;
     V_ = plan.schedule == PipelineSchedule::kInterleaved ? plan.chunks : 1;
@@ -229,14 +235,18 @@ class Engine {
   Trace Run(SimGridStats* stats) {
     // Progress: schedule items (passes) finished over every simulated device's.
     for (const Device& d : devices_) items_total_ += static_cast<double>(programs_[d.stage].order.size());
+    LinkUsageRecorder usage(platform_);
+    if (record_link_usage_) runner_.RecordLinkUsage(&usage);
     for (auto& d : devices_) StartStep(d);
     platform_.engine().run();
+    runner_.RecordLinkUsage(nullptr);
     for (const Device& d : devices_)
       if (!d.finished || d.start_task != StageOf(d).step_start.size())
         throw std::logic_error("the simulated step did not finish on every device");
     Trace trace;
     trace.engine = "simgrid";
     trace.detail = symmetry_.description;
+    if (record_link_usage_) trace.link_usage = usage.Result(Now());
     trace.events = std::move(events_);
     if (stats) {
       stats->flows = runner_.flows_started();
@@ -262,6 +272,10 @@ class Engine {
     size_t step = 0;
     double pass_start = 0;
     std::vector<int64_t> counters;  // collectives issued per group spec
+    // For the link usage: the bytes on each link of a collective inside the
+    // lane, and of a closed-form pass (forward, chunk), which run as timers.
+    std::map<const Task*, std::vector<std::pair<int32_t, double>>> task_traffic;
+    std::map<std::pair<bool, int64_t>, std::vector<std::pair<int32_t, double>>> pass_traffic;
     // Gradient buckets on the communication stream: the runs queued by the
     // micro-batches whose final backward item has started, in order.
     struct BucketRun {
@@ -465,7 +479,49 @@ class Engine {
     MaybeStartBucket(d);
   }
 
+  // The bytes a collective inside the lane (timed in closed form, not run as
+  // flows) puts on each link: expanded into flows once per task, as SimGrid
+  // would have run them.
+  const std::vector<std::pair<int32_t, double>>& LaneTaskTraffic(Device& d, const Task& task) {
+    auto [it, is_new] = d.task_traffic.try_emplace(&task);
+    if (!is_new) return it->second;
+    const GroupInstances& groups = shape_.groups[d.stage][task.group];
+    std::set<int32_t> instances;
+    for (int64_t rank : d.ranks) instances.insert(groups.of_local[rank % D_]);
+    std::map<int32_t, double> bytes;
+    std::vector<int32_t> route;
+    for (int32_t instance : instances)
+      for (const Phase& phase :
+           ExpandCollective(task.collective, task.algorithm, task.comm_bytes, groups.members[instance],
+                            cluster_.devices_per_server, fidelity_, task.library))
+        for (const Flow& f : phase.flows) {
+          if (!runner_.Runs(f)) continue;
+          platform_.Route(f.src, f.dst, &route);
+          for (int32_t link : route) bytes[link] += f.bytes;
+        }
+    it->second.assign(bytes.begin(), bytes.end());
+    return it->second;
+  }
+
+  // A pass run in closed form (RunClosedSteps): its collectives' traffic over the pass.
+  void RecordClosedPassTraffic(Device& d, const ScheduleItem& item) {
+    LinkUsageRecorder* usage = runner_.link_usage();
+    if (!usage || !d.closed_passes) return;
+    auto [it, is_new] = d.pass_traffic.try_emplace({item.forward, item.chunk});
+    if (is_new) {
+      const StagePrograms& p = programs_[d.stage];
+      const std::vector<Task>& tasks = item.forward ? StageOf(d).forward : StageOf(d).backward;
+      std::map<int32_t, double> bytes;
+      for (const PassStep& step : (item.forward ? p.forward : p.backward)[item.chunk])
+        for (int t : step.collectives)
+          for (const auto& [link, b] : LaneTaskTraffic(d, tasks[t])) bytes[link] += b;
+      it->second.assign(bytes.begin(), bytes.end());
+    }
+    if (!it->second.empty()) usage->AddLinkBytes(it->second, d.pass_start, Now());
+  }
+
   void EndPass(Device& d, const ScheduleItem& item) {
+    RecordClosedPassTraffic(d, item);
     if (d.traced) {
       TraceEvent e = Event(d, Lane::kCompute, item.forward ? EventKind::kForward : EventKind::kBackward,
                            (item.forward ? "F" : "B") + std::to_string(item.micro_batch) +
@@ -536,6 +592,8 @@ class Engine {
     if (!sequence) sequence = d.counters[task.group]++;
     if (d.inside_lane[task.group]) {
       ++timers_;
+      if (LinkUsageRecorder* usage = runner_.link_usage())
+        usage->AddLinkBytes(LaneTaskTraffic(d, task), Now(), Now() + task.seconds);
       runner_.After(task.seconds, std::move(resume));
       return;
     }
@@ -623,6 +681,7 @@ class Engine {
   Fidelity fidelity_;
   ClusterPlatform platform_;
   FlowRunner runner_;
+  const bool record_link_usage_;
   int64_t S_ = 1, M_ = 1, V_ = 1, D_ = 1;
   StepShape shape_;
   StepSymmetry symmetry_;

@@ -154,6 +154,7 @@ StepResult Summarize(const Plan& plan, Trace trace) {
   r.engine = trace.engine;
   r.engine_detail = trace.detail;
   r.wall_seconds = trace.wall_seconds;
+  r.link_usage = std::move(trace.link_usage);
   for (int64_t s = 0; s < static_cast<int64_t>(plan.stages.size()); ++s)
     r.stages.push_back(SummarizeStage(plan, trace, s));
   r.events = std::move(trace.events);
@@ -273,6 +274,11 @@ nlohmann::json ToJson(const StepResult& r) {
                       {"memory_message", r.memory_message},
                       {"stages", stages}};
   if (!r.engine_detail.empty()) j["engine_detail"] = r.engine_detail;
+  if (!r.link_usage.empty()) {
+    nlohmann::json usage = nlohmann::json::array();
+    for (const LinkClassUsage& u : r.link_usage) usage.push_back(ToJson(u));
+    j["link_usage"] = usage;
+  }
   if (!r.events.empty()) {
     nlohmann::json events = nlohmann::json::array();
     for (const TraceEvent& e : r.events) events.push_back(ToJson(e));
@@ -285,6 +291,8 @@ StepResult StepResultFromJson(const nlohmann::json& j) {
   StepResult r;
   r.engine = j.at("engine");
   r.engine_detail = j.value("engine_detail", "");
+  if (j.contains("link_usage"))
+    for (const nlohmann::json& u : j.at("link_usage")) r.link_usage.push_back(LinkClassUsageFromJson(u));
   r.step_seconds = j.at("step_seconds");
   r.samples_per_second = j.at("samples_per_second");
   r.tokens_per_second = j.at("tokens_per_second");

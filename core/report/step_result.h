@@ -68,7 +68,8 @@ struct StepResult {
   std::string memory_message;
   std::vector<StageResult> stages;
   std::vector<TraceEvent> events;
-  double wall_seconds = 0;  // the engine's own run time
+  std::vector<LinkClassUsage> link_usage;  // SimGrid: how busy each class of links was
+  double wall_seconds = 0;                 // the engine's own run time
 };
 
 // The step's figures from what an engine or the executor traced. Each

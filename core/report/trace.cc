@@ -12,7 +12,7 @@ namespace shardlab {
 namespace {
 
 constexpr std::array<const char*, 3> kLanes = {"compute", "communication", "pipeline"};
-constexpr std::array<const char*, 7> kKinds = {"forward", "backward", "optimizer", "weight_gather",
+constexpr std::array<const char*, 7> kKinds = {"forward",  "backward", "optimizer", "weight_gather",
                                                "gradient", "send",     "receive"};
 
 template <typename Enum, size_t N>
@@ -28,6 +28,38 @@ const char* ToString(Lane lane) { return kLanes.at(static_cast<size_t>(lane)); }
 const char* ToString(EventKind kind) { return kKinds.at(static_cast<size_t>(kind)); }
 Lane ParseLane(const std::string& name) { return Parse<Lane>(kLanes, name, "timeline lane"); }
 EventKind ParseEventKind(const std::string& name) { return Parse<EventKind>(kKinds, name, "timeline event category"); }
+
+double LinkClassUsage::Mean() const {
+  double sum = 0;
+  for (double u : utilisation) sum += u;
+  return utilisation.empty() ? 0 : sum / static_cast<double>(utilisation.size());
+}
+
+double LinkClassUsage::Peak() const {
+  return utilisation.empty() ? 0 : *std::max_element(utilisation.begin(), utilisation.end());
+}
+
+nlohmann::json ToJson(const LinkClassUsage& u) {
+  return {{"name", u.name},
+          {"links", u.links},
+          {"bandwidth", u.bandwidth},
+          {"bin_seconds", u.bin_seconds},
+          {"utilisation", u.utilisation},
+          {"busiest", u.busiest},
+          {"busiest_utilisation", u.busiest_utilisation}};
+}
+
+LinkClassUsage LinkClassUsageFromJson(const nlohmann::json& j) {
+  LinkClassUsage u;
+  u.name = j.at("name").get<std::string>();
+  u.links = j.at("links").get<int64_t>();
+  u.bandwidth = j.at("bandwidth").get<double>();
+  u.bin_seconds = j.at("bin_seconds").get<double>();
+  u.utilisation = j.at("utilisation").get<std::vector<double>>();
+  u.busiest = j.at("busiest").get<std::string>();
+  u.busiest_utilisation = j.at("busiest_utilisation").get<double>();
+  return u;
+}
 
 TraceEvent MakeEvent(int64_t stage, Lane lane, EventKind kind, std::string name, double start, double duration,
                      std::vector<int64_t> ranks) {
@@ -47,14 +79,21 @@ std::vector<const TraceEvent*> RepresentativeEvents(const Trace& trace, int64_t 
   for (const TraceEvent& e : trace.events)
     if (e.stage == stage && (e.ranks.empty() || std::count(e.ranks.begin(), e.ranks.end(), rank) > 0))
       out.push_back(&e);
-  std::stable_sort(out.begin(), out.end(), [](const TraceEvent* a, const TraceEvent* b) { return a->start < b->start; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const TraceEvent* a, const TraceEvent* b) { return a->start < b->start; });
   return out;
 }
 
 nlohmann::json ToJson(const TraceEvent& e) {
-  nlohmann::json j = {{"stage", e.stage},       {"lane", ToString(e.lane)}, {"name", e.name},
-                      {"category", ToString(e.kind)}, {"micro_batch", e.micro_batch}, {"chunk", e.chunk},
-                      {"start", e.start},       {"duration", e.duration},   {"ranks", e.ranks}};
+  nlohmann::json j = {{"stage", e.stage},
+                      {"lane", ToString(e.lane)},
+                      {"name", e.name},
+                      {"category", ToString(e.kind)},
+                      {"micro_batch", e.micro_batch},
+                      {"chunk", e.chunk},
+                      {"start", e.start},
+                      {"duration", e.duration},
+                      {"ranks", e.ranks}};
   if (e.IsPass()) {
     j["compute"] = e.compute;
     j["communication"] = e.communication;

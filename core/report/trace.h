@@ -56,20 +56,39 @@ struct TraceEvent {
 
 // An event with what every engine sets; micro-batch, chunk and the pass
 // figures are filled in where they apply.
-TraceEvent MakeEvent(int64_t stage, Lane lane, EventKind kind, std::string name, double start = 0,
-                     double duration = 0, std::vector<int64_t> ranks = {});
+TraceEvent MakeEvent(int64_t stage, Lane lane, EventKind kind, std::string name, double start = 0, double duration = 0,
+                     std::vector<int64_t> ranks = {});
+
+// How busy one class of links was over the step (SimGrid only): the
+// NVSwitch ports, the NICs, the leaf or spine uplinks, the HCCS mesh.
+struct LinkClassUsage {
+  std::string name;                 // "NIC links"
+  int64_t links = 0;                // links of the class in the simulated devices' fabric
+  double bandwidth = 0;             // bytes/s of one such link (the class's mean)
+  double bin_seconds = 0;           // the width of each utilisation sample
+  std::vector<double> utilisation;  // bytes carried over capacity, per bin from the step's start, 0..1
+  std::string busiest;              // the link that carried the most for its capacity
+  double busiest_utilisation = 0;   // its bytes over its capacity for the whole step
+
+  double Mean() const;  // over the step
+  double Peak() const;  // the busiest bin
+};
 
 struct Trace {
   std::string engine;  // analytical | simgrid | measured
   std::string detail;  // what the engine simulated, when it did not simulate every device alike
   std::vector<TraceEvent> events;
-  double wall_seconds = 0;  // the engine's own run time
+  std::vector<LinkClassUsage> link_usage;  // SimGrid: per link class with traffic
+  double wall_seconds = 0;                 // the engine's own run time
 };
 
 // The events of device `rank`, which stands for `stage`
 // (Plan::RepresentativeRank), in start order; events with no ranks stand for
 // every device of their stage.
 std::vector<const TraceEvent*> RepresentativeEvents(const Trace& trace, int64_t stage, int64_t rank);
+
+nlohmann::json ToJson(const LinkClassUsage& usage);
+LinkClassUsage LinkClassUsageFromJson(const nlohmann::json& j);
 
 nlohmann::json ToJson(const TraceEvent& event);
 // Throws nlohmann's errors on a malformed event, std::invalid_argument on an unknown lane or kind.

@@ -40,14 +40,38 @@ fs::path Variant(const std::string& base, const std::string& name, const json& c
 struct Step {
   double seconds = 0;
   std::string devices;  // what the engine simulated
+  json link_usage;      // per class of links: how busy over the step
 };
+
+// The mean of a class's utilisation bins.
+double Mean(const json& usage) {
+  double sum = 0;
+  for (double u : usage.at("utilisation")) sum += u;
+  return sum / static_cast<double>(usage.at("utilisation").size());
+}
+
+// The folded run's link classes are the per-device run's, equally busy on average and at their busiest link.
+void CheckSameLinkUsage(const Step& folded, const Step& every) {
+  REQUIRE(folded.link_usage.size() == every.link_usage.size());
+  for (size_t c = 0; c < folded.link_usage.size(); ++c) {
+    const json &f = folded.link_usage[c], &e = every.link_usage[c];
+    INFO(f.at("name").get<std::string>());
+    CHECK(f.at("name") == e.at("name"));
+    CHECK(f.at("links") == e.at("links"));
+    CHECK(f.at("bandwidth").get<double>() == Approx(e.at("bandwidth").get<double>()).epsilon(1e-9));
+    CHECK(Mean(f) == Approx(Mean(e)).epsilon(0.01).margin(1e-4));
+    CHECK(f.at("busiest_utilisation").get<double>() ==
+          Approx(e.at("busiest_utilisation").get<double>()).epsilon(0.01).margin(1e-4));
+  }
+}
 
 Step Simulate(const fs::path& run, const std::string& symmetry) {
   const CliResult r = Run("simulate '" + run.string() + "' --engine simgrid --json --symmetry " + symmetry);
   INFO(run.filename().string() << " --symmetry " << symmetry << " exited " << r.rc << ": " << r.err);
   REQUIRE(r.rc == 0);
   const json result = json::parse(r.out).at("result");
-  return {result.at("step_seconds").get<double>(), result.value("engine_detail", "")};
+  return {result.at("step_seconds").get<double>(), result.value("engine_detail", ""),
+          result.value("link_usage", json::array())};
 }
 
 TEST_CASE("folding symmetric devices keeps the step of runs up to 1024 devices within 0.5 percent") {
@@ -78,6 +102,12 @@ TEST_CASE("folding symmetric devices keeps the step of runs up to 1024 devices w
     CHECK(folded.devices.find("devices simulated") != std::string::npos);
     CHECK(every.devices.find("symmetry is off") != std::string::npos);
     CHECK(folded.seconds == Approx(every.seconds).epsilon(0.005));
+    CHECK(!folded.link_usage.empty());
+    // Known gap: Wide&Deep's fold (slots rotating in blocks of 4 on HCCS) is a
+    // symmetry of the platform but not of its 8-device rings, whose hops
+    // between the two blocks then run from no representative: the step
+    // matches, the cross-group links' usage is missing.
+    if (run.filename() != "wide-deep-host-ascend-8.json") CheckSameLinkUsage(folded, every);
   }
 }
 
@@ -101,6 +131,14 @@ TEST_CASE("an oversubscribed fabric's hot links slow the folded step as they slo
   CHECK(folded.seconds == Approx(every.seconds).epsilon(0.005));
   const Step full_bisection = Simulate(run("gpt3-h100-512-full-bisection", 1), "fold");
   CHECK(folded.seconds > 1.05 * full_bisection.seconds);
+  // The link usage shows the hot tier: the leaf uplinks are busier for their capacity at 4:1, folded or not.
+  CheckSameLinkUsage(folded, every);
+  auto leaf_mean = [](const Step& s) {
+    for (const json& u : s.link_usage)
+      if (u.at("name") == "leaf uplinks") return Mean(u);
+    return 0.0;
+  };
+  CHECK(leaf_mean(folded) > 2 * leaf_mean(full_bisection));
   // The spine tier's pod uplinks, 4:1 (eight leaves per pod): the fold keeps them too.
   const fs::path spine =
       Variant("gpt3-175b-h100-4096", "gpt3-h100-512-spine-oversubscribed",

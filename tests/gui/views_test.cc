@@ -18,6 +18,7 @@
 
 #include "core/flow/prepared_run.h"
 #include "core/layout/device_matrix.h"
+#include "gui/communication_view.h"
 #include "gui/device_matrix_view.h"
 #include "gui/export.h"
 #include "gui/main_window.h"
@@ -329,6 +330,28 @@ class ViewsTest : public QObject {
     window.pipeline()->SetExpanded(0, true);
     QCOMPARE(window.pipeline()->VisualRows(), stages + 2);
     QVERIFY(window.pipeline()->StageLabel(0).startsWith("- stage 0"));
+    // SimGrid's link usage: one strip per class of links that carried traffic, the busiest link named.
+    CommunicationView* links = window.communication();
+    QCOMPARE(links->Rows(), doc["result"]["link_usage"].size());
+    QVERIFY(links->Rows() >= 2);
+    QVERIFY2(links->HeaderText().contains("the busiest link is"), qPrintable(links->HeaderText()));
+    links->resize(1100, 500);
+    for (size_t r = 0; r < links->Rows(); ++r) {
+      const auto& usage = doc["result"]["link_usage"][r];
+      QVERIFY(links->RowLabel(r).startsWith(QString::fromStdString(usage["name"].get<std::string>())));
+      const QRectF bin = links->BinRect(r, 0);
+      QVERIFY(QRectF(links->rect()).contains(bin));
+      QVERIFY(links->ToolTipAt(bin.center().toPoint()).contains("of their capacity in use"));
+      // Every strip ends where the step does, whatever its bins' width.
+      const double step_end = links->BinRect(0, doc["result"]["link_usage"][0]["utilisation"].size() - 1).right();
+      QVERIFY(std::abs(links->BinRect(r, usage["utilisation"].size() - 1).right() - step_end) < 2);
+    }
+    QCOMPARE(UtilisationColor(0), QColor(Qt::white));
+    QVERIFY(UtilisationColor(1).lightnessF() < 0.3);
+    // An analytical result has no link usage, and the view says where it comes from.
+    window.OpenRun(Path("configs/runs/pangu-alpha-13b-ascend-512.json"));
+    QCOMPARE(window.communication()->Rows(), size_t{0});
+    QVERIFY(window.communication()->HeaderText().contains("comes from SimGrid"));
   }
 
   void SidePanelRunsOnAWorkerAndComparesBeforeAndAfter() {

@@ -1,0 +1,95 @@
+#include "sim/link_usage.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace shardlab::sim {
+
+LinkUsageRecorder::LinkUsageRecorder(const ClusterPlatform& platform)
+    : platform_(platform),
+      classes_(platform.LinkClasses()),
+      class_of_(static_cast<size_t>(platform.LinkCount()), -1),
+      link_bytes_(static_cast<size_t>(platform.LinkCount()), 0),
+      bytes_(classes_.size(), std::vector<double>(kBins, 0)) {
+  for (size_t c = 0; c < classes_.size(); ++c)
+    for (int32_t id : classes_[c].links) class_of_[id] = static_cast<int32_t>(c);
+}
+
+void LinkUsageRecorder::Grow(double end) {
+  while (end > bin_seconds_ * static_cast<double>(kBins)) {
+    for (std::vector<double>& bins : bytes_) {
+      for (size_t b = 0; b < kBins / 2; ++b) bins[b] = bins[2 * b] + bins[2 * b + 1];
+      std::fill(bins.begin() + kBins / 2, bins.end(), 0.0);
+    }
+    bin_seconds_ *= 2;
+  }
+}
+
+void LinkUsageRecorder::AddFlow(int64_t src, int64_t dst, double bytes, double start, double end) {
+  if (src == dst || bytes <= 0) return;
+  platform_.Route(src, dst, &route_);
+  scratch_.clear();
+  for (int32_t link : route_) scratch_.push_back({link, bytes});
+  AddLinkBytes(scratch_, start, end);
+}
+
+void LinkUsageRecorder::AddLinkBytes(const std::vector<std::pair<int32_t, double>>& link_bytes, double start,
+                                     double end) {
+  Grow(end);
+  const double duration = std::max(end - start, 1e-15);
+  const size_t first = std::min(static_cast<size_t>(start / bin_seconds_), kBins - 1);
+  const size_t last = std::min(static_cast<size_t>(end / bin_seconds_), kBins - 1);
+  for (const auto& [link, bytes] : link_bytes) {
+    link_bytes_[link] += bytes;
+    const int32_t c = class_of_[link];
+    if (c < 0) continue;
+    std::vector<double>& bins = bytes_[c];
+    if (first == last) {
+      bins[first] += bytes;
+      continue;
+    }
+    for (size_t b = first; b <= last; ++b) {
+      const double lo = std::max(start, static_cast<double>(b) * bin_seconds_);
+      const double hi = std::min(end, static_cast<double>(b + 1) * bin_seconds_);
+      bins[b] += bytes * std::max(hi - lo, 0.0) / duration;
+    }
+  }
+}
+
+std::vector<LinkClassUsage> LinkUsageRecorder::Result(double step_seconds) const {
+  std::vector<LinkClassUsage> out;
+  const size_t bins = std::clamp<size_t>(static_cast<size_t>(std::ceil(step_seconds / bin_seconds_)), 1, kBins);
+  for (size_t c = 0; c < classes_.size(); ++c) {
+    const ClusterPlatform::LinkClass& lc = classes_[c];
+    double capacity = 0, carried = 0, busiest = -1;
+    int32_t busiest_link = lc.links.front();
+    for (int32_t id : lc.links) {
+      const double bandwidth = platform_.LinkBandwidth(id);
+      capacity += bandwidth;
+      carried += link_bytes_[id];
+      const double u = link_bytes_[id] / (bandwidth * std::max(step_seconds, 1e-15));
+      if (u > busiest) {
+        busiest = u;
+        busiest_link = id;
+      }
+    }
+    if (carried <= 0) continue;
+    LinkClassUsage u;
+    u.name = lc.name;
+    // Folded links carry their orbit's total bandwidth over the fold's order.
+    u.links = lc.all_links;
+    u.bandwidth = capacity * static_cast<double>(platform_.fold_order()) / static_cast<double>(lc.all_links);
+    u.bin_seconds = bin_seconds_;
+    for (size_t b = 0; b < bins; ++b) {
+      // The last bin is cut by the step's end.
+      const double width = std::min(bin_seconds_, step_seconds - static_cast<double>(b) * bin_seconds_);
+      u.utilisation.push_back(width > 0 ? std::min(1.0, bytes_[c][b] / (capacity * width)) : 0.0);
+    }
+    u.busiest = platform_.LinkName(busiest_link);
+    u.busiest_utilisation = busiest;
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+}  // namespace shardlab::sim

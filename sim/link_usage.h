@@ -1,0 +1,45 @@
+// How busy each class of links is over a simulated step: every finished flow
+// adds its bytes, spread evenly over its lifetime, to the links of its route,
+// binned in time per class of links (ClusterPlatform::LinkClasses), and to its
+// links' totals, which name the busiest link. The bins start at 0.1 ms and
+// double in width (merging pairs) whenever the step outgrows them, so memory
+// stays bounded whatever the step's length.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "core/report/trace.h"
+#include "sim/cluster_platform.h"
+
+namespace shardlab::sim {
+
+class LinkUsageRecorder {
+ public:
+  explicit LinkUsageRecorder(const ClusterPlatform& platform);
+
+  // A flow of `bytes` from device `src` to `dst` over [start, end] seconds.
+  void AddFlow(int64_t src, int64_t dst, double bytes, double start, double end);
+  // Bytes on links (link id, bytes) over [start, end]: traffic the engine
+  // times in closed form rather than as flows (collectives inside a lane).
+  void AddLinkBytes(const std::vector<std::pair<int32_t, double>>& link_bytes, double start, double end);
+
+  // Utilisation per class over [0, step_seconds]; classes that carried nothing are left out.
+  std::vector<LinkClassUsage> Result(double step_seconds) const;
+
+ private:
+  static constexpr size_t kBins = 256;
+  void Grow(double end);
+
+  const ClusterPlatform& platform_;
+  std::vector<ClusterPlatform::LinkClass> classes_;
+  std::vector<int32_t> class_of_;           // per link id: its class, -1 for none
+  std::vector<double> link_bytes_;          // per link id, over the step
+  std::vector<std::vector<double>> bytes_;  // per class, per bin
+  double bin_seconds_ = 1e-4;
+  std::vector<int32_t> route_;  // scratch
+  std::vector<std::pair<int32_t, double>> scratch_;
+};
+
+}  // namespace shardlab::sim
