@@ -64,7 +64,7 @@ void FlowRunner::Run(std::vector<Phase> phases, std::function<void()> done) {
     After(0, std::move(done));
     return;
   }
-  auto* r = new Running{this, std::move(phases), 0, 0, std::move(done), {}};
+  auto* r = new Running{this, std::move(phases), 0, 0, std::move(done), {}, {}};
   StartPhase(r);
 }
 
