@@ -24,24 +24,34 @@ std::string Duration(double seconds) {
   return fmt::format("{:.0f} h {:02.0f} min", std::floor(seconds / 3600), std::fmod(seconds, 3600) / 60);
 }
 
+// SHARDLAB_PROGRESS=always: drawn wherever stderr goes, from the first item (tests, logs).
+bool Always() {
+  const char* setting = std::getenv("SHARDLAB_PROGRESS");
+  return setting && std::strcmp(setting, "always") == 0;
+}
+
 }  // namespace
 
 bool Progress::Shown() {
   const char* setting = std::getenv("SHARDLAB_PROGRESS");
-  if (setting && std::strcmp(setting, "always") == 0) return true;
   if (setting && std::strcmp(setting, "never") == 0) return false;
-  return isatty(STDERR_FILENO);
+  return Always() || isatty(STDERR_FILENO);
 }
 
 Progress::Progress(std::string label, size_t total)
-    : label_(std::move(label)), total_(total), shown_(Shown()), start_(std::chrono::steady_clock::now()) {}
+    : label_(std::move(label)),
+      total_(total),
+      shown_(Shown()),
+      first_draw_(Always() ? 0 : kFirstDraw),
+      start_(std::chrono::steady_clock::now()) {}
 
 Progress::~Progress() { Finish(); }
 
 void Progress::Done(const std::string& item, const std::string& best) {
   ++done_;
   const double fraction = total_ ? static_cast<double>(done_) / static_cast<double>(total_) : 1;
-  Draw(fraction, fmt::format("{}/{}", done_, total_), best.empty() ? item : "best " + best, done_ == total_);
+  // The last item redraws a bar already shown, so it ends full.
+  Draw(fraction, fmt::format("{}/{}", done_, total_), best.empty() ? item : "best " + best, drawn_ && done_ == total_);
 }
 
 void Progress::Update(double fraction, const std::string& status) {
@@ -51,7 +61,7 @@ void Progress::Update(double fraction, const std::string& status) {
 void Progress::Draw(double fraction, const std::string& count, const std::string& note, bool force) {
   if (!shown_) return;
   const double elapsed = Since(start_);
-  if (elapsed < kFirstDraw && !force) return;
+  if (elapsed < first_draw_ && !force) return;
   if (drawn_ && Since(last_draw_) < kRedraw && !force) return;
   last_draw_ = std::chrono::steady_clock::now();
   drawn_ = true;

@@ -1,7 +1,7 @@
 // Progress of a long command on stderr, drawn only on a terminal: nothing
 // when stderr is piped or redirected (SHARDLAB_PROGRESS=always or never
-// overrides). One line redrawn at most ten times a second, and only once the
-// work has run for half a second: the label, a bar, the share or count done,
+// overrides; always also draws from the start). One line redrawn at most ten
+// times a second, and only once the work has run for half a second: the label, a bar, the share or count done,
 // the elapsed time, the ETA and what is running or the best result so far.
 // Finish (or the destructor) clears the line.
 #pragma once
@@ -40,6 +40,7 @@ class Progress {
   size_t done_ = 0;
   bool shown_ = false;
   bool drawn_ = false;
+  double first_draw_ = 0;  // seconds of work before the first draw
   std::chrono::steady_clock::time_point start_, last_draw_;
 };
 

@@ -53,6 +53,7 @@ void CommunicationView::SetResult(const StepResult& result) {
   usage_ = result.link_usage;
   step_seconds_ = result.step_seconds;
   engine_ = result.engine;
+  top_width_ = -1;
   updateGeometry();
   update();
 }
@@ -77,9 +78,13 @@ QString CommunicationView::RowLabel(size_t row) const {
 }
 
 double CommunicationView::Top() const {
-  const QFontMetrics m = fontMetrics();
-  const double header = kMargin + HeaderHeight(m, width() - 2 * kMargin, HeaderText());
-  return header + 8 + std::max<double>(m.height(), 14) + 18;  // the colour key, then the strips
+  if (top_width_ != width()) {  // measured once per width: every bin's rectangle needs it
+    const QFontMetrics m = fontMetrics();
+    const double header = kMargin + HeaderHeight(m, width() - 2 * kMargin, HeaderText());
+    top_ = header + 8 + std::max<double>(m.height(), 14) + 18;  // the colour key, then the strips
+    top_width_ = width();
+  }
+  return top_;
 }
 
 double CommunicationView::Right() const { return width() - kMargin - kStats; }
@@ -109,7 +114,7 @@ QString CommunicationView::ToolTipAt(QPoint pos) const {
             .arg(QString::fromStdString(FormatAxisValue(start, AxisUnit::kSeconds, 4)),
                  QString::fromStdString(
                      FormatAxisValue(std::min(start + u.bin_seconds, step_seconds_), AxisUnit::kSeconds, 4)),
-                 Percent(u.utilisation[b]), Percent(u.Mean()), QString::fromStdString(u.busiest),
+                 Percent(u.utilisation[b]), Percent(u.mean_utilisation), QString::fromStdString(u.busiest),
                  Percent(u.busiest_utilisation));
       }
   }
@@ -142,7 +147,7 @@ void CommunicationView::paintEvent(QPaintEvent*) {
     p.drawRect(QRectF(kLeft, y, Right() - kLeft, kStrip));
     p.setPen(QColor(40, 40, 40));
     p.drawText(QRectF(Right() + 10, y - 4, kStats - 10, kStrip + 8), Qt::AlignLeft | Qt::AlignVCenter,
-               QString("mean %1, peak %2").arg(Percent(u.Mean()), Percent(u.Peak())));
+               QString("mean %1, peak %2").arg(Percent(u.mean_utilisation), Percent(u.peak_utilisation)));
     p.setPen(QColor(90, 90, 90));
     p.drawText(
         QRectF(kLeft, y + kStrip + 2, Right() - kLeft, m.height()), Qt::AlignLeft,

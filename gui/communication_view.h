@@ -41,6 +41,8 @@ class CommunicationView : public QWidget {
   std::vector<LinkClassUsage> usage_;
   double step_seconds_ = 0;
   std::string engine_;
+  mutable int top_width_ = -1;  // the width Top() was measured at
+  mutable double top_ = 0;
 };
 
 // The colour of a utilisation from 0 (white) through yellow and red to dark red (1).

@@ -8,6 +8,7 @@
 #include <QMessageBox>
 #include <QScrollArea>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QVBoxLayout>
 #include <functional>
 #include <utility>
@@ -64,6 +65,8 @@ MainWindow::MainWindow()
   tabs_->addTab(memory_, "Memory");
   tabs_->addTab(communication_, "Links");
   tabs_->addTab(compare_, "Compare");
+  // A click on a tab gives the tab bar the focus, so the arrow keys then move between tabs.
+  tabs_->tabBar()->setFocusPolicy(Qt::StrongFocus);
   setCentralWidget(tabs_);
   auto* dock = new QDockWidget("Run settings", this);
   dock->setWidget(panel_);
@@ -106,9 +109,11 @@ MainWindow::MainWindow()
                            .arg(view->result.step_seconds, 0, 'g', 5));
     auto before = view_;
     ShowView(view);
+    // The panel now edits the run it ran: its fields and files are this run's.
+    panel_->SetRun(view_->run);
     if (!before) return;
     if (compare_->Results() == 0) compare_->Add(*before, "before the edit");
-    compare_->Add(*view_, "edited: " + panel_->ChangeSummary());
+    compare_->Add(*view_, "edited: " + run_summary_);
   });
   connect(worker_, &SimulationWorker::failed, this, [this](const QString& message) {
     ticker_->stop();
@@ -186,6 +191,7 @@ void MainWindow::RunFromPanel() {
     const RunSpec edited = EditRun(view_->run, panel_->Changes());
     if (!worker_->Start(edited, panel_->ChosenEngine())) return;
     run_started_ = Now();
+    run_summary_ = panel_->ChangeSummary();  // what was run, whatever is typed meanwhile
     panel_->SetBusy(true);
     panel_->SetMessage("");
     ticker_->start(100);

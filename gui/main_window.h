@@ -78,6 +78,7 @@ class MainWindow : public QMainWindow {
   SimulationWorker* worker_;
   QTimer* ticker_;
   double run_started_ = 0;
+  QString run_summary_;  // the keys the running edit changed
   QLabel* status_;
 };
 

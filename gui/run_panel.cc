@@ -1,6 +1,7 @@
 #include "gui/run_panel.h"
 
 #include <QCheckBox>
+#include <QEvent>
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QScrollArea>
@@ -10,6 +11,20 @@
 
 namespace shardlab::gui {
 namespace {
+
+// Spin boxes and lists in a scrolled panel take the wheel only once focused:
+// scrolling the panel never changes a setting by accident.
+class WheelOnlyWhenFocused : public QObject {
+ public:
+  using QObject::QObject;
+  bool eventFilter(QObject* watched, QEvent* event) override {
+    if (event->type() != QEvent::Wheel) return false;
+    auto* widget = qobject_cast<QWidget*>(watched);
+    if (widget && widget->hasFocus()) return false;
+    event->ignore();  // the scroll area scrolls instead
+    return true;
+  }
+};
 
 // The closed vocabularies among the parallel keys, by the key's last part.
 std::vector<std::string> VocabularyOf(const std::string& key) {
@@ -51,6 +66,7 @@ QWidget* FileRow(QWidget* parent, QLineEdit* edit, const QString& title) {
 RunPanel::RunPanel(QWidget* parent)
     : QWidget(parent),
       fields_host_(new QWidget),
+      wheel_filter_(new WheelOnlyWhenFocused(this)),
       fields_(new QFormLayout(fields_host_)),
       model_(new QLineEdit(this)),
       cluster_(new QLineEdit(this)),
@@ -121,6 +137,10 @@ void RunPanel::AddFields(const nlohmann::json& section, const std::string& prefi
       widget = edit;
     }
     widget->setObjectName(QString::fromStdString(key));
+    if (qobject_cast<QSpinBox*>(widget) || qobject_cast<QComboBox*>(widget)) {
+      widget->setFocusPolicy(Qt::StrongFocus);
+      widget->installEventFilter(wheel_filter_);
+    }
     fields_->addRow(QString::fromStdString(key), widget);
     by_key_[key] = {value, widget};
     order_.push_back(key);

@@ -69,6 +69,7 @@ class RunPanel : public QWidget {
   nlohmann::json ValueOf(const std::string& key, const FieldSpec& field) const;
 
   QWidget* fields_host_;
+  QObject* wheel_filter_;
   QFormLayout* fields_;
   std::map<std::string, FieldSpec> by_key_;
   std::vector<std::string> order_;

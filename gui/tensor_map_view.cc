@@ -180,7 +180,7 @@ QString TensorMapView::ToolTipAt(QPoint pos) const {
   if (!t) return {};
   const Frame f = FrameOf();
   const double x = pos.x() - f.left, y = pos.y() - f.top;
-  if (x < 0 || y < 0) return {};
+  if (x < 0 || y < 0 || f.block_w <= 0 || f.block_h <= 0) return {};  // no room for the blocks
   const int64_t bc = static_cast<int64_t>(x / (f.block_w + kGap)),
                 br = static_cast<int64_t>(y / (f.block_h + f.label + kGap));
   const int64_t block = br * f.block_cols + bc;

@@ -56,7 +56,8 @@ void LinkUsageRecorder::AddLinkBytes(const std::vector<std::pair<int32_t, double
   }
 }
 
-std::vector<LinkClassUsage> LinkUsageRecorder::Result(double step_seconds) const {
+std::vector<LinkClassUsage> LinkUsageRecorder::Result(double step_seconds) {
+  Grow(step_seconds);  // the bins reach the step's end, whenever the traffic ended
   std::vector<LinkClassUsage> out;
   const size_t bins = std::clamp<size_t>(static_cast<size_t>(std::ceil(step_seconds / bin_seconds_)), 1, kBins);
   for (size_t c = 0; c < classes_.size(); ++c) {
@@ -85,8 +86,11 @@ std::vector<LinkClassUsage> LinkUsageRecorder::Result(double step_seconds) const
       const double width = std::min(bin_seconds_, step_seconds - static_cast<double>(b) * bin_seconds_);
       u.utilisation.push_back(width > 0 ? std::min(1.0, bytes_[c][b] / (capacity * width)) : 0.0);
     }
+    // Closed-form traffic spread over a collective's time can exceed a link's rate a little: shares stop at 1.
+    u.mean_utilisation = std::min(1.0, carried / (capacity * std::max(step_seconds, 1e-15)));
+    u.peak_utilisation = *std::max_element(u.utilisation.begin(), u.utilisation.end());
     u.busiest = platform_.LinkName(busiest_link);
-    u.busiest_utilisation = busiest;
+    u.busiest_utilisation = std::min(1.0, busiest);
     out.push_back(std::move(u));
   }
   return out;

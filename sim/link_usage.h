@@ -26,10 +26,11 @@ class LinkUsageRecorder {
   void AddLinkBytes(const std::vector<std::pair<int32_t, double>>& link_bytes, double start, double end);
 
   // Utilisation per class over [0, step_seconds]; classes that carried nothing are left out.
-  std::vector<LinkClassUsage> Result(double step_seconds) const;
+  std::vector<LinkClassUsage> Result(double step_seconds);
 
  private:
   static constexpr size_t kBins = 256;
+  // Widens the bins until they reach `end`.
   void Grow(double end);
 
   const ClusterPlatform& platform_;

@@ -237,9 +237,12 @@ class Engine {
     for (const Device& d : devices_) items_total_ += static_cast<double>(programs_[d.stage].order.size());
     LinkUsageRecorder usage(platform_);
     if (record_link_usage_) runner_.RecordLinkUsage(&usage);
+    struct StopRecording {
+      FlowRunner& runner;
+      ~StopRecording() { runner.RecordLinkUsage(nullptr); }  // also when the run throws
+    } stop_recording{runner_};
     for (auto& d : devices_) StartStep(d);
     platform_.engine().run();
-    runner_.RecordLinkUsage(nullptr);
     for (const Device& d : devices_)
       if (!d.finished || d.start_task != StageOf(d).step_start.size())
         throw std::logic_error("the simulated step did not finish on every device");
@@ -274,7 +277,7 @@ class Engine {
     std::vector<int64_t> counters;  // collectives issued per group spec
     // For the link usage: the bytes on each link of a collective inside the
     // lane, and of a closed-form pass (forward, chunk), which run as timers.
-    std::map<const Task*, std::vector<std::pair<int32_t, double>>> task_traffic;
+    std::map<std::tuple<int, int, int, double>, std::vector<std::pair<int32_t, double>>> task_traffic;
     std::map<std::pair<bool, int64_t>, std::vector<std::pair<int32_t, double>>> pass_traffic;
     // Gradient buckets on the communication stream: the runs queued by the
     // micro-batches whose final backward item has started, in order.
@@ -479,13 +482,17 @@ class Engine {
     MaybeStartBucket(d);
   }
 
-  // The bytes a collective inside the lane (timed in closed form, not run as
-  // flows) puts on each link: expanded into flows once per task, as SimGrid
-  // would have run them.
-  const std::vector<std::pair<int32_t, double>>& LaneTaskTraffic(Device& d, const Task& task) {
-    auto [it, is_new] = d.task_traffic.try_emplace(&task);
+  // The bytes a collective the engine times in closed form (inside a lane,
+  // or an accumulation bucket) would put on each link: its flows from this
+  // lane's devices, as SimGrid would have run them (each flow counted once,
+  // by the lane of its source), expanded once per kind of collective.
+  const std::vector<std::pair<int32_t, double>>& TaskTraffic(Device& d, const Task& task) {
+    const auto key = std::make_tuple(task.group, static_cast<int>(task.collective), static_cast<int>(task.algorithm),
+                                     task.comm_bytes);
+    auto [it, is_new] = d.task_traffic.try_emplace(key);
     if (!is_new) return it->second;
     const GroupInstances& groups = shape_.groups[d.stage][task.group];
+    const std::set<int64_t> lane(d.ranks.begin(), d.ranks.end());
     std::set<int32_t> instances;
     for (int64_t rank : d.ranks) instances.insert(groups.of_local[rank % D_]);
     std::map<int32_t, double> bytes;
@@ -495,12 +502,18 @@ class Engine {
            ExpandCollective(task.collective, task.algorithm, task.comm_bytes, groups.members[instance],
                             cluster_.devices_per_server, fidelity_, task.library))
         for (const Flow& f : phase.flows) {
-          if (!runner_.Runs(f)) continue;
+          if (!runner_.Runs(f) || !lane.count(f.src)) continue;
           platform_.Route(f.src, f.dst, &route);
           for (int32_t link : route) bytes[link] += f.bytes;
         }
     it->second.assign(bytes.begin(), bytes.end());
     return it->second;
+  }
+
+  // Closed-form traffic of `task` over [Now(), Now() + seconds], when link usage is recorded.
+  void RecordClosedFormTraffic(Device& d, const Task& task, double seconds) {
+    if (LinkUsageRecorder* usage = runner_.link_usage())
+      usage->AddLinkBytes(TaskTraffic(d, task), Now(), Now() + seconds);
   }
 
   // A pass run in closed form (RunClosedSteps): its collectives' traffic over the pass.
@@ -514,7 +527,7 @@ class Engine {
       std::map<int32_t, double> bytes;
       for (const PassStep& step : (item.forward ? p.forward : p.backward)[item.chunk])
         for (int t : step.collectives)
-          for (const auto& [link, b] : LaneTaskTraffic(d, tasks[t])) bytes[link] += b;
+          for (const auto& [link, b] : TaskTraffic(d, tasks[t])) bytes[link] += b;
       it->second.assign(bytes.begin(), bytes.end());
     }
     if (!it->second.empty()) usage->AddLinkBytes(it->second, d.pass_start, Now());
@@ -592,8 +605,7 @@ class Engine {
     if (!sequence) sequence = d.counters[task.group]++;
     if (d.inside_lane[task.group]) {
       ++timers_;
-      if (LinkUsageRecorder* usage = runner_.link_usage())
-        usage->AddLinkBytes(LaneTaskTraffic(d, task), Now(), Now() + task.seconds);
+      RecordClosedFormTraffic(d, task, task.seconds);
       runner_.After(task.seconds, std::move(resume));
       return;
     }
@@ -657,6 +669,7 @@ class Engine {
     // final buckets, and every bucket at step fidelity, run as flows.
     if (!run.last && fidelity_ == Fidelity::kAggregated) {
       ++timers_;
+      RecordClosedFormTraffic(d, task, bucket.seconds);
       runner_.After(bucket.seconds, std::move(done));
       return;
     }

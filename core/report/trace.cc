@@ -29,22 +29,14 @@ const char* ToString(EventKind kind) { return kKinds.at(static_cast<size_t>(kind
 Lane ParseLane(const std::string& name) { return Parse<Lane>(kLanes, name, "timeline lane"); }
 EventKind ParseEventKind(const std::string& name) { return Parse<EventKind>(kKinds, name, "timeline event category"); }
 
-double LinkClassUsage::Mean() const {
-  double sum = 0;
-  for (double u : utilisation) sum += u;
-  return utilisation.empty() ? 0 : sum / static_cast<double>(utilisation.size());
-}
-
-double LinkClassUsage::Peak() const {
-  return utilisation.empty() ? 0 : *std::max_element(utilisation.begin(), utilisation.end());
-}
-
 nlohmann::json ToJson(const LinkClassUsage& u) {
   return {{"name", u.name},
           {"links", u.links},
           {"bandwidth", u.bandwidth},
           {"bin_seconds", u.bin_seconds},
           {"utilisation", u.utilisation},
+          {"mean_utilisation", u.mean_utilisation},
+          {"peak_utilisation", u.peak_utilisation},
           {"busiest", u.busiest},
           {"busiest_utilisation", u.busiest_utilisation}};
 }
@@ -56,6 +48,8 @@ LinkClassUsage LinkClassUsageFromJson(const nlohmann::json& j) {
   u.bandwidth = j.at("bandwidth").get<double>();
   u.bin_seconds = j.at("bin_seconds").get<double>();
   u.utilisation = j.at("utilisation").get<std::vector<double>>();
+  u.mean_utilisation = j.at("mean_utilisation").get<double>();
+  u.peak_utilisation = j.at("peak_utilisation").get<double>();
   u.busiest = j.at("busiest").get<std::string>();
   u.busiest_utilisation = j.at("busiest_utilisation").get<double>();
   return u;

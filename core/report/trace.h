@@ -67,11 +67,10 @@ struct LinkClassUsage {
   double bandwidth = 0;             // bytes/s of one such link (the class's mean)
   double bin_seconds = 0;           // the width of each utilisation sample
   std::vector<double> utilisation;  // bytes carried over capacity, per bin from the step's start, 0..1
+  double mean_utilisation = 0;      // over the whole step
+  double peak_utilisation = 0;      // the busiest bin
   std::string busiest;              // the link that carried the most for its capacity
   double busiest_utilisation = 0;   // its bytes over its capacity for the whole step
-
-  double Mean() const;  // over the step
-  double Peak() const;  // the busiest bin
 };
 
 struct Trace {

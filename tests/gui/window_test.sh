@@ -22,6 +22,7 @@ allowed=0.002  # fraction of pixels that may differ
 command -v Xvfb >/dev/null && command -v xdotool >/dev/null || { echo "Xvfb or xdotool missing: skipped"; exit 77; }
 
 work=$(mktemp -d)
+kept=${TMPDIR:-/tmp}/shardlab-window-test  # a failed run's screenshots and log stay here
 xvfb_pid= gui_pid=
 cleanup() {
   [[ -n $gui_pid ]] && kill "$gui_pid" 2>/dev/null || true
@@ -34,11 +35,16 @@ trap cleanup EXIT
 exec 5>"$work/display"
 Xvfb -displayfd 5 -screen 0 1600x1000x24 -nolisten tcp >"$work/xvfb.log" 2>&1 &
 xvfb_pid=$!
-for _ in $(seq 50); do [[ -s $work/display ]] && break; sleep 0.1; done
+for _ in $(seq 100); do [[ -s $work/display ]] && break; sleep 0.1; done
+fail() {
+  echo "FAIL: $*"
+  cat "$work/gui.log" 2>/dev/null || true
+  rm -rf "$kept" && cp -r "$work" "$kept" && echo "screenshots and logs kept in $kept"
+  exit 1
+}
+[[ -s $work/display ]] && kill -0 "$xvfb_pid" 2>/dev/null || fail "Xvfb did not start: $(cat "$work/xvfb.log")"
 export DISPLAY=":$(head -1 "$work/display")"
 export XDG_RUNTIME_DIR=$work QT_QPA_PLATFORM=xcb
-
-fail() { echo "FAIL: $*"; cat "$work/gui.log" 2>/dev/null || true; exit 1; }
 
 "$gui" "$src/configs/runs/pangu-alpha-13b-ascend-512.json" >"$work/gui.log" 2>&1 &
 gui_pid=$!
@@ -49,10 +55,11 @@ xdotool windowmove "$window" 0 0 windowsize --sync "$window" 1600 1000
 shot() {
   local name=$1 previous=$work/previous.png current=$work/$1.png
   xdotool mousemove 1599 999  # no tooltip in the picture
-  "$tool" grab "$previous" 2>/dev/null
+  sleep 0.3                    # the repaint has started
+  "$tool" grab "$previous" 2>/dev/null || fail "cannot grab the screen"
   for _ in $(seq 20); do
     sleep 0.3
-    "$tool" grab "$current" 2>/dev/null
+    "$tool" grab "$current" 2>/dev/null || fail "cannot grab the screen"
     "$tool" diff "$previous" "$current" 0 >/dev/null && break
     cp "$current" "$previous"
   done
@@ -73,7 +80,7 @@ first_tab() { xdotool mousemove 30 31 click 1; }                # the tab bar's 
 tab() { first_tab; for _ in $(seq "$1"); do keys Right; done; }  # the n-th tab after it
 
 mkdir -p "$refs"
-environment=$("$tool" fingerprint 2>/dev/null)
+environment=$("$tool" fingerprint 2>/dev/null) || fail "cannot read the rendering environment"
 if [[ $update == --update ]]; then
   echo "$environment" >"$refs/ENVIRONMENT"
 elif [[ $environment != "$(cat "$refs/ENVIRONMENT")" ]]; then
@@ -85,7 +92,7 @@ fi
 shot window-pipeline
 tab 4  # Memory
 shot window-memory
-# A click inside stage 0's second backward pass selects the operator whose task runs there;
+# A click inside stage 0's fifth backward pass (B4) selects the operator whose task runs there;
 # the Devices tab then shows that operator.
 first_tab
 [[ $(xdotool getwindowname "$window") == "shardlab - pangu-alpha-13b-ascend-512 - layer0/attention/query" ]] ||
@@ -96,9 +103,13 @@ title=$(xdotool getwindowname "$window")
   fail "the click in B4 of stage 0 selected something else: $title"
 tab 2  # Devices
 shot window-devices-after-click
+# The tab really changed (a click inside the timeline must not keep the arrow keys from the tab bar).
+"$tool" diff "$work/window-pipeline.png" "$work/window-devices-after-click.png" 0.05 >/dev/null &&
+  fail "the Devices tab looks like the Pipeline tab: the tab did not change"
 # Ctrl+S exports the visible tab through the file dialog.
 keys ctrl+s
-sleep 1
+dialog=$(timeout 30 xdotool search --sync --name '^Export view' | head -1) || fail "Ctrl+S opened no dialog"
+xdotool windowfocus --sync "$dialog"
 xdotool type --delay 20 "$work/exported.png"
 xdotool key Return
 for _ in $(seq 50); do [[ -s $work/exported.png ]] && break; sleep 0.1; done

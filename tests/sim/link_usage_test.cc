@@ -45,7 +45,8 @@ TEST_CASE("a flow between two servers loads both NICs and its bins conserve its 
   CHECK(nics.links == 2 * 2 * cluster.inter_server.nics_per_server);
   // Up on server 0 and down on server 1: twice the flow's bytes over the class.
   CHECK(CarriedBytes(nics, step) == Approx(2 * bytes).epsilon(1e-9));
-  CHECK(nics.Peak() == Approx(2.0 / static_cast<double>(nics.links)).epsilon(0.02));
+  CHECK(nics.peak_utilisation == Approx(2.0 / static_cast<double>(nics.links)).epsilon(0.02));
+  CHECK(nics.mean_utilisation == Approx(2 * bytes / (nic * static_cast<double>(nics.links) * step)).epsilon(1e-9));
   CHECK(nics.busiest == "nic-up-0");
   CHECK(nics.busiest_utilisation == Approx(bytes / (nic * step)).epsilon(1e-9));
 }
