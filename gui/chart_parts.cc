@@ -13,6 +13,10 @@ constexpr double kSwatch = 14, kSwatchGap = 5, kItemGap = 16, kLineGap = 4, kTic
 
 }  // namespace
 
+QString FormatValue(double value, AxisUnit unit, int significant) {
+  return QString::fromStdString(FormatAxisValue(value, unit, significant));
+}
+
 double HeaderHeight(const QFontMetrics& metrics, double width, const QString& text) {
   const QRect box = metrics.boundingRect(QRect(0, 0, static_cast<int>(std::max(width, 10.0)), 100000),
                                          Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, text);

@@ -29,6 +29,9 @@ struct LegendItem {
   LegendMark mark = LegendMark::kFill;
 };
 
+// One value with its scaled unit as the views print it ("2.854 s", "15.0 GiB").
+QString FormatValue(double value, AxisUnit unit, int significant);
+
 // Wrapped text from the top-left of `area`; returns the y below it.
 double DrawHeader(QPainter& p, const QRectF& area, const QString& text);
 double HeaderHeight(const QFontMetrics& metrics, double width, const QString& text);

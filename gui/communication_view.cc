@@ -111,9 +111,8 @@ QString CommunicationView::ToolTipAt(QPoint pos) const {
             .arg(QString::fromStdString(u.name))
             .arg(u.links)
             .arg(Rate(u.bandwidth))
-            .arg(QString::fromStdString(FormatAxisValue(start, AxisUnit::kSeconds, 4)),
-                 QString::fromStdString(
-                     FormatAxisValue(std::min(start + u.bin_seconds, step_seconds_), AxisUnit::kSeconds, 4)),
+            .arg(FormatValue(start, AxisUnit::kSeconds, 4),
+                 FormatValue(std::min(start + u.bin_seconds, step_seconds_), AxisUnit::kSeconds, 4),
                  Percent(u.utilisation[b]), Percent(u.mean_utilisation), QString::fromStdString(u.busiest),
                  Percent(u.busiest_utilisation));
       }

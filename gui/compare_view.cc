@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <set>
 
-#include "gui/axis.h"
+#include "gui/chart_parts.h"
 
 namespace shardlab::gui {
 namespace {
@@ -24,8 +24,8 @@ struct Figure {
   QString (*text)(double);
 };
 
-QString Seconds(double s) { return QString::fromStdString(FormatAxisValue(s, AxisUnit::kSeconds, 4)); }
-QString Bytes(double b) { return QString::fromStdString(FormatAxisValue(b, AxisUnit::kBytes, 4)); }
+QString Seconds(double s) { return FormatValue(s, AxisUnit::kSeconds, 4); }
+QString Bytes(double b) { return FormatValue(b, AxisUnit::kBytes, 4); }
 QString Plain(double v) { return QString::number(v, 'g', 5); }
 QString Percent(double v) { return QString::number(v, 'f', 1) + "%"; }
 

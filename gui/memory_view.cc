@@ -48,7 +48,7 @@ double BytesOf(const MemoryBreakdown& m, MemoryPart part) {
   return 0;
 }
 
-QString Bytes(double bytes) { return QString::fromStdString(FormatAxisValue(bytes, AxisUnit::kBytes, 3)); }
+QString Bytes(double bytes) { return FormatValue(bytes, AxisUnit::kBytes, 3); }
 
 QColor CapacityColor() { return {200, 30, 30}; }
 

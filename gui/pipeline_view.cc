@@ -34,7 +34,7 @@ const std::vector<LegendItem>& Legend() {
   return items;
 }
 
-QString Time(double seconds) { return QString::fromStdString(FormatAxisValue(seconds, AxisUnit::kSeconds, 4)); }
+QString Time(double seconds) { return FormatValue(seconds, AxisUnit::kSeconds, 4); }
 
 }  // namespace
 
@@ -115,7 +115,7 @@ QSize PipelineView::sizeHint() const {
 
 QString PipelineView::HeaderText() const {
   return QString("step %1   pipeline bubbles %2% of the step (slowest stage)")
-      .arg(QString::fromStdString(FormatAxisValue(timeline_.step_seconds, AxisUnit::kSeconds, 4)))
+      .arg(Time(timeline_.step_seconds))
       .arg(100 * timeline_.bubble_fraction, 0, 'f', 1);
 }
 
