@@ -6,10 +6,10 @@ cd "$(dirname "$0")/.."
 bin="${1:-build/release}/cli/shardlab"
 measure() {
   local label=$1; shift
-  /usr/bin/time -f "%e %M" -o /tmp/shardlab-search-bench.$$ "$bin" "$@" > /tmp/shardlab-search-out.$$
+  /usr/bin/time -f "%e %M" -o /tmp/shardlab-search-bench.$$ "$bin" "$@" --json > /tmp/shardlab-search-out.$$
   read -r wall rss < /tmp/shardlab-search-bench.$$
   local step
-  step=$(grep -o 'analytical step with these strategies [0-9.e+-]* s' /tmp/shardlab-search-out.$$ | awk '{print $6}')
+  step=$(grep -o '"step_seconds": [0-9.e+-]*' /tmp/shardlab-search-out.$$ | tail -1 | awk '{printf "%.4g", $2}')
   printf '%-62s %7.2f s %7.1f MiB   step %s s\n' "$label" "$wall" "$(awk -v k="$rss" 'BEGIN{print k/1024}')" "$step"
 }
 printf '%-62s %9s %11s\n' "case" "wall" "peak RSS"

@@ -13,6 +13,7 @@ namespace shardlab::cli {
 
 struct SimulateArgs {
   std::string run_file;
+  std::vector<std::string> settings;  // --set KEY=VALUE, applied to the run file before it is read
   std::string out_file;              // result JSON; "" = none
   std::string trace_file;            // Chrome/Perfetto trace; "" = none
   std::vector<int64_t> trace_ranks;  // devices on the trace; empty = the default choice
@@ -78,6 +79,7 @@ int TuneFusion(const TuneFusionArgs& args);
 
 struct SearchArgs {
   std::string run_file;
+  std::vector<std::string> settings;  // --set KEY=VALUE
   std::string mode;  // dynamic_programming | recursive_programming | sharding_propagation | semi_auto; "" = the run's
   std::string cost_model;  // mindspore | time; "" = the run's parallel.cost_model
   std::string out_file;    // strategy checkpoint; "" = the run's strategy_ckpt_save_file
@@ -88,6 +90,7 @@ int Search(const SearchArgs& args);
 
 struct CompareArgs {
   std::string run_file;
+  std::vector<std::string> settings;  // --set KEY=VALUE
   std::vector<std::string> modes = {"all"};  // all, or run (the run's own strategies), semi_auto, search modes
   std::string engine = "both";               // analytical | both (analytical and SimGrid)
   int64_t jobs = 0;

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "cli/run_evaluation.h"
+#include "core/config/units.h"
 #include "core/flow/prepared_run.h"
 #include "core/util/interrupt.h"
 #include "sim/simulate.h"
@@ -30,7 +31,7 @@ struct Variant {
 int Compare(const CompareArgs& args) {
   const double start = SteadySeconds();
   exec::MpiWorld world;
-  const RunSpec run = LoadRunFile(args.run_file);
+  const RunSpec run = LoadRunFile(args.run_file, args.settings);
   std::vector<std::pair<std::string, std::string>> requested;
   for (const std::string& mode : args.modes) {
     if (mode == "all") {
@@ -124,9 +125,10 @@ int Compare(const CompareArgs& args) {
       continue;
     }
     const double step = v.simgrid > 0 ? v.simgrid : v.analytical;
-    std::cout << fmt::format("  {:<24} {:<10} {:>7.3f} s {:>13.5g} {:>10.5g} s {:>12} {:>10}{}\n", mode, cost,
-                             c.search_seconds, c.objective, v.analytical,
-                             v.simgrid > 0 ? fmt::format("{:.5g} s", v.simgrid) : "-",
+    std::cout << fmt::format("  {:<24} {:<10} {:>9} {:>13.5g} {:>12} {:>12} {:>10}{}\n", mode, cost,
+                             FormatQuantity(c.search_seconds, Quantity::kSeconds), c.objective,
+                             FormatQuantity(v.analytical, Quantity::kSeconds),
+                             v.simgrid > 0 ? FormatQuantity(v.simgrid, Quantity::kSeconds) : "-",
                              reference > 0 ? fmt::format("{:+.1f}%", 100 * (step - reference) / reference) : "-",
                              v.oom ? "  (out of memory)" : "");
   }

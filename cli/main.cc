@@ -40,6 +40,16 @@ CLI::Validator FiniteNumber(double min, bool strict) {
 
 std::string VersionText() { return std::string("shardlab 0.1.0 (SimGrid ") + shardlab::SimGridVersion() + ")"; }
 
+// --set KEY=VALUE on the commands that read one run file; repeatable.
+void AddSetOption(CLI::App* command, std::vector<std::string>& settings) {
+  command
+      ->add_option("--set", settings,
+                   "change a run-file key first: KEY=VALUE, a dotted key and a JSON value (or a bare word), "
+                   "e.g. --set parallel.micro_batch_num=64; repeatable")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,6 +66,7 @@ int main(int argc, char** argv) {
   cli::SimulateArgs simulate;
   auto* simulate_cmd = app.add_subcommand("simulate", "Simulate one training step of a run file");
   simulate_cmd->add_option("run", simulate.run_file, "run file (JSON)")->required();
+  AddSetOption(simulate_cmd, simulate.settings);
   simulate_cmd->add_option("-o,--out", simulate.out_file, "write the result JSON here");
   simulate_cmd->add_flag("--json", simulate.json, "print JSON instead of the text summary");
   simulate_cmd->add_option("--trace", simulate.trace_file, "write a Chrome/Perfetto trace here");
@@ -161,6 +172,7 @@ int main(int argc, char** argv) {
   cli::SearchArgs search;
   auto* search_cmd = app.add_subcommand("search", "Search operator strategies (MindSpore's auto_parallel modes)");
   search_cmd->add_option("run", search.run_file, "run file (JSON)")->required();
+  AddSetOption(search_cmd, search.settings);
   search_cmd
       ->add_option("--mode", search.mode,
                    "semi_auto or a search mode (default: the run's own parallel_mode and search_mode)")
@@ -175,6 +187,7 @@ int main(int argc, char** argv) {
   auto* compare_cmd =
       app.add_subcommand("compare", "Every search mode on one run, simulated side by side with its own strategies");
   compare_cmd->add_option("run", compare.run_file, "run file (JSON)")->required();
+  AddSetOption(compare_cmd, compare.settings);
   compare_cmd
       ->add_option("--modes", compare.modes,
                    "all, or some of run (the run's own strategies), semi_auto, dynamic_programming, "

@@ -11,13 +11,14 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "cli/run_evaluation.h"
+#include "core/config/units.h"
 #include "core/flow/prepared_run.h"
 #include "sim/simulate.h"
 
 namespace shardlab::cli {
 
 int Search(const SearchArgs& args) {
-  RunSpec run = WithStrategyMode(LoadRunFile(args.run_file), args.mode, args.cost_model);
+  RunSpec run = WithStrategyMode(LoadRunFile(args.run_file, args.settings), args.mode, args.cost_model);
   if (!args.out_file.empty()) run.parallel.strategy_ckpt_save_file = args.out_file;
   const PreparedRun prepared = [&] {
     PhaseProgress progress(run.parallel.parallel_mode == ParallelMode::kAutoParallel
@@ -66,8 +67,9 @@ int Search(const SearchArgs& args) {
   std::cout << fmt::format(
       "totals: {} operators ({} configured), objective {:.6g}, memory {:.2f} GiB per device (cost model's count)\n",
       sharded.layouts.size(), choice.configured, choice.objective, choice.memory / (1 << 30));
-  std::cout << fmt::format("search time {:.3f} s; analytical step with these strategies {:.5g} s\n",
-                           choice.search_seconds, step.step_seconds);
+  std::cout << fmt::format("search time {}; analytical step with these strategies {}\n",
+                           FormatQuantity(choice.search_seconds, Quantity::kSeconds),
+                           FormatQuantity(step.step_seconds, Quantity::kSeconds));
   if (!choice.saved_checkpoint.empty()) std::cout << "wrote " << choice.saved_checkpoint << "\n";
   return 0;
 }

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "core/config/units.h"
 #include "core/flow/prepared_run.h"
 #include "core/report/rank_view.h"
 #include "core/report/run_summary.h"
@@ -17,7 +18,7 @@ namespace shardlab::cli {
 
 int Simulate(const SimulateArgs& args) {
   spdlog::info("loading run {}", args.run_file);
-  RunSpec run = LoadRunFile(args.run_file);
+  RunSpec run = LoadRunFile(args.run_file, args.settings);
   if (!args.engine.empty()) run.simulation.engine = ParseEngine(args.engine);
   if (!args.symmetry.empty()) run.simulation.symmetry = ParseSymmetry(args.symmetry);
   const PreparedRun prepared = [&] {
@@ -68,8 +69,9 @@ int Simulate(const SimulateArgs& args) {
     std::cout << FormatRankView(rank);
     if (results.size() > 1) {
       const double a = results[1].step_seconds, s = result.step_seconds;
-      std::cout << fmt::format("  analytical step time {:.4g} s ({:+.2f}% against SimGrid's {:.4g} s)\n", a,
-                               s > 0 ? 100 * (a - s) / s : 0.0, s);
+      std::cout << fmt::format("  analytical step time {} ({:+.2f}% against SimGrid's {})\n",
+                               FormatQuantity(a, Quantity::kSeconds), s > 0 ? 100 * (a - s) / s : 0.0,
+                               FormatQuantity(s, Quantity::kSeconds));
     }
   }
   if (!args.out_file.empty()) WriteFileAtomically(args.out_file, out.dump(2) + "\n");

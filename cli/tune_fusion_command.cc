@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "cli/run_evaluation.h"
+#include "core/config/units.h"
 #include "core/flow/prepared_run.h"
 #include "core/report/svg_chart.h"
 #include "core/search/fusion_tuner.h"
@@ -57,13 +58,14 @@ std::string TimelineChart(const FusionProblem& problem, const FusionEstimate& es
     if (z - a >= static_cast<int>(label.size()) + 2) stream.replace(a + 1, label.size(), label);
     ready[col(b.ready)] = '^';
   }
-  std::string out =
-      fmt::format("last backward pass of stage {} with the winner ({:.4g} s .. {:.4g} s):\n", stage->stage, begin, end);
+  std::string out = fmt::format("last backward pass of stage {} with the winner ({} .. {}):\n", stage->stage,
+                                FormatQuantity(begin, Quantity::kSeconds), FormatQuantity(end, Quantity::kSeconds));
   out += "  backward compute |" + backward + "\n";
   out += "  bucket stream    |" + stream + "\n";
   out += "  bucket ready     |" + ready + "\n";
-  out += fmt::format("  tail past the backward pass: {:.4g} s over {} collectives\n", estimate.tail_seconds,
-                     estimate.buckets.size());
+  out += fmt::format("  tail past the backward pass: {} over {} collective{}\n",
+                     FormatQuantity(estimate.tail_seconds, Quantity::kSeconds), estimate.buckets.size(),
+                     estimate.buckets.size() == 1 ? "" : "s");
   return out;
 }
 
@@ -86,7 +88,7 @@ int TuneFusion(const TuneFusionArgs& args) {
   FusionTuning tuning;
   tuning.op = ParseCollective(args.op);
   const Collective op = tuning.op;
-  tuning.mode = args.mode.empty() ? DefaultFusionTuneMode(run, op)
+  tuning.mode = args.mode.empty()      ? DefaultFusionTuneMode(run, op)
                 : args.mode == "index" ? FusionTuneMode::kIndex
                                        : FusionTuneMode::kSize;
   tuning.max_buckets = args.max_buckets;
@@ -115,7 +117,7 @@ int TuneFusion(const TuneFusionArgs& args) {
         const double t = nlohmann::json::parse(r.output).at("step_seconds").get<double>();
         if (best == 0 || t < best) best = t;
       }
-    return best > 0 ? fmt::format("{:.5g} s", best) : std::string("-");
+    return best > 0 ? FormatQuantity(best, Quantity::kSeconds) : std::string("-");
   };
   const double verify_start = SteadySeconds();
   const auto results = EvaluateEverywhere(
@@ -175,17 +177,18 @@ int TuneFusion(const TuneFusionArgs& args) {
   out["candidates"] = nlohmann::json::array();
   for (size_t i = 0; i < candidates.size(); ++i) {
     const FusionCandidate& c = candidates[i];
-    nlohmann::json j = {{"kind", ToString(c.kind)},
-                        {"setting", Describe(c.setting)},
-                        {"config", FusionSettingJson(c.setting)},
-                        {"current", c.current},
-                        {"buckets", c.buckets},
-                        {"fast_step_seconds", c.fast_seconds}};
+    nlohmann::json j = {
+        {"kind", ToString(c.kind)}, {"setting", Describe(c.setting)}, {"config", FusionSettingJson(c.setting)},
+        {"current", c.current},     {"buckets", c.buckets},           {"fast_step_seconds", c.fast_seconds}};
     if (verified[i].Ok()) j["verified"] = verified[i].result;
     if (verified[i].run.status == ChildJobResult::Status::kFailed) j["error"] = verified[i].run.output;
     out["candidates"].push_back(j);
   }
   out["winner"] = winner;
+  out["winner_setting"] = FusionSettingJson(best.setting);
+  out["winner_buckets"] = candidates[winner].buckets;
+  if (verified[winner].Ok())
+    out["winner_exposed_communication_seconds"] = verified[winner].result.at("exposed_communication_seconds");
   out["default_step_seconds"] = default_seconds;
   out["winner_step_seconds"] = winner_seconds;
   out["timeline"] = {{"stage", winner_estimate.critical_stage}, {"buckets", nlohmann::json::array()}};
@@ -206,13 +209,12 @@ int TuneFusion(const TuneFusionArgs& args) {
     return StopRequested() ? StopExitCode() : 0;
   }
 
-  std::cout << fmt::format("tune-fusion {}: {} fusion by {}, {} gradients{}\n", run.name, args.op,
-                           ToString(tuning.mode), search.gradients,
-                           tuning.mode == FusionTuneMode::kIndex
-                               ? fmt::format(" in the split list (stage {})", search.list_stage)
-                               : "");
-  std::cout << fmt::format("  fast model: {} candidates in {:.2f} s; {} verified with {} in {:.1f} s ({} at once{})\n",
-                           candidates.size(), search_seconds, to_verify.size(), args.engine, verify_seconds, jobs,
+  std::cout << fmt::format(
+      "tune-fusion {}: {} fusion by {}, {} gradients{}\n", run.name, args.op, ToString(tuning.mode), search.gradients,
+      tuning.mode == FusionTuneMode::kIndex ? fmt::format(" in the split list (stage {})", search.list_stage) : "");
+  std::cout << fmt::format("  fast model: {} candidates in {}; {} verified with {} in {} ({} at once{})\n",
+                           candidates.size(), FormatQuantity(search_seconds, Quantity::kSeconds), to_verify.size(),
+                           args.engine, FormatQuantity(verify_seconds, Quantity::kSeconds), jobs,
                            world.size() > 1 ? fmt::format(", {} MPI ranks", world.size()) : "");
   if (StopRequested()) std::cout << "  interrupted: the results below are those finished before Ctrl-C\n";
   std::cout << fmt::format("\n  {:<38} {:>8} {:>12} {:>12} {:>12} {:>10}\n", "candidate", "buckets", "fast model",
@@ -226,14 +228,14 @@ int TuneFusion(const TuneFusionArgs& args) {
         (i == winner ? "* " : "  ") + Describe(c.setting) + (tuned ? "" : fmt::format(" ({})", ToString(c.kind)));
     std::string seconds = "-", exposed = "-", versus = "-";
     if (v.Ok()) {
-      seconds = fmt::format("{:.5g} s", v.Seconds());
-      exposed = fmt::format("{:.4g} s", v.result.at("exposed_communication_seconds").get<double>());
+      seconds = FormatQuantity(v.Seconds(), Quantity::kSeconds);
+      exposed = FormatQuantity(v.result.at("exposed_communication_seconds").get<double>(), Quantity::kSeconds);
       versus = fmt::format("{:+.2f}%", 100 * (v.Seconds() - default_seconds) / default_seconds);
     } else if (v.run.status == ChildJobResult::Status::kFailed) {
       seconds = "failed";
     }
     std::cout << fmt::format("  {:<38} {:>8} {:>12} {:>12} {:>12} {:>10}\n", name, c.buckets,
-                             fmt::format("{:.5g} s", c.fast_seconds), seconds, exposed, versus);
+                             FormatQuantity(c.fast_seconds, Quantity::kSeconds), seconds, exposed, versus);
     if (v.run.status == ChildJobResult::Status::kFailed) std::cout << "      error: " << v.run.output << "\n";
   }
   if (std::any_of(verified.begin(), verified.begin() + static_cast<std::ptrdiff_t>(search.baselines),
@@ -241,8 +243,9 @@ int TuneFusion(const TuneFusionArgs& args) {
     std::cout << fmt::format(
         "  (\"-\": not verified, more than {:.0f}% behind the fast model's best; --verify-margin)\n",
         100 * args.verify_margin);
-  std::cout << fmt::format("\nwinner: {} ({:.5g} s, {:+.2f}% against one bucket)\n", Describe(best.setting),
-                           winner_seconds, 100 * (winner_seconds - default_seconds) / default_seconds);
+  std::cout << fmt::format("\nwinner: {} ({}, {:+.2f}% against one bucket)\n", Describe(best.setting),
+                           FormatQuantity(winner_seconds, Quantity::kSeconds),
+                           100 * (winner_seconds - default_seconds) / default_seconds);
   if (op == Collective::kAllReduce && best.setting.mode == FusionSetting::Mode::kIndex)
     std::cout << fmt::format("paste into \"parallel\": \"all_reduce_fusion_config\": [{}]\n",
                              fmt::join(best.setting.indices, ", "));

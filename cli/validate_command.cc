@@ -212,6 +212,8 @@ std::vector<Summary> Summarize(const std::vector<Row>& rows, std::string (*key)(
 
 std::string SourceOf(const Row& row) { return row.source; }
 std::string MetricOf(const Row& row) { return row.metric; }
+// A training run (a published step, throughput or TFLOP/s) or a collective (nccl-tests' time or busbw).
+std::string KindOf(const Row& row) { return row.step_seconds > 0 ? "training" : "collective"; }
 
 nlohmann::json ToJson(const Summary& s) {
   return {{"group", s.group},
@@ -222,7 +224,8 @@ nlohmann::json ToJson(const Summary& s) {
 }
 
 void PrintText(const ValidateArgs& args, size_t cases, const std::vector<Row>& rows,
-               const std::vector<Summary>& sources, const std::vector<Summary>& metrics) {
+               const std::vector<Summary>& sources, const std::vector<Summary>& metrics,
+               const std::vector<Summary>& kinds) {
   std::cout << fmt::format("# {} cases ({} figures), engine {} (collectives in closed form), worst first\n", cases,
                            rows.size(), args.engine);
   std::cout << fmt::format("# {:<52} {:<32} {:>10} {:>10} {:>8}\n", "case", "metric", "published", "predicted",
@@ -239,10 +242,11 @@ void PrintText(const ValidateArgs& args, size_t cases, const std::vector<Row>& r
   };
   table("source", sources);
   table("metric", metrics);
+  table("kind", kinds);
 }
 
 void PrintMarkdown(const std::vector<Row>& rows, const std::vector<Summary>& sources,
-                   const std::vector<Summary>& metrics) {
+                   const std::vector<Summary>& metrics, const std::vector<Summary>& kinds) {
   std::cout << "| Source | Figures | Median abs. error | Max abs. error | Reported out of memory |\n"
                "| --- | ---: | ---: | ---: | ---: |\n";
   for (const Summary& s : sources)
@@ -251,6 +255,11 @@ void PrintMarkdown(const std::vector<Row>& rows, const std::vector<Summary>& sou
   std::cout << "\n| Metric | Figures | Median abs. error | Max abs. error |\n| --- | ---: | ---: | ---: |\n";
   for (const Summary& s : metrics)
     std::cout << fmt::format("| {} | {} | {:.1f}% | {:.1f}% |\n", s.group, s.count, s.median, s.max);
+  std::cout << "\n| Kind | Figures | Median abs. error | Max abs. error | Reported out of memory |\n"
+               "| --- | ---: | ---: | ---: | ---: |\n";
+  for (const Summary& s : kinds)
+    std::cout << fmt::format("| {} | {} | {:.1f}% | {:.1f}% | {} |\n", s.group, s.count, s.median, s.max,
+                             s.out_of_memory);
   std::cout << "\n| Case | Source | Metric | Published | Predicted | Error |\n"
                "| --- | --- | --- | ---: | ---: | ---: |\n";
   for (const Row& row : rows)
@@ -282,7 +291,8 @@ int Validate(const ValidateArgs& args) {
     progress.Done(std::filesystem::path(file).stem().string(), "");
   }
   progress.Finish();
-  std::vector<Summary> sources = Summarize(rows, &SourceOf), metrics = Summarize(rows, &MetricOf);
+  std::vector<Summary> sources = Summarize(rows, &SourceOf), metrics = Summarize(rows, &MetricOf),
+                       kinds = Summarize(rows, &KindOf);
   const Summary overall = Summarize(rows, [](const Row&) { return std::string("all"); }).front();
   sources.push_back(overall);
   if (args.json) {
@@ -301,14 +311,14 @@ int Validate(const ValidateArgs& args) {
       }
       cases.push_back(j);
     }
-    nlohmann::json by_source = nlohmann::json::array(), by_metric = nlohmann::json::array();
+    nlohmann::json by_source = nlohmann::json::array(), by_metric = nlohmann::json::array(),
+                   by_kind = nlohmann::json::array();
     for (const Summary& s : sources) by_source.push_back(ToJson(s));
     for (const Summary& s : metrics) by_metric.push_back(ToJson(s));
-    std::cout << nlohmann::json{{"engine", args.engine},
-                                {"cases", cases},
-                                {"by_source", by_source},
-                                {"by_metric", by_metric},
-                                {"median_absolute_error_percent", overall.median}}
+    for (const Summary& s : kinds) by_kind.push_back(ToJson(s));
+    std::cout << nlohmann::json{{"engine", args.engine},  {"cases", cases},
+                                {"by_source", by_source}, {"by_metric", by_metric},
+                                {"by_kind", by_kind},     {"median_absolute_error_percent", overall.median}}
                      .dump(2)
               << "\n";
     return 0;
@@ -317,10 +327,10 @@ int Validate(const ValidateArgs& args) {
   std::stable_sort(rows.begin(), rows.end(),
                    [](const Row& a, const Row& b) { return std::fabs(a.error()) > std::fabs(b.error()); });
   if (args.markdown) {
-    PrintMarkdown(rows, sources, metrics);
+    PrintMarkdown(rows, sources, metrics, kinds);
     return 0;
   }
-  PrintText(args, files.size(), rows, sources, metrics);
+  PrintText(args, files.size(), rows, sources, metrics, kinds);
   std::cout << fmt::format("# median absolute error {:.1f}% over {} figures\n", overall.median, rows.size());
   return 0;
 }

@@ -15,10 +15,12 @@
 #include "cli/commands.h"
 #include "cli/run_evaluation.h"
 #include "core/calibration/fit_calibration.h"
+#include "core/config/units.h"
 #include "core/flow/prepared_run.h"
 #include "core/util/atomic_file.h"
 #include "core/util/child_jobs.h"
 #include "core/util/interrupt.h"
+#include "core/util/paths.h"
 #include "exec/plan_executor.h"
 #include "exec/rank_launcher.h"
 #include "sim/simulate.h"
@@ -38,9 +40,10 @@ int ValidateRun(const ValidateRunArgs& args) {
     ApplyCalibration(LoadCalibrationFile(args.calibration_file),
                      std::filesystem::absolute(args.calibration_file).lexically_normal().string(), &run.cluster);
   if (run.parallel.device_num > exec::kMaxLocalRanks)
-    throw std::runtime_error(fmt::format("{}: the run has {} devices; validate-run executes one process per device "
-                                         "on this machine, at most {}",
-                                         args.run_file, run.parallel.device_num, exec::kMaxLocalRanks));
+    throw std::runtime_error(
+        fmt::format("{}: the run has {} devices; validate-run executes one process per device "
+                    "on this machine, at most {}",
+                    args.run_file, run.parallel.device_num, exec::kMaxLocalRanks));
   const PreparedRun prepared = Prepare(run);
   const Plan& plan = prepared.plan;
   const int64_t ranks = args.ranks > 0 ? args.ranks : plan.devices;
@@ -95,20 +98,19 @@ int ValidateRun(const ValidateRunArgs& args) {
     }
   }
 
-  nlohmann::json report = {
-      {"run", args.run_file},
-      {"backend", args.backend},
-      {"device", device},
-      {"ranks", ranks},
-      {"calibration", run.cluster.calibration_file},
-      {"measured_steps", nlohmann::json::array()},
-      {"measured", ToJson(measured)},
-      {"simulated", {{"analytical", ToJson(analytical)}, {"simgrid_step_seconds", simgrid}}},
-      {"errors",
-       {{"step_analytical", Error(analytical.step_seconds, measured.step_seconds)},
-        {"step_simgrid", Error(simgrid, measured.step_seconds)},
-        {"stages", nlohmann::json::array()},
-        {"task_types", nlohmann::json::array()}}}};
+  nlohmann::json report = {{"run", args.run_file},
+                           {"backend", args.backend},
+                           {"device", device},
+                           {"ranks", ranks},
+                           {"calibration", run.cluster.calibration_file},
+                           {"measured_steps", nlohmann::json::array()},
+                           {"measured", ToJson(measured)},
+                           {"simulated", {{"analytical", ToJson(analytical)}, {"simgrid_step_seconds", simgrid}}},
+                           {"errors",
+                            {{"step_analytical", Error(analytical.step_seconds, measured.step_seconds)},
+                             {"step_simgrid", Error(simgrid, measured.step_seconds)},
+                             {"stages", nlohmann::json::array()},
+                             {"task_types", nlohmann::json::array()}}}};
   for (const exec::RankExecution& e : executions) report["measured_steps"].push_back(e.step_seconds);
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const StageResult &m = measured.stages[s], &a = analytical.stages[s];
@@ -132,18 +134,20 @@ int ValidateRun(const ValidateRunArgs& args) {
   } else {
     std::cout << fmt::format("{}: {} ranks on {} ({}), median of {} steps after {} warm-up\n", run.name, ranks,
                              args.backend, device, options.steps, options.warmup_steps);
-    if (!run.cluster.calibration_file.empty()) std::cout << "calibration: " << run.cluster.calibration_file << "\n";
-    std::cout << fmt::format("  step time   measured {:.4g} s   analytical {:.4g} s ({})   SimGrid {:.4g} s ({})\n",
-                             measured.step_seconds, analytical.step_seconds,
-                             Percent(Error(analytical.step_seconds, measured.step_seconds)), simgrid,
+    if (!run.cluster.calibration_file.empty())
+      std::cout << "calibration: " << DisplayPath(run.cluster.calibration_file) << "\n";
+    const auto seconds = [](double s) { return FormatQuantity(s, Quantity::kSeconds); };
+    std::cout << fmt::format("  step time   measured {}   analytical {} ({})   SimGrid {} ({})\n",
+                             seconds(measured.step_seconds), seconds(analytical.step_seconds),
+                             Percent(Error(analytical.step_seconds, measured.step_seconds)), seconds(simgrid),
                              Percent(Error(simgrid, measured.step_seconds)));
     for (size_t s = 0; s < plan.stages.size(); ++s) {
       const StageResult &m = measured.stages[s], &a = analytical.stages[s];
-      std::cout << fmt::format(
-          "  stage {}     forward {:.4g} s vs {:.4g} s ({})   backward {:.4g} s vs {:.4g} s ({})   bubble {:.4g} s\n", s,
-          m.forward_seconds, a.forward_seconds, Percent(Error(a.forward_seconds, m.forward_seconds)),
-          m.backward_seconds, a.backward_seconds, Percent(Error(a.backward_seconds, m.backward_seconds)),
-          m.bubble_seconds);
+      std::cout << fmt::format("  stage {}     forward {} vs {} ({})   backward {} vs {} ({})   bubble {}\n", s,
+                               seconds(m.forward_seconds), seconds(a.forward_seconds),
+                               Percent(Error(a.forward_seconds, m.forward_seconds)), seconds(m.backward_seconds),
+                               seconds(a.backward_seconds), Percent(Error(a.backward_seconds, m.backward_seconds)),
+                               seconds(m.bubble_seconds));
     }
     std::cout << fmt::format("  {:<26} {:>7} {:>13} {:>13} {:>9}\n", "task type (per step)", "tasks", "measured(ms)",
                              "model(ms)", "error");
@@ -153,9 +157,11 @@ int ValidateRun(const ValidateRunArgs& args) {
   }
   if (!args.out_file.empty()) WriteFileAtomically(args.out_file, report.dump(2) + "\n");
   if (!args.measured_trace_file.empty())
-    WriteFileAtomically(args.measured_trace_file, ChromeTrace(measured.events, static_cast<int64_t>(plan.stages.size())).dump() + "\n");
+    WriteFileAtomically(args.measured_trace_file,
+                        ChromeTrace(measured.events, static_cast<int64_t>(plan.stages.size())).dump() + "\n");
   if (!args.simulated_trace_file.empty())
-    WriteFileAtomically(args.simulated_trace_file, ChromeTrace(analytical.events, static_cast<int64_t>(plan.stages.size())).dump() + "\n");
+    WriteFileAtomically(args.simulated_trace_file,
+                        ChromeTrace(analytical.events, static_cast<int64_t>(plan.stages.size())).dump() + "\n");
   return 0;
 }
 

@@ -16,6 +16,8 @@ packages=(
   # the GUI in a real window under test: X platform plugin, virtual display, input
   qt6-qpa-plugins xvfb xauth xdotool
   libgloo-dev libopenmpi-dev openmpi-bin
+  # the benchmark scripts (bench/*.sh) and the docs check that runs them: /usr/bin/time
+  time
 )
 
 missing=()

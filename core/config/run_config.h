@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -31,6 +32,13 @@ struct RunSpec {
 };
 
 RunSpec LoadRunFile(const std::string& path);
+// The run file with keys changed first (`--set`): each setting is
+// "dotted.key=VALUE", VALUE as JSON or else as a string ("parallel.micro_batch_num=64",
+// "model_params.fp8=hybrid"). Errors name the setting; the run's own checks follow.
+RunSpec LoadRunFile(const std::string& path, const std::vector<std::string>& settings);
+// Sets a dotted key of a run document, making the objects on the way; throws
+// std::invalid_argument when the path runs through something not an object.
+void SetDottedKey(nlohmann::json& document, const std::string& key, const nlohmann::json& value);
 // `file` names the document in errors and anchors relative paths.
 RunSpec ReadRunSpec(const JsonNode& node);
 

@@ -48,22 +48,10 @@ nlohmann::json SweepSpec::PointRun(const nlohmann::json& base, size_t index) con
   nlohmann::json doc = base;
   const auto coords = Coordinates(index);
   for (size_t a = 0; a < grid.size(); ++a) {
-    nlohmann::json* node = &doc;
-    const std::string& key = grid[a].key;
-    size_t begin = 0;
-    while (true) {
-      const size_t dot = key.find('.', begin);
-      const std::string part = key.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
-      if (!node->is_object() && !node->is_null())
-        throw ConfigError(file, "/grid/" + EscapePointerToken(key),
-                          fmt::format("the run file's {} is {}, not an object with the key {}",
-                                      Quoted(key.substr(0, begin - 1)), Describe(*node), Quoted(part)));
-      if (dot == std::string::npos) {
-        (*node)[part] = grid[a].run_values[coords[a]];
-        break;
-      }
-      node = &(*node)[part];
-      begin = dot + 1;
+    try {
+      SetDottedKey(doc, grid[a].key, grid[a].run_values[coords[a]]);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(file, "/grid/" + EscapePointerToken(grid[a].key), e.what());
     }
   }
   return doc;

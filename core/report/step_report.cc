@@ -23,7 +23,7 @@ double Hidden(double total, double exposed) { return total - exposed > 1e-9 ? to
 std::string FormatStrategyChoice(const StrategyChoice& c) {
   std::string out = "  strategies ";
   if (c.Searched()) {
-    out += fmt::format("searched by {} ({} cost model) in {:.2f} s", c.mode, c.cost_model, c.search_seconds);
+    out += fmt::format("searched by {} ({} cost model) in {}", c.mode, c.cost_model, Seconds(c.search_seconds));
   } else if (c.mode == "semi_auto") {
     out += "configured shard strategies, data parallel elsewhere";
   } else if (c.mode == "given") {

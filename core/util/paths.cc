@@ -20,4 +20,13 @@ std::string RebaseRelative(const std::string& path, const std::string& from_file
   return target.lexically_normal().lexically_relative(folder).string();
 }
 
+std::string DisplayPath(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::path cwd = std::filesystem::current_path(error);
+  if (error || path.empty()) return path;
+  const std::filesystem::path relative = std::filesystem::path(path).lexically_normal().lexically_relative(cwd);
+  if (relative.empty() || *relative.begin() == "..") return path;
+  return relative.string();
+}
+
 }  // namespace shardlab

@@ -16,4 +16,8 @@ std::string ResolveRelativeTo(const std::string& naming_file, const std::string&
 // the same file (a run file written elsewhere); absolute paths unchanged.
 std::string RebaseRelative(const std::string& path, const std::string& from_file, const std::string& to_file);
 
+// `path` for a message: relative to the working directory when it lies below
+// it ("configs/calibration/localhost-cpu.json"), else as given.
+std::string DisplayPath(const std::string& path);
+
 }  // namespace shardlab

@@ -82,6 +82,32 @@ TEST_CASE("simulate writes a result JSON that names the run") {
   CHECK(nlohmann::json::parse(json.out) == j);
 }
 
+TEST_CASE("simulate search and compare change run-file keys with set options") {
+  const CliResult base = Run("simulate configs/runs/resnet50-ascend-8.json --engine analytical --json");
+  const CliResult set =
+      Run("simulate configs/runs/resnet50-ascend-8.json --engine analytical --json --set parallel.micro_batch_num=2 "
+          "--set parallel.global_batch_size=512");
+  REQUIRE(base.rc == 0);
+  REQUIRE(set.rc == 0);
+  const auto a = nlohmann::json::parse(base.out), b = nlohmann::json::parse(set.out);
+  CHECK(b["run"]["parallel"]["micro_batch_num"] == 2);
+  CHECK(b["run"]["parallel"]["global_batch_size"] == 512);
+  CHECK(b["result"]["step_seconds"].get<double>() > a["result"]["step_seconds"].get<double>());
+  // A bare word is a string; the run's own checks name the key.
+  CliResult r = Run("simulate configs/runs/resnet50-ascend-8.json --set parallel.micro_batch_num=many");
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, Catch::Contains("/parallel/micro_batch_num"));
+  r = Run("search configs/runs/resnet50-ascend-8.json --set parallel.micro_bach_num=2");
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, Catch::Contains("micro_bach_num"));
+  r = Run("compare configs/runs/resnet50-ascend-8.json --set micro_batch_num");
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, Catch::Contains("--set \"micro_batch_num\": expected KEY=VALUE"));
+  r = Run("simulate configs/runs/resnet50-ascend-8.json --set name.first=1");
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, Catch::Contains("not an object with the key"));
+}
+
 TEST_CASE("user errors exit 1 with one line naming file and JSON path") {
   const fs::path bad = ScratchDir() / "bad-run.json";
   std::ofstream(bad) << R"({"name": "bad", "cluster": ")" << SHARDLAB_SOURCE_DIR
