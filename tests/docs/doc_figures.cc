@@ -361,7 +361,9 @@ class Figures {
       if (std::regex_search(masked, m, re) && m.size() > 1 && m[1].matched)
         masked = masked.substr(0, m.position(1)) + "\x02" + masked.substr(m.position(1) + m.length(1));
     }
-    return Skeleton(masked);
+    // Measured columns change width and unit from run to run.
+    static const std::regex kUnit(R"(# ?(?:ns|us|µs|ms|s|min)\b)"), kSpaces(" +");
+    return std::regex_replace(std::regex_replace(Skeleton(masked), kUnit, "#"), kSpaces, " ");
   }
 
   std::vector<std::string> Documents() const {
