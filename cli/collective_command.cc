@@ -7,13 +7,12 @@
 #include <string>
 
 #include <fmt/format.h>
-#include <simgrid/s4u/Engine.hpp>
 
 #include "cli/commands.h"
 #include "core/config/units.h"
 #include "core/util/json_reader.h"
-#include "sim/cluster_platform.h"
-#include "sim/flow_runner.h"
+#include "sim/collective_flows.h"
+#include "sim/simgrid_backend.h"
 
 namespace shardlab::cli {
 namespace {
@@ -59,25 +58,16 @@ int CollectiveCommand(const CollectiveArgs& args) {
   };
   std::map<Collective, CollectiveAlgorithm> force;
   if (args.algorithm != "auto") force[op] = ParseAlgorithm(args.algorithm);
-  sim::ClusterPlatform platform(cluster, last + 1);
-  sim::FlowRunner runner(platform);
-  std::vector<double> start(sizes.size()), end(sizes.size());
   std::vector<CollectiveAlgorithm> algorithms(sizes.size());
   std::vector<CollectiveTiming> timings(sizes.size());
-  std::function<void(size_t)> launch = [&](size_t i) {
-    if (i == sizes.size()) return;
+  std::vector<std::vector<sim::Phase>> collectives(sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) {
     algorithms[i] = ChooseAlgorithm(op, per_rank(sizes[i]), placement, cluster, force);
     timings[i] = TimeCollective(op, algorithms[i], per_rank(sizes[i]), placement, cluster);
-    start[i] = simgrid::s4u::Engine::get_clock();
-    runner.Run(sim::ExpandCollective(op, algorithms[i], per_rank(sizes[i]), members, cluster.devices_per_server,
-                                     fidelity, timings[i].library),
-               [&, i] {
-                 end[i] = simgrid::s4u::Engine::get_clock();
-                 launch(i + 1);
-               });
-  };
-  launch(0);
-  platform.engine().run();
+    collectives[i] = sim::ExpandCollective(op, algorithms[i], per_rank(sizes[i]), members, cluster.devices_per_server,
+                                           fidelity, timings[i].library);
+  }
+  const std::vector<double> simulated = sim::LoadSimGridBackend().time_collectives(cluster, last + 1, collectives);
 
   std::cout << fmt::format(
       "# {} over {} ranks of {} (first rank {}, stride {}: {} server{}, {} per server), {} flows\n", ToString(op),
@@ -97,7 +87,7 @@ int CollectiveCommand(const CollectiveArgs& args) {
                            NcclTestsColumns("(us)", "(GB/s)", "(GB/s)", ""), "", "", "(us)", "");
   double busbw_sum = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    const double t = end[i] - start[i];
+    const double t = simulated[i];
     const double closed = timings[i].seconds;
     const double algbw = t > 0 ? sizes[i] / t / 1e9 : 0;
     const double busbw = algbw * BusBandwidthFactor(op, args.ranks);

@@ -14,7 +14,6 @@
 #include "core/config/simulation_options.h"
 #include "core/util/interrupt.h"
 #include "core/util/quote.h"
-#include "sim/engine_info.h"
 
 namespace {
 
@@ -38,7 +37,9 @@ CLI::Validator FiniteNumber(double min, bool strict) {
       description);
 }
 
-std::string VersionText() { return std::string("shardlab 0.1.0 (SimGrid ") + shardlab::SimGridVersion() + ")"; }
+// The SimGrid version is the one shardlab was built against: reading the
+// loaded library's would load SimGrid, which costs --version most of its time.
+std::string VersionText() { return "shardlab " SHARDLAB_VERSION " (SimGrid " SHARDLAB_SIMGRID_VERSION ")"; }
 
 // --set KEY=VALUE on the commands that read one run file; repeatable.
 void AddSetOption(CLI::App* command, std::vector<std::string>& settings) {

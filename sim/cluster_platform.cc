@@ -210,10 +210,10 @@ ClusterPlatform::~ClusterPlatform() = default;
 std::vector<ClusterPlatform::LinkClass> ClusterPlatform::LinkClasses() const {
   std::vector<LinkClass> classes;
   for (auto& [name, ids] : zone_->Levels()) {
-    LinkClass c{name, {}, 0};
+    LinkClass c{name, {}, {}};
     for (int32_t id : ids) {
       if (id < 0) continue;
-      ++c.all_links;
+      c.unfolded.push_back(id);
       if (zone_->Representative(id) == id) c.links.push_back(id);
     }
     if (!c.links.empty()) classes.push_back(std::move(c));
@@ -227,9 +227,20 @@ void ClusterPlatform::Route(int64_t from, int64_t to, std::vector<int32_t>* link
   for (int32_t& id : *links) id = zone_->Representative(id);
 }
 
+void ClusterPlatform::UnfoldedRoute(int64_t from, int64_t to, std::vector<int32_t>* links) const {
+  links->clear();
+  zone_->Route(from, to, links);
+}
+
+int32_t ClusterPlatform::FoldedLink(int32_t link) const { return zone_->Representative(link); }
+
 int32_t ClusterPlatform::LinkCount() const { return static_cast<int32_t>(zone_->links().size()); }
 
 double ClusterPlatform::LinkBandwidth(int32_t link) const { return zone_->links()[link]->get_bandwidth(); }
+
+double ClusterPlatform::UnfoldedBandwidth(int32_t link) const {
+  return unfolded_bandwidth_.empty() ? LinkBandwidth(link) : unfolded_bandwidth_[link];
+}
 
 std::string ClusterPlatform::LinkName(int32_t link) const { return zone_->links()[link]->get_name(); }
 
@@ -329,6 +340,7 @@ void ClusterPlatform::Fold(const std::vector<DevicePermutation>& generators, int
     folded[l] = find(static_cast<int32_t>(l));
     ++orbit_size[folded[l]];
   }
+  for (const sg4::Link* link : links) unfolded_bandwidth_.push_back(link->get_bandwidth());
   for (size_t l = 0; l < links.size(); ++l)
     if (orbit_size[l] > 0)
       links[l]->set_bandwidth(links[l]->get_bandwidth() * static_cast<double>(orbit_size[l]) /

@@ -46,14 +46,18 @@ class ClusterPlatform {
   // after Fold, only each orbit's link. Levels without links are left out.
   struct LinkClass {
     std::string name;
-    std::vector<int32_t> links;  // after Fold, one per orbit
-    int64_t all_links = 0;       // before folding
+    std::vector<int32_t> links;     // after Fold, one per orbit
+    std::vector<int32_t> unfolded;  // every link, as before folding
   };
   std::vector<LinkClass> LinkClasses() const;
   // The links from one device to another (after Fold, each orbit's link).
   void Route(int64_t from, int64_t to, std::vector<int32_t>* links) const;
+  // The links from one device to another as if nothing were folded.
+  void UnfoldedRoute(int64_t from, int64_t to, std::vector<int32_t>* links) const;
+  int32_t FoldedLink(int32_t link) const;  // its orbit's link (itself when not folded)
   int32_t LinkCount() const;
-  double LinkBandwidth(int32_t link) const;  // after Fold, the orbit's share
+  double LinkBandwidth(int32_t link) const;          // after Fold, the orbit's share
+  double UnfoldedBandwidth(int32_t link) const;      // the link's own
   std::string LinkName(int32_t link) const;
   // The order of the group Fold folded by (1 when not folded): a folded
   // link's bandwidth is its orbit's total over it.
@@ -76,6 +80,7 @@ class ClusterPlatform {
   std::vector<simgrid::s4u::Host*> hosts_;
   int64_t devices_per_server_ = 1;
   int64_t fold_order_ = 1;
+  std::vector<double> unfolded_bandwidth_;  // per link, saved by Fold
   class Zone;
   Zone* zone_ = nullptr;
 };

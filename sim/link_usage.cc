@@ -9,7 +9,8 @@ LinkUsageRecorder::LinkUsageRecorder(const ClusterPlatform& platform)
     : platform_(platform),
       classes_(platform.LinkClasses()),
       class_of_(static_cast<size_t>(platform.LinkCount()), -1),
-      link_bytes_(static_cast<size_t>(platform.LinkCount()), 0),
+      flow_bytes_(static_cast<size_t>(platform.LinkCount()), 0),
+      unfolded_bytes_(static_cast<size_t>(platform.LinkCount()), 0),
       bytes_(classes_.size(), std::vector<double>(kBins, 0)) {
   for (size_t c = 0; c < classes_.size(); ++c)
     for (int32_t id : classes_[c].links) class_of_[id] = static_cast<int32_t>(c);
@@ -27,32 +28,39 @@ void LinkUsageRecorder::Grow(double end) {
 
 void LinkUsageRecorder::AddFlow(int64_t src, int64_t dst, double bytes, double start, double end) {
   if (src == dst || bytes <= 0) return;
+  Grow(end);
   platform_.Route(src, dst, &route_);
-  scratch_.clear();
-  for (int32_t link : route_) scratch_.push_back({link, bytes});
-  AddLinkBytes(scratch_, start, end);
+  for (int32_t link : route_) {
+    flow_bytes_[link] += bytes;
+    AddToBins(class_of_[link], bytes, start, end);
+  }
 }
 
-void LinkUsageRecorder::AddLinkBytes(const std::vector<std::pair<int32_t, double>>& link_bytes, double start,
-                                     double end) {
+void LinkUsageRecorder::AddUnfoldedLinkBytes(const std::vector<std::pair<int32_t, double>>& link_bytes,
+                                             double start, double end) {
   Grow(end);
-  const double duration = std::max(end - start, 1e-15);
+  // A folded link's bins and capacity stand for its orbit over the fold's order.
+  const double share = 1.0 / static_cast<double>(platform_.fold_order());
+  for (const auto& [link, bytes] : link_bytes) {
+    unfolded_bytes_[link] += bytes;
+    AddToBins(class_of_[platform_.FoldedLink(link)], bytes * share, start, end);
+  }
+}
+
+void LinkUsageRecorder::AddToBins(int32_t c, double bytes, double start, double end) {
+  if (c < 0) return;
+  std::vector<double>& bins = bytes_[c];
   const size_t first = std::min(static_cast<size_t>(start / bin_seconds_), kBins - 1);
   const size_t last = std::min(static_cast<size_t>(end / bin_seconds_), kBins - 1);
-  for (const auto& [link, bytes] : link_bytes) {
-    link_bytes_[link] += bytes;
-    const int32_t c = class_of_[link];
-    if (c < 0) continue;
-    std::vector<double>& bins = bytes_[c];
-    if (first == last) {
-      bins[first] += bytes;
-      continue;
-    }
-    for (size_t b = first; b <= last; ++b) {
-      const double lo = std::max(start, static_cast<double>(b) * bin_seconds_);
-      const double hi = std::min(end, static_cast<double>(b + 1) * bin_seconds_);
-      bins[b] += bytes * std::max(hi - lo, 0.0) / duration;
-    }
+  if (first == last) {
+    bins[first] += bytes;
+    return;
+  }
+  const double duration = std::max(end - start, 1e-15);
+  for (size_t b = first; b <= last; ++b) {
+    const double lo = std::max(start, static_cast<double>(b) * bin_seconds_);
+    const double hi = std::min(end, static_cast<double>(b + 1) * bin_seconds_);
+    bins[b] += bytes * std::max(hi - lo, 0.0) / duration;
   }
 }
 
@@ -62,13 +70,22 @@ std::vector<LinkClassUsage> LinkUsageRecorder::Result(double step_seconds) {
   const size_t bins = std::clamp<size_t>(static_cast<size_t>(std::ceil(step_seconds / bin_seconds_)), 1, kBins);
   for (size_t c = 0; c < classes_.size(); ++c) {
     const ClusterPlatform::LinkClass& lc = classes_[c];
+    const double seconds = std::max(step_seconds, 1e-15);
+    const double share = 1.0 / static_cast<double>(platform_.fold_order());
     double capacity = 0, carried = 0, busiest = -1;
     int32_t busiest_link = lc.links.front();
     for (int32_t id : lc.links) {
-      const double bandwidth = platform_.LinkBandwidth(id);
-      capacity += bandwidth;
-      carried += link_bytes_[id];
-      const double u = link_bytes_[id] / (bandwidth * std::max(step_seconds, 1e-15));
+      capacity += platform_.LinkBandwidth(id);
+      carried += flow_bytes_[id];
+    }
+    // Each link's own load: its orbit's flows (alike on every link of the
+    // orbit, as the fold's symmetry maps them onto one another) and its own
+    // closed-form traffic.
+    for (int32_t id : lc.unfolded) {
+      const int32_t folded = platform_.FoldedLink(id);
+      carried += unfolded_bytes_[id] * share;
+      const double u = flow_bytes_[folded] / (platform_.LinkBandwidth(folded) * seconds) +
+                       unfolded_bytes_[id] / (platform_.UnfoldedBandwidth(id) * seconds);
       if (u > busiest) {
         busiest = u;
         busiest_link = id;
@@ -78,8 +95,8 @@ std::vector<LinkClassUsage> LinkUsageRecorder::Result(double step_seconds) {
     LinkClassUsage u;
     u.name = lc.name;
     // Folded links carry their orbit's total bandwidth over the fold's order.
-    u.links = lc.all_links;
-    u.bandwidth = capacity * static_cast<double>(platform_.fold_order()) / static_cast<double>(lc.all_links);
+    u.links = static_cast<int64_t>(lc.unfolded.size());
+    u.bandwidth = capacity * static_cast<double>(platform_.fold_order()) / static_cast<double>(lc.unfolded.size());
     u.bin_seconds = bin_seconds_;
     for (size_t b = 0; b < bins; ++b) {
       // The last bin is cut by the step's end.
@@ -87,7 +104,7 @@ std::vector<LinkClassUsage> LinkUsageRecorder::Result(double step_seconds) {
       u.utilisation.push_back(width > 0 ? std::min(1.0, bytes_[c][b] / (capacity * width)) : 0.0);
     }
     // Closed-form traffic spread over a collective's time can exceed a link's rate a little: shares stop at 1.
-    u.mean_utilisation = std::min(1.0, carried / (capacity * std::max(step_seconds, 1e-15)));
+    u.mean_utilisation = std::min(1.0, carried / (capacity * seconds));
     u.peak_utilisation = *std::max_element(u.utilisation.begin(), u.utilisation.end());
     u.busiest = platform_.LinkName(busiest_link);
     u.busiest_utilisation = std::min(1.0, busiest);

@@ -19,11 +19,14 @@ class LinkUsageRecorder {
  public:
   explicit LinkUsageRecorder(const ClusterPlatform& platform);
 
-  // A flow of `bytes` from device `src` to `dst` over [start, end] seconds.
+  // A flow SimGrid ran, of `bytes` from device `src` to `dst` over [start,
+  // end] seconds; on a folded platform it stands for its orbit's flows.
   void AddFlow(int64_t src, int64_t dst, double bytes, double start, double end);
-  // Bytes on links (link id, bytes) over [start, end]: traffic the engine
-  // times in closed form rather than as flows (collectives inside a lane).
-  void AddLinkBytes(const std::vector<std::pair<int32_t, double>>& link_bytes, double start, double end);
+  // Bytes on links of the unfolded platform (link id, bytes) over [start,
+  // end]: traffic the engine times in closed form rather than as flows
+  // (collectives inside a lane), each link's own: on a folded platform such
+  // traffic need not be alike on the links of an orbit.
+  void AddUnfoldedLinkBytes(const std::vector<std::pair<int32_t, double>>& link_bytes, double start, double end);
 
   // Utilisation per class over [0, step_seconds]; classes that carried nothing are left out.
   std::vector<LinkClassUsage> Result(double step_seconds);
@@ -32,15 +35,17 @@ class LinkUsageRecorder {
   static constexpr size_t kBins = 256;
   // Widens the bins until they reach `end`.
   void Grow(double end);
+  // Spreads `bytes` on class `c` over [start, end].
+  void AddToBins(int32_t c, double bytes, double start, double end);
 
   const ClusterPlatform& platform_;
   std::vector<ClusterPlatform::LinkClass> classes_;
   std::vector<int32_t> class_of_;           // per link id: its class, -1 for none
-  std::vector<double> link_bytes_;          // per link id, over the step
+  std::vector<double> flow_bytes_;          // per (folded) link id, over the step: AddFlow
+  std::vector<double> unfolded_bytes_;      // per link id, over the step: AddUnfoldedLinkBytes
   std::vector<std::vector<double>> bytes_;  // per class, per bin
   double bin_seconds_ = 1e-4;
   std::vector<int32_t> route_;  // scratch
-  std::vector<std::pair<int32_t, double>> scratch_;
 };
 
 }  // namespace shardlab::sim

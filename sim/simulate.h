@@ -6,13 +6,14 @@
 
 #include "core/flow/prepared_run.h"
 #include "core/report/step_result.h"
-#include "sim/step_engine.h"
+#include "sim/simgrid_backend.h"
 
 namespace shardlab::sim {
 
 // Engine::kBoth simulates with SimGrid (callers that compare run both).
-// SimGrid allows one engine per process: a process that simulates several
-// steps with SimGrid runs each in a child.
+// SimGrid runs load the engine's module (LoadSimGridBackend). SimGrid allows
+// one engine per process: a process that simulates several steps with
+// SimGrid runs each in a child.
 StepResult SimulateStep(const PreparedRun& prepared, Engine engine, const TraceRequest& trace = {},
                         SimGridStats* stats = nullptr);
 

@@ -196,7 +196,7 @@ class Engine {
     if (trace.enabled && trace.ranks.empty() && plan.devices <= 64)
       for (int64_t r = 0; r < plan.devices; ++r) traced.push_back(r);
     for (int64_t r : traced) {
-      Device& d = devices_[lane_of_rank_[symmetry_.representative[r]]];
+      Device& d = devices_[LaneStandingFor(r)];
       d.traced = true;
       d.event_ranks.push_back(r);
     }
@@ -205,7 +205,13 @@ class Engine {
       std::sort(d.event_ranks.begin(), d.event_ranks.end());
       d.event_ranks.erase(std::unique(d.event_ranks.begin(), d.event_ranks.end()), d.event_ranks.end());
     }
+    if (record_link_usage_)
+      for (int64_t r = 0; r < plan.devices; ++r) devices_[LaneStandingFor(r)].stands_for.push_back(r);
   }
+
+  // The index of the device (lane) that simulates `rank`: its own lane, or
+  // its orbit's representative's.
+  int64_t LaneStandingFor(int64_t rank) const { return lane_of_rank_[symmetry_.representative[rank]]; }
 
   // Refuses a step whose simulated devices would take more than
   // kMaxSimGridSeconds, before any of it runs (EstimateSimGridSeconds).
@@ -278,6 +284,7 @@ class Engine {
     // For the link usage: the bytes on each link of a collective inside the
     // lane, and of a closed-form pass (forward, chunk), which run as timers.
     std::map<std::tuple<int, int, int, double>, std::vector<std::pair<int32_t, double>>> task_traffic;
+    std::vector<int64_t> stands_for;  // its ranks and their orbits' (filled when link usage is recorded)
     std::map<std::pair<bool, int64_t>, std::vector<std::pair<int32_t, double>>> pass_traffic;
     // Gradient buckets on the communication stream: the runs queued by the
     // micro-batches whose final backward item has started, in order.
@@ -483,18 +490,23 @@ class Engine {
   }
 
   // The bytes a collective the engine times in closed form (inside a lane,
-  // or an accumulation bucket) would put on each link: its flows from this
-  // lane's devices, as SimGrid would have run them (each flow counted once,
-  // by the lane of its source), expanded once per kind of collective.
+  // or an accumulation bucket) would put on each link of the unfolded
+  // platform: the flows, as SimGrid would have run them, from the devices
+  // this lane stands for (its own and, on a folded platform, their orbits),
+  // each flow counted once, by the lane standing for its source, on its own
+  // route. A fold is checked only against the collectives that run as flows:
+  // the flows of one timed in closed form need not map onto one another (an
+  // 8-device ring folded by rotations of blocks of 4 maps the hop 3->4 onto
+  // 0->5). Expanded once per kind of collective.
   const std::vector<std::pair<int32_t, double>>& TaskTraffic(Device& d, const Task& task) {
     const auto key = std::make_tuple(task.group, static_cast<int>(task.collective), static_cast<int>(task.algorithm),
                                      task.comm_bytes);
     auto [it, is_new] = d.task_traffic.try_emplace(key);
     if (!is_new) return it->second;
     const GroupInstances& groups = shape_.groups[d.stage][task.group];
-    const std::set<int64_t> lane(d.ranks.begin(), d.ranks.end());
+    const int64_t self = &d - devices_.data();
     std::set<int32_t> instances;
-    for (int64_t rank : d.ranks) instances.insert(groups.of_local[rank % D_]);
+    for (int64_t rank : d.stands_for) instances.insert(groups.of_local[rank - d.stage * D_]);
     std::map<int32_t, double> bytes;
     std::vector<int32_t> route;
     for (int32_t instance : instances)
@@ -502,8 +514,8 @@ class Engine {
            ExpandCollective(task.collective, task.algorithm, task.comm_bytes, groups.members[instance],
                             cluster_.devices_per_server, fidelity_, task.library))
         for (const Flow& f : phase.flows) {
-          if (!runner_.Runs(f) || !lane.count(f.src)) continue;
-          platform_.Route(f.src, f.dst, &route);
+          if (f.src == f.dst || LaneStandingFor(f.src) != self) continue;
+          platform_.UnfoldedRoute(f.src, f.dst, &route);
           for (int32_t link : route) bytes[link] += f.bytes;
         }
     it->second.assign(bytes.begin(), bytes.end());
@@ -513,7 +525,7 @@ class Engine {
   // Closed-form traffic of `task` over [Now(), Now() + seconds], when link usage is recorded.
   void RecordClosedFormTraffic(Device& d, const Task& task, double seconds) {
     if (LinkUsageRecorder* usage = runner_.link_usage())
-      usage->AddLinkBytes(TaskTraffic(d, task), Now(), Now() + seconds);
+      usage->AddUnfoldedLinkBytes(TaskTraffic(d, task), Now(), Now() + seconds);
   }
 
   // A pass run in closed form (RunClosedSteps): its collectives' traffic over the pass.
@@ -530,7 +542,7 @@ class Engine {
           for (const auto& [link, b] : TaskTraffic(d, tasks[t])) bytes[link] += b;
       it->second.assign(bytes.begin(), bytes.end());
     }
-    if (!it->second.empty()) usage->AddLinkBytes(it->second, d.pass_start, Now());
+    if (!it->second.empty()) usage->AddUnfoldedLinkBytes(it->second, d.pass_start, Now());
   }
 
   void EndPass(Device& d, const ScheduleItem& item) {

@@ -13,26 +13,9 @@
 #include "core/plan/plan.h"
 #include "core/report/trace.h"
 #include "sim/collective_flows.h"
+#include "sim/simgrid_backend.h"
 
 namespace shardlab::sim {
-
-// Which devices the timeline records besides each stage's representative
-// (always recorded: the step's figures come from it): by default every device
-// of runs of up to 64 devices; or the devices holding `ranks`. A folded
-// device's events are its representative's, listing it among their ranks.
-// An enabled trace also records how busy each class of links was
-// (LinkClassUsage), which costs the engine about a tenth of its time.
-struct TraceRequest {
-  bool enabled = false;
-  std::vector<int64_t> ranks;
-};
-
-struct SimGridStats {
-  int64_t flows = 0;
-  int64_t collectives = 0;
-  int64_t timers = 0;
-  int64_t simulated_devices = 0;  // one per orbit of symmetric devices (StepSymmetry)
-};
 
 // The most task runs (TaskRunsPerStep) the engine takes on: about 19 us each
 // on the shipped GPT-3 175B run (320 k runs, 6.2 s), so about a minute.

@@ -954,7 +954,10 @@ class Lowering {
                                                     {m.optimizer_states, "optimizer states"},
                                                     {m.activations, "activations"},
                                                     {m.communication_buffers, "communication buffers"}};
-    const auto* dominant = std::max_element(std::begin(parts), std::end(parts));
+    // By bytes alone, the first listed winning a tie (comparing the pairs
+    // would break ties by the names' addresses).
+    const auto* dominant = std::max_element(std::begin(parts), std::end(parts),
+                                            [](const auto& a, const auto& b) { return a.first < b.first; });
     m.dominant = dominant->second;
     m.dominant_bytes = dominant->first;
   }

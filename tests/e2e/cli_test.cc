@@ -50,6 +50,20 @@ TEST_CASE("the version names SimGrid and every command the top-level help lists 
   }
 }
 
+TEST_CASE("only SimGrid work loads the SimGrid engine module") {
+  const std::string without = "env SHARDLAB_SIMGRID_MODULE=/nonexistent/libshardlab_simgrid.so";
+  CHECK(Run("--version", without).rc == 0);
+  CHECK(Run("simulate configs/runs/bert-large-a100-8.json --engine analytical", without).rc == 0);
+  CliResult r = Run("simulate configs/runs/bert-large-a100-8.json --engine simgrid", without);
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, Catch::Contains("cannot load the SimGrid engine libshardlab_simgrid.so: tried "
+                                    "/nonexistent/libshardlab_simgrid.so (absent)"));
+  r = Run("collective --cluster configs/clusters/dgx-h100-ndr.json --op allreduce --ranks 8 --bytes 1MiB", without);
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, Catch::Contains("cannot load the SimGrid engine"));
+  CHECK(Run("simulate configs/runs/bert-large-a100-8.json --engine simgrid").rc == 0);
+}
+
 TEST_CASE("usage errors exit 2") {
   CHECK(Run("").rc == 2);
   CHECK(Run("simulate").rc == 2);
