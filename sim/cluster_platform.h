@@ -56,8 +56,8 @@ class ClusterPlatform {
   void UnfoldedRoute(int64_t from, int64_t to, std::vector<int32_t>* links) const;
   int32_t FoldedLink(int32_t link) const;  // its orbit's link (itself when not folded)
   int32_t LinkCount() const;
-  double LinkBandwidth(int32_t link) const;          // after Fold, the orbit's share
-  double UnfoldedBandwidth(int32_t link) const;      // the link's own
+  double LinkBandwidth(int32_t link) const;      // after Fold, the orbit's share
+  double UnfoldedBandwidth(int32_t link) const;  // the link's own
   std::string LinkName(int32_t link) const;
   // The order of the group Fold folded by (1 when not folded): a folded
   // link's bandwidth is its orbit's total over it.

@@ -10,7 +10,6 @@ LinkUsageRecorder::LinkUsageRecorder(const ClusterPlatform& platform)
       classes_(platform.LinkClasses()),
       class_of_(static_cast<size_t>(platform.LinkCount()), -1),
       flow_bytes_(static_cast<size_t>(platform.LinkCount()), 0),
-      unfolded_bytes_(static_cast<size_t>(platform.LinkCount()), 0),
       bytes_(classes_.size(), std::vector<double>(kBins, 0)) {
   for (size_t c = 0; c < classes_.size(); ++c)
     for (int32_t id : classes_[c].links) class_of_[id] = static_cast<int32_t>(c);
@@ -36,15 +35,21 @@ void LinkUsageRecorder::AddFlow(int64_t src, int64_t dst, double bytes, double s
   }
 }
 
-void LinkUsageRecorder::AddUnfoldedLinkBytes(const std::vector<std::pair<int32_t, double>>& link_bytes,
-                                             double start, double end) {
-  Grow(end);
+ClosedFormTraffic LinkUsageRecorder::Prepare(std::vector<std::pair<int32_t, double>> link_bytes) const {
+  ClosedFormTraffic t{std::move(link_bytes), std::vector<double>(classes_.size(), 0.0)};
   // A folded link's bins and capacity stand for its orbit over the fold's order.
   const double share = 1.0 / static_cast<double>(platform_.fold_order());
-  for (const auto& [link, bytes] : link_bytes) {
-    unfolded_bytes_[link] += bytes;
-    AddToBins(class_of_[platform_.FoldedLink(link)], bytes * share, start, end);
-  }
+  for (const auto& [link, bytes] : t.link_bytes)
+    if (const int32_t c = class_of_[platform_.FoldedLink(link)]; c >= 0) t.class_bytes[c] += bytes * share;
+  return t;
+}
+
+void LinkUsageRecorder::AddClosedForm(const ClosedFormTraffic& traffic, double start, double end) {
+  if (traffic.link_bytes.empty()) return;
+  Grow(end);
+  ++closed_form_runs_[&traffic];
+  for (size_t c = 0; c < classes_.size(); ++c)
+    if (traffic.class_bytes[c] > 0) AddToBins(static_cast<int32_t>(c), traffic.class_bytes[c], start, end);
 }
 
 void LinkUsageRecorder::AddToBins(int32_t c, double bytes, double start, double end) {
@@ -66,12 +71,15 @@ void LinkUsageRecorder::AddToBins(int32_t c, double bytes, double start, double 
 
 std::vector<LinkClassUsage> LinkUsageRecorder::Result(double step_seconds) {
   Grow(step_seconds);  // the bins reach the step's end, whenever the traffic ended
+  std::vector<double> unfolded_bytes(flow_bytes_.size(), 0.0);  // closed-form bytes per link id
+  for (const auto& [traffic, runs] : closed_form_runs_)
+    for (const auto& [link, bytes] : traffic->link_bytes) unfolded_bytes[link] += bytes * static_cast<double>(runs);
+  const double share = 1.0 / static_cast<double>(platform_.fold_order());
   std::vector<LinkClassUsage> out;
   const size_t bins = std::clamp<size_t>(static_cast<size_t>(std::ceil(step_seconds / bin_seconds_)), 1, kBins);
   for (size_t c = 0; c < classes_.size(); ++c) {
     const ClusterPlatform::LinkClass& lc = classes_[c];
     const double seconds = std::max(step_seconds, 1e-15);
-    const double share = 1.0 / static_cast<double>(platform_.fold_order());
     double capacity = 0, carried = 0, busiest = -1;
     int32_t busiest_link = lc.links.front();
     for (int32_t id : lc.links) {
@@ -83,9 +91,10 @@ std::vector<LinkClassUsage> LinkUsageRecorder::Result(double step_seconds) {
     // closed-form traffic.
     for (int32_t id : lc.unfolded) {
       const int32_t folded = platform_.FoldedLink(id);
-      carried += unfolded_bytes_[id] * share;
-      const double u = flow_bytes_[folded] / (platform_.LinkBandwidth(folded) * seconds) +
-                       unfolded_bytes_[id] / (platform_.UnfoldedBandwidth(id) * seconds);
+      carried += unfolded_bytes[id] * share;
+      double u = 0;
+      if (flow_bytes_[folded] > 0) u += flow_bytes_[folded] / (platform_.LinkBandwidth(folded) * seconds);
+      if (unfolded_bytes[id] > 0) u += unfolded_bytes[id] / (platform_.UnfoldedBandwidth(id) * seconds);
       if (u > busiest) {
         busiest = u;
         busiest_link = id;

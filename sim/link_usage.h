@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -15,6 +16,15 @@
 
 namespace shardlab::sim {
 
+// Traffic the engine times in closed form rather than as flows (collectives
+// inside a lane): bytes on links of the unfolded platform, each link's own
+// (on a folded platform such traffic need not be alike on the links of an
+// orbit), prepared once (LinkUsageRecorder::Prepare) and added each time it runs.
+struct ClosedFormTraffic {
+  std::vector<std::pair<int32_t, double>> link_bytes;  // (link id, bytes), each link once
+  std::vector<double> class_bytes;                     // per class, in folded units (bytes over the fold's order)
+};
+
 class LinkUsageRecorder {
  public:
   explicit LinkUsageRecorder(const ClusterPlatform& platform);
@@ -22,11 +32,10 @@ class LinkUsageRecorder {
   // A flow SimGrid ran, of `bytes` from device `src` to `dst` over [start,
   // end] seconds; on a folded platform it stands for its orbit's flows.
   void AddFlow(int64_t src, int64_t dst, double bytes, double start, double end);
-  // Bytes on links of the unfolded platform (link id, bytes) over [start,
-  // end]: traffic the engine times in closed form rather than as flows
-  // (collectives inside a lane), each link's own: on a folded platform such
-  // traffic need not be alike on the links of an orbit.
-  void AddUnfoldedLinkBytes(const std::vector<std::pair<int32_t, double>>& link_bytes, double start, double end);
+  // Closed-form traffic of `link_bytes` (link id, bytes; each link once).
+  ClosedFormTraffic Prepare(std::vector<std::pair<int32_t, double>> link_bytes) const;
+  // `traffic` over [start, end]; it must live until Result.
+  void AddClosedForm(const ClosedFormTraffic& traffic, double start, double end);
 
   // Utilisation per class over [0, step_seconds]; classes that carried nothing are left out.
   std::vector<LinkClassUsage> Result(double step_seconds);
@@ -40,10 +49,10 @@ class LinkUsageRecorder {
 
   const ClusterPlatform& platform_;
   std::vector<ClusterPlatform::LinkClass> classes_;
-  std::vector<int32_t> class_of_;           // per link id: its class, -1 for none
-  std::vector<double> flow_bytes_;          // per (folded) link id, over the step: AddFlow
-  std::vector<double> unfolded_bytes_;      // per link id, over the step: AddUnfoldedLinkBytes
-  std::vector<std::vector<double>> bytes_;  // per class, per bin
+  std::vector<int32_t> class_of_;   // per link id: its class, -1 for none
+  std::vector<double> flow_bytes_;  // per (folded) link id, over the step: AddFlow
+  std::unordered_map<const ClosedFormTraffic*, int64_t> closed_form_runs_;  // AddClosedForm, per traffic
+  std::vector<std::vector<double>> bytes_;                                  // per class, per bin
   double bin_seconds_ = 1e-4;
   std::vector<int32_t> route_;  // scratch
 };

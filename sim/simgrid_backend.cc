@@ -9,7 +9,8 @@ const SimGridBackend& LoadSimGridBackend() {
                             SHARDLAB_SIMGRID_MODULE_DIR, kSimGridBackendSymbol};
   return *static_cast<const SimGridBackend*>(LoadModule(search, [](void* entry) -> const void* {
     const SimGridBackend* backend = reinterpret_cast<const SimGridBackend* (*)()>(entry)();
-    return backend != nullptr && backend->abi == kSimGridBackendAbi ? backend : nullptr;
+    return backend != nullptr && backend->abi == kSimGridBackendAbi && backend->layout == kSimGridLayout ? backend
+                                                                                                         : nullptr;
   }));
 }
 

@@ -7,6 +7,7 @@
 // built with shardlab_simgrid_host (sim/CMakeLists.txt).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -36,12 +37,17 @@ struct SimGridStats {
   int64_t simulated_devices = 0;  // one per orbit of symmetric devices (StepSymmetry)
 };
 
-// Bumped whenever SimGridBackend or a type it passes changes, so that a
-// stale module is refused rather than called through the wrong table.
+// Bumped whenever SimGridBackend changes, so that a stale module is refused
+// rather than called through the wrong table; with the sizes of the types it
+// passes (kSimGridLayout), which catches most changes to them as well.
 inline constexpr int kSimGridBackendAbi = 1;
+inline constexpr size_t kSimGridLayout = sizeof(Plan) ^ sizeof(StageProgram) << 8 ^ sizeof(Task) << 16 ^
+                                         sizeof(ClusterSpec) << 24 ^ sizeof(Trace) << 32 ^ sizeof(TraceEvent) << 40 ^
+                                         sizeof(Phase) << 48;
 
 struct SimGridBackend {
   int abi = kSimGridBackendAbi;
+  size_t layout = kSimGridLayout;
   // RunSimGrid (sim/step_engine.h): one step of `plan` on the cluster.
   Trace (*run_step)(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, Symmetry symmetry,
                     const TraceRequest& trace, SimGridStats* stats);

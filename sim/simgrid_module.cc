@@ -37,6 +37,6 @@ std::vector<double> TimeCollectives(const ClusterSpec& cluster, int64_t devices,
 
 extern "C" __attribute__((visibility("default"))) const shardlab::sim::SimGridBackend* shardlab_simgrid_backend() {
   using namespace shardlab::sim;
-  static const SimGridBackend backend{kSimGridBackendAbi, &RunSimGrid, &TimeCollectives};
+  static const SimGridBackend backend{kSimGridBackendAbi, kSimGridLayout, &RunSimGrid, &TimeCollectives};
   return &backend;
 }

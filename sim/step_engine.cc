@@ -205,8 +205,6 @@ class Engine {
       std::sort(d.event_ranks.begin(), d.event_ranks.end());
       d.event_ranks.erase(std::unique(d.event_ranks.begin(), d.event_ranks.end()), d.event_ranks.end());
     }
-    if (record_link_usage_)
-      for (int64_t r = 0; r < plan.devices; ++r) devices_[LaneStandingFor(r)].stands_for.push_back(r);
   }
 
   // The index of the device (lane) that simulates `rank`: its own lane, or
@@ -255,6 +253,7 @@ class Engine {
     Trace trace;
     trace.engine = "simgrid";
     trace.detail = symmetry_.description;
+    trace.simulated_devices = symmetry_.simulated_devices();
     if (record_link_usage_) trace.link_usage = usage.Result(Now());
     trace.events = std::move(events_);
     if (stats) {
@@ -283,9 +282,8 @@ class Engine {
     std::vector<int64_t> counters;  // collectives issued per group spec
     // For the link usage: the bytes on each link of a collective inside the
     // lane, and of a closed-form pass (forward, chunk), which run as timers.
-    std::map<std::tuple<int, int, int, double>, std::vector<std::pair<int32_t, double>>> task_traffic;
-    std::vector<int64_t> stands_for;  // its ranks and their orbits' (filled when link usage is recorded)
-    std::map<std::pair<bool, int64_t>, std::vector<std::pair<int32_t, double>>> pass_traffic;
+    std::map<std::tuple<int, int, int, double>, ClosedFormTraffic> task_traffic;
+    std::map<std::pair<bool, int64_t>, ClosedFormTraffic> pass_traffic;
     // Gradient buckets on the communication stream: the runs queued by the
     // micro-batches whose final backward item has started, in order.
     struct BucketRun {
@@ -498,34 +496,41 @@ class Engine {
   // the flows of one timed in closed form need not map onto one another (an
   // 8-device ring folded by rotations of blocks of 4 maps the hop 3->4 onto
   // 0->5). Expanded once per kind of collective.
-  const std::vector<std::pair<int32_t, double>>& TaskTraffic(Device& d, const Task& task) {
+  const ClosedFormTraffic& TaskTraffic(Device& d, const Task& task) {
     const auto key = std::make_tuple(task.group, static_cast<int>(task.collective), static_cast<int>(task.algorithm),
                                      task.comm_bytes);
-    auto [it, is_new] = d.task_traffic.try_emplace(key);
-    if (!is_new) return it->second;
-    const GroupInstances& groups = shape_.groups[d.stage][task.group];
-    const int64_t self = &d - devices_.data();
-    std::set<int32_t> instances;
-    for (int64_t rank : d.stands_for) instances.insert(groups.of_local[rank - d.stage * D_]);
-    std::map<int32_t, double> bytes;
+    if (auto it = d.task_traffic.find(key); it != d.task_traffic.end()) return it->second;
+    // Every device of the stage at once: each instance expanded, each flow routed once.
+    std::vector<std::vector<std::pair<int32_t, double>>> by_device(devices_.size());
     std::vector<int32_t> route;
-    for (int32_t instance : instances)
-      for (const Phase& phase :
-           ExpandCollective(task.collective, task.algorithm, task.comm_bytes, groups.members[instance],
-                            cluster_.devices_per_server, fidelity_, task.library))
+    for (const auto& members : shape_.groups[d.stage][task.group].members)
+      for (const Phase& phase : ExpandCollective(task.collective, task.algorithm, task.comm_bytes, members,
+                                                 cluster_.devices_per_server, fidelity_, task.library))
         for (const Flow& f : phase.flows) {
-          if (f.src == f.dst || LaneStandingFor(f.src) != self) continue;
+          if (f.src == f.dst) continue;
+          auto& bytes = by_device[LaneStandingFor(f.src)];
           platform_.UnfoldedRoute(f.src, f.dst, &route);
-          for (int32_t link : route) bytes[link] += f.bytes;
+          for (int32_t link : route) bytes.push_back({link, f.bytes});
         }
-    it->second.assign(bytes.begin(), bytes.end());
-    return it->second;
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      if (devices_[i].stage != d.stage) continue;
+      // Each link once, its bytes summed.
+      auto& bytes = by_device[i];
+      std::sort(bytes.begin(), bytes.end());
+      std::vector<std::pair<int32_t, double>> traffic;
+      for (const auto& [link, b] : bytes) {
+        if (traffic.empty() || traffic.back().first != link) traffic.push_back({link, 0.0});
+        traffic.back().second += b;
+      }
+      devices_[i].task_traffic[key] = runner_.link_usage()->Prepare(std::move(traffic));
+    }
+    return d.task_traffic.at(key);
   }
 
   // Closed-form traffic of `task` over [Now(), Now() + seconds], when link usage is recorded.
   void RecordClosedFormTraffic(Device& d, const Task& task, double seconds) {
     if (LinkUsageRecorder* usage = runner_.link_usage())
-      usage->AddUnfoldedLinkBytes(TaskTraffic(d, task), Now(), Now() + seconds);
+      usage->AddClosedForm(TaskTraffic(d, task), Now(), Now() + seconds);
   }
 
   // A pass run in closed form (RunClosedSteps): its collectives' traffic over the pass.
@@ -539,10 +544,10 @@ class Engine {
       std::map<int32_t, double> bytes;
       for (const PassStep& step : (item.forward ? p.forward : p.backward)[item.chunk])
         for (int t : step.collectives)
-          for (const auto& [link, b] : TaskTraffic(d, tasks[t])) bytes[link] += b;
-      it->second.assign(bytes.begin(), bytes.end());
+          for (const auto& [link, b] : TaskTraffic(d, tasks[t]).link_bytes) bytes[link] += b;
+      it->second = usage->Prepare({bytes.begin(), bytes.end()});
     }
-    if (!it->second.empty()) usage->AddUnfoldedLinkBytes(it->second, d.pass_start, Now());
+    usage->AddClosedForm(it->second, d.pass_start, Now());
   }
 
   void EndPass(Device& d, const ScheduleItem& item) {

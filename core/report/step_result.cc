@@ -154,6 +154,7 @@ StepResult Summarize(const Plan& plan, Trace trace) {
   r.engine = trace.engine;
   r.engine_detail = trace.detail;
   r.wall_seconds = trace.wall_seconds;
+  r.simulated_devices = trace.simulated_devices;
   r.link_usage = std::move(trace.link_usage);
   for (int64_t s = 0; s < static_cast<int64_t>(plan.stages.size()); ++s)
     r.stages.push_back(SummarizeStage(plan, trace, s));
@@ -274,6 +275,8 @@ nlohmann::json ToJson(const StepResult& r) {
                       {"memory_message", r.memory_message},
                       {"stages", stages}};
   if (!r.engine_detail.empty()) j["engine_detail"] = r.engine_detail;
+  if (r.simulated_devices > 0) j["simulated_devices"] = r.simulated_devices;
+  j["wall_seconds"] = r.wall_seconds;
   if (!r.link_usage.empty()) {
     nlohmann::json usage = nlohmann::json::array();
     for (const LinkClassUsage& u : r.link_usage) usage.push_back(ToJson(u));
@@ -291,6 +294,8 @@ StepResult StepResultFromJson(const nlohmann::json& j) {
   StepResult r;
   r.engine = j.at("engine");
   r.engine_detail = j.value("engine_detail", "");
+  r.simulated_devices = j.value("simulated_devices", int64_t{0});
+  r.wall_seconds = j.value("wall_seconds", 0.0);
   if (j.contains("link_usage"))
     for (const nlohmann::json& u : j.at("link_usage")) r.link_usage.push_back(LinkClassUsageFromJson(u));
   r.step_seconds = j.at("step_seconds");

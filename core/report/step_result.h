@@ -70,6 +70,7 @@ struct StepResult {
   std::vector<TraceEvent> events;
   std::vector<LinkClassUsage> link_usage;  // SimGrid: how busy each class of links was
   double wall_seconds = 0;                 // the engine's own run time
+  int64_t simulated_devices = 0;           // Trace::simulated_devices (0: not counted)
 };
 
 // The step's figures from what an engine or the executor traced. Each

@@ -79,6 +79,7 @@ struct Trace {
   std::vector<TraceEvent> events;
   std::vector<LinkClassUsage> link_usage;  // SimGrid: per link class with traffic
   double wall_seconds = 0;                 // the engine's own run time
+  int64_t simulated_devices = 0;           // SimGrid: devices simulated (one per orbit of symmetric devices)
 };
 
 // The events of device `rank`, which stands for `stage`
