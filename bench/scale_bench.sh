@@ -5,7 +5,7 @@
 # whole `shardlab simulate` command, with SimGrid (symmetric devices folded)
 # and with the analytical engine: wall time, peak RSS and the step.
 # One process per point (SimGrid allows one engine per process); run alone on
-# the machine. Prints figures, asserts nothing.
+# the machine. Prints the start-up cost, then the figures; asserts nothing.
 # Usage: bench/scale_bench.sh [build dir with cli/shardlab, default build/release] [largest device count]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,9 +53,16 @@ measure() {
   read -r wall rss < "$work/time"
   local step devices
   step=$(grep -o '"step_seconds": [0-9.e+-]*' "$work/out.json" | tail -1 | awk '{print $2}')
-  devices=$(grep -o '"engine_detail": "[0-9]* of' "$work/out.json" | tr -dc '0-9')
+  devices=$(grep -o '"simulated_devices": [0-9]*' "$work/out.json" | tail -1 | tr -dc '0-9')
   printf '%s %s %s %s' "$wall" "$(awk -v k="$rss" 'BEGIN{printf "%.0f", k/1024}')" "$step" "${devices:--}"
 }
+
+# Start-up: what every command pays before its work (the back ends load on demand).
+start=$(date +%s%N)
+for _ in $(seq 20); do "$bin" --version > /dev/null; done
+/usr/bin/time -f "%M" -o "$work/time" "$bin" --version > /dev/null
+printf 'start-up: shardlab --version %.1f ms (mean of 20), %d MiB peak RSS\n\n' \
+  "$(awk -v ns=$(($(date +%s%N) - start)) 'BEGIN{print ns / 20 / 1e6}')" "$(awk '{printf "%.0f", $1/1024}' "$work/time")"
 
 printf '%8s | %9s %9s %9s %10s | %9s %9s %9s\n' devices "sg wall" "sg RSS" "sg step" "simulated" "an wall" "an RSS" \
   "an step"

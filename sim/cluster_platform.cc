@@ -27,16 +27,14 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
     const auto& intra = cluster.intra_server;
     const auto& net = cluster.inter_server;
     nics_ = net.nics_per_server;
-    auto link = [this](const std::string& name, double bandwidth, double latency) {
-      sg4::Link* l = get_iface()->create_link(name, bandwidth);
-      l->set_latency(latency);
-      links_.push_back(l);
-      return static_cast<int32_t>(links_.size() - 1);
+    auto link = [this](Level level, int64_t index, double bandwidth, double latency) {
+      specs_.push_back({level, index, bandwidth, latency});
+      return static_cast<int32_t>(specs_.size() - 1);
     };
     for (int64_t d = 0; d < devices; ++d) {
       if (intra.kind == IntraServerFabric::Kind::kNvSwitch) {
-        port_up_.push_back(link(fmt::format("nvswitch-up-{}", d), intra.link_bandwidth, intra.latency / 2));
-        port_down_.push_back(link(fmt::format("nvswitch-down-{}", d), intra.link_bandwidth, intra.latency / 2));
+        port_up_.push_back(link(Level::kPortUp, d, intra.link_bandwidth, intra.latency / 2));
+        port_down_.push_back(link(Level::kPortDown, d, intra.link_bandwidth, intra.latency / 2));
       }
     }
     if (intra.kind == IntraServerFabric::Kind::kHccsMesh) {
@@ -45,16 +43,15 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
       for (int64_t d = 0; d < servers_ * dps; ++d)
         for (int64_t peer = 0; peer < g; ++peer)
           if (peer != d % g)
-            mesh_[d * g + peer] = link(fmt::format("hccs-{}-{}", d, peer), intra.link_bandwidth, intra.latency);
+            mesh_[d * g + peer] = link(Level::kMesh, d * g + peer, intra.link_bandwidth, intra.latency);
       if (g < dps)
         for (int64_t s = 0; s < servers_; ++s)
           for (int64_t dir = 0; dir < 2; ++dir)
-            cross_.push_back(
-                link(fmt::format("cross-group-{}-{}", s, dir), intra.cross_group_bandwidth, intra.latency));
+            cross_.push_back(link(Level::kCross, s * 2 + dir, intra.cross_group_bandwidth, intra.latency));
     }
     for (int64_t n = 0; n < servers_ * nics_; ++n) {
-      nic_up_.push_back(link(fmt::format("nic-up-{}", n), net.nic_bandwidth, net.link_latency + net.switch_latency));
-      nic_down_.push_back(link(fmt::format("nic-down-{}", n), net.nic_bandwidth, net.link_latency));
+      nic_up_.push_back(link(Level::kNicUp, n, net.nic_bandwidth, net.link_latency + net.switch_latency));
+      nic_down_.push_back(link(Level::kNicDown, n, net.nic_bandwidth, net.link_latency));
     }
     // Leaf switches: half their ports face down. Rail-optimised leaves take
     // NIC i of many servers; otherwise all NICs of fewer servers.
@@ -64,21 +61,81 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
     leaves_ = net.rail_optimized ? leaf_groups * nics_ : leaf_groups;
     const double leaf_capacity = static_cast<double>(down) * net.nic_bandwidth / net.oversubscription;
     for (int64_t l = 0; l < leaves_; ++l) {
-      leaf_up_.push_back(link(fmt::format("leaf-up-{}", l), leaf_capacity, net.link_latency + net.switch_latency));
-      leaf_down_.push_back(link(fmt::format("leaf-down-{}", l), leaf_capacity, net.link_latency + net.switch_latency));
+      leaf_up_.push_back(link(Level::kLeafUp, l, leaf_capacity, net.link_latency + net.switch_latency));
+      leaf_down_.push_back(link(Level::kLeafDown, l, leaf_capacity, net.link_latency + net.switch_latency));
     }
     if (net.levels >= 3) {
       leaves_per_pod_ = down;
       const int64_t pods = (leaves_ + leaves_per_pod_ - 1) / leaves_per_pod_;
       const double pod_capacity = leaf_capacity * static_cast<double>(leaves_per_pod_) / net.spine_oversubscription;
       for (int64_t p = 0; p < pods; ++p) {
-        pod_up_.push_back(link(fmt::format("pod-up-{}", p), pod_capacity, net.link_latency + net.switch_latency));
-        pod_down_.push_back(link(fmt::format("pod-down-{}", p), pod_capacity, net.link_latency + net.switch_latency));
+        pod_up_.push_back(link(Level::kPodUp, p, pod_capacity, net.link_latency + net.switch_latency));
+        pod_down_.push_back(link(Level::kPodDown, p, pod_capacity, net.link_latency + net.switch_latency));
       }
     }
   }
 
-  // The links from device a to device b, as indices into links().
+  // A link of the fabric: its level and index there, bandwidth (after Fold,
+  // its orbit's share) and latency.
+  enum class Level : uint8_t {
+    kPortUp,
+    kPortDown,
+    kMesh,
+    kCross,
+    kNicUp,
+    kNicDown,
+    kLeafUp,
+    kLeafDown,
+    kPodUp,
+    kPodDown
+  };
+  struct LinkSpec {
+    Level level;
+    int64_t index;
+    double bandwidth;
+    double latency;
+  };
+
+  std::string Name(int32_t id) const {
+    const LinkSpec& l = specs_[id];
+    const int64_t g = c_.intra_server.group_size;
+    switch (l.level) {
+      case Level::kPortUp:
+        return fmt::format("nvswitch-up-{}", l.index);
+      case Level::kPortDown:
+        return fmt::format("nvswitch-down-{}", l.index);
+      case Level::kMesh:
+        return fmt::format("hccs-{}-{}", l.index / g, l.index % g);
+      case Level::kCross:
+        return fmt::format("cross-group-{}-{}", l.index / 2, l.index % 2);
+      case Level::kNicUp:
+        return fmt::format("nic-up-{}", l.index);
+      case Level::kNicDown:
+        return fmt::format("nic-down-{}", l.index);
+      case Level::kLeafUp:
+        return fmt::format("leaf-up-{}", l.index);
+      case Level::kLeafDown:
+        return fmt::format("leaf-down-{}", l.index);
+      case Level::kPodUp:
+        return fmt::format("pod-up-{}", l.index);
+      case Level::kPodDown:
+        return fmt::format("pod-down-{}", l.index);
+    }
+    return {};
+  }
+
+  // SimGrid's links: one per link, or after Fold one per orbit, the only
+  // links a route then takes.
+  void CreateLinks() {
+    links_.assign(specs_.size(), nullptr);
+    for (size_t id = 0; id < specs_.size(); ++id) {
+      if (Representative(static_cast<int32_t>(id)) != static_cast<int32_t>(id)) continue;
+      links_[id] = get_iface()->create_link(Name(static_cast<int32_t>(id)), specs_[id].bandwidth);
+      links_[id]->set_latency(specs_[id].latency);
+    }
+  }
+
+  // The links from device a to device b, as indices into specs().
   void Route(int64_t a, int64_t b, std::vector<int32_t>* links) const {
     const int64_t dps = c_.devices_per_server;
     const int64_t sa = a / dps, sb = b / dps;
@@ -116,14 +173,15 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
     std::vector<int32_t> links;
     Route(static_cast<int64_t>(src->id()), static_cast<int64_t>(dst->id()), &links);
     for (int32_t id : links) {
-      sg4::Link* l = links_[folded_.empty() ? id : folded_[id]];
+      sg4::Link* l = links_[Representative(id)];
       into->link_list_.push_back(l->get_impl());
       if (latency) *latency += l->get_latency();
     }
   }
 
  public:
-  const std::vector<sg4::Link*>& links() const { return links_; }
+  std::vector<LinkSpec>& specs() { return specs_; }
+  const std::vector<LinkSpec>& specs() const { return specs_; }
   int64_t servers() const { return servers_; }
   // The link a route's link stands for: itself, or its orbit's link when folded.
   int32_t Representative(int32_t id) const { return folded_.empty() ? id : folded_[id]; }
@@ -179,9 +237,10 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
 
   const ClusterSpec& c_;
   int64_t servers_ = 0, nics_ = 1, servers_per_leaf_ = 1, leaves_ = 1, leaves_per_pod_ = 1;
-  std::vector<sg4::Link*> links_;
+  std::vector<LinkSpec> specs_;    // by link id
+  std::vector<sg4::Link*> links_;  // by link id, once created (CreateLinks)
   std::vector<int32_t> folded_;
-  // Indices into links_, per level of the fabric.
+  // Indices into specs_, per level of the fabric.
   std::vector<int32_t> port_up_, port_down_, mesh_, cross_, nic_up_, nic_down_, leaf_up_, leaf_down_, pod_up_,
       pod_down_;
 };
@@ -200,9 +259,25 @@ ClusterPlatform::ClusterPlatform(const ClusterSpec& cluster, int64_t devices)
   sg4::Engine::set_config("network/crosstraffic:0");
   sg4::Engine::set_config("network/TCP-gamma:0");
   zone_ = new Zone(cluster, devices);
-  for (int64_t d = 0; d < devices; ++d)
+  devices_ = devices;
+}
+
+void ClusterPlatform::Seal() {
+  if (!hosts_.empty()) return;
+  zone_->CreateLinks();
+  for (int64_t d = 0; d < devices_; ++d)
     hosts_.push_back(zone_->get_iface()->create_host(fmt::format("device-{}", d), 1e12));
   zone_->get_iface()->seal();
+}
+
+simgrid::s4u::Engine& ClusterPlatform::engine() {
+  Seal();
+  return *engine_;
+}
+
+simgrid::s4u::Host* ClusterPlatform::host(int64_t rank) {
+  Seal();
+  return hosts_.at(rank);
 }
 
 ClusterPlatform::~ClusterPlatform() = default;
@@ -234,45 +309,44 @@ void ClusterPlatform::UnfoldedRoute(int64_t from, int64_t to, std::vector<int32_
 
 int32_t ClusterPlatform::FoldedLink(int32_t link) const { return zone_->Representative(link); }
 
-int32_t ClusterPlatform::LinkCount() const { return static_cast<int32_t>(zone_->links().size()); }
+int32_t ClusterPlatform::LinkCount() const { return static_cast<int32_t>(zone_->specs().size()); }
 
-double ClusterPlatform::LinkBandwidth(int32_t link) const { return zone_->links()[link]->get_bandwidth(); }
+double ClusterPlatform::LinkBandwidth(int32_t link) const { return zone_->specs()[link].bandwidth; }
 
 double ClusterPlatform::UnfoldedBandwidth(int32_t link) const {
   return unfolded_bandwidth_.empty() ? LinkBandwidth(link) : unfolded_bandwidth_[link];
 }
 
-std::string ClusterPlatform::LinkName(int32_t link) const { return zone_->links()[link]->get_name(); }
+std::string ClusterPlatform::LinkName(int32_t link) const { return zone_->Name(link); }
 
 double ClusterPlatform::RouteLatency(int64_t from, int64_t to) const {
   std::vector<int32_t> links;
   zone_->Route(from, to, &links);
   double latency = 0;
-  for (int32_t id : links) latency += zone_->links()[id]->get_latency();
+  for (int32_t id : links) latency += zone_->specs()[id].latency;
   return latency;
 }
 
 std::string ClusterPlatform::CheckSymmetry(const DevicePermutation& g, std::vector<int32_t>* link_image) const {
-  const auto& links = zone_->links();
+  const auto& links = zone_->specs();
   std::vector<int32_t> image(links.size(), -1);
   std::string why;
   auto map = [&](int32_t from, int32_t to) {
     if (image[from] == to) return true;
     if (image[from] != -1) {
-      why = fmt::format("link {} would map onto both {} and {}", links[from]->get_cname(),
-                        links[image[from]]->get_cname(), links[to]->get_cname());
+      why = fmt::format("link {} would map onto both {} and {}", zone_->Name(from), zone_->Name(image[from]),
+                        zone_->Name(to));
       return false;
     }
-    if (links[from]->get_bandwidth() != links[to]->get_bandwidth() ||
-        links[from]->get_latency() != links[to]->get_latency()) {
-      why = fmt::format("link {} would map onto {}, whose bandwidth or latency differs", links[from]->get_cname(),
-                        links[to]->get_cname());
+    if (links[from].bandwidth != links[to].bandwidth || links[from].latency != links[to].latency) {
+      why = fmt::format("link {} would map onto {}, whose bandwidth or latency differs", zone_->Name(from),
+                        zone_->Name(to));
       return false;
     }
     image[from] = to;
     return true;
   };
-  const int64_t devices = static_cast<int64_t>(hosts_.size());
+  const int64_t devices = devices_;
   const int64_t dps = devices_per_server_;
   std::vector<int64_t> server_image(zone_->servers(), -1);
   std::vector<int32_t> here, there;
@@ -303,7 +377,7 @@ std::string ClusterPlatform::CheckSymmetry(const DevicePermutation& g, std::vect
   std::vector<char> taken(links.size(), 0);
   for (int32_t to : image) {
     if (to < 0) continue;
-    if (taken[to]) return fmt::format("two links would map onto {}", links[to]->get_cname());
+    if (taken[to]) return fmt::format("two links would map onto {}", zone_->Name(to));
     taken[to] = 1;
   }
   std::vector<char> server_taken(server_image.size(), 0);
@@ -317,7 +391,8 @@ std::string ClusterPlatform::CheckSymmetry(const DevicePermutation& g, std::vect
 }
 
 void ClusterPlatform::Fold(const std::vector<DevicePermutation>& generators, int64_t order) {
-  const auto& links = zone_->links();
+  if (!hosts_.empty()) throw std::logic_error("folding a platform SimGrid already uses");
+  auto& links = zone_->specs();
   std::vector<int32_t> root(links.size());
   std::iota(root.begin(), root.end(), 0);
   auto find = [&root](int32_t x) {
@@ -340,11 +415,9 @@ void ClusterPlatform::Fold(const std::vector<DevicePermutation>& generators, int
     folded[l] = find(static_cast<int32_t>(l));
     ++orbit_size[folded[l]];
   }
-  for (const sg4::Link* link : links) unfolded_bandwidth_.push_back(link->get_bandwidth());
+  for (const auto& link : links) unfolded_bandwidth_.push_back(link.bandwidth);
   for (size_t l = 0; l < links.size(); ++l)
-    if (orbit_size[l] > 0)
-      links[l]->set_bandwidth(links[l]->get_bandwidth() * static_cast<double>(orbit_size[l]) /
-                              static_cast<double>(order));
+    if (orbit_size[l] > 0) links[l].bandwidth *= static_cast<double>(orbit_size[l]) / static_cast<double>(order);
   zone_->Fold(std::move(folded));
   fold_order_ = order;
 }

@@ -36,8 +36,11 @@ class ClusterPlatform {
   ClusterPlatform(const ClusterPlatform&) = delete;
   ClusterPlatform& operator=(const ClusterPlatform&) = delete;
 
-  simgrid::s4u::Engine& engine() { return *engine_; }
-  simgrid::s4u::Host* host(int64_t rank) const { return hosts_.at(rank); }
+  // SimGrid's hosts and links are created when first asked for, after any
+  // Fold, and only the links a route can then take: a folded platform of
+  // 65,536 devices creates the links of its orbits, not the 270 k of the fabric.
+  simgrid::s4u::Engine& engine();
+  simgrid::s4u::Host* host(int64_t rank);
   // Sum of the latencies on the route between two devices.
   double RouteLatency(int64_t from, int64_t to) const;
 
@@ -70,14 +73,17 @@ class ClusterPlatform {
   std::string CheckSymmetry(const DevicePermutation& g, std::vector<int32_t>* link_image = nullptr) const;
   // Folds each orbit of links under the group that `generators` (symmetries)
   // generate into its first link, whose bandwidth becomes the orbit's total
-  // over `order`. The group must act freely on the devices with `order`
+  // over `order`; before engine() or host(). The group must act freely on the devices with `order`
   // elements: then one flow per device orbit, its source the orbit's
   // representative, loads each folded link as the orbit's flows load its links.
   void Fold(const std::vector<DevicePermutation>& generators, int64_t order);
 
  private:
+  void Seal();  // creates the hosts and links once
+
   std::unique_ptr<simgrid::s4u::Engine> engine_;
-  std::vector<simgrid::s4u::Host*> hosts_;
+  int64_t devices_ = 0;
+  std::vector<simgrid::s4u::Host*> hosts_;  // empty until Seal
   int64_t devices_per_server_ = 1;
   int64_t fold_order_ = 1;
   std::vector<double> unfolded_bandwidth_;  // per link, saved by Fold
