@@ -66,7 +66,9 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
     }
     if (net.levels >= 3) {
       leaves_per_pod_ = down;
-      const int64_t pods = (leaves_ + leaves_per_pod_ - 1) / leaves_per_pod_;
+      // Multi-plane: each plane's leaves form its own pods.
+      const int64_t pods =
+          net.multi_plane ? (leaf_groups + down - 1) / down * nics_ : (leaves_ + leaves_per_pod_ - 1) / leaves_per_pod_;
       const double pod_capacity = leaf_capacity * static_cast<double>(leaves_per_pod_) / net.spine_oversubscription;
       for (int64_t p = 0; p < pods; ++p) {
         pod_up_.push_back(link(Level::kPodUp, p, pod_capacity, net.link_latency + net.switch_latency));
@@ -139,6 +141,13 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
   void Route(int64_t a, int64_t b, std::vector<int32_t>* links) const {
     const int64_t dps = c_.devices_per_server;
     const int64_t sa = a / dps, sb = b / dps;
+    if (sa != sb && c_.inter_server.multi_plane && Plane(a) != Plane(b)) {
+      // No switch joins the planes: the source server's fabric carries the
+      // data to its device on b's plane, which sends it (NCCL's PXN).
+      const int64_t relay = Relay(sa, Plane(b));
+      Route(a, relay, links);
+      a = relay;
+    }
     if (sa == sb) {
       if (c_.intra_server.kind == IntraServerFabric::Kind::kNvSwitch) {
         links->push_back(port_up_[a]);
@@ -158,9 +167,9 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
     const int64_t la = Leaf(a), lb = Leaf(b);
     if (la != lb) {
       links->push_back(leaf_up_[la]);
-      if (!pod_up_.empty() && la / leaves_per_pod_ != lb / leaves_per_pod_) {
-        links->push_back(pod_up_[la / leaves_per_pod_]);
-        links->push_back(pod_down_[lb / leaves_per_pod_]);
+      if (!pod_up_.empty() && Pod(a) != Pod(b)) {
+        links->push_back(pod_up_[Pod(a)]);
+        links->push_back(pod_down_[Pod(b)]);
       }
       links->push_back(leaf_down_[lb]);
     }
@@ -215,24 +224,37 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
     links->push_back(leaf_up_[Leaf(device)]);
     links->push_back(leaf_down_[Leaf(device)]);
     if (!pod_up_.empty()) {
-      links->push_back(pod_up_[Leaf(device) / leaves_per_pod_]);
-      links->push_back(pod_down_[Leaf(device) / leaves_per_pod_]);
+      links->push_back(pod_up_[Pod(device)]);
+      links->push_back(pod_down_[Pod(device)]);
     }
   }
 
   // Routes use folded[link] in place of link (empty: every link is its own).
   void Fold(std::vector<int32_t> folded) { folded_ = std::move(folded); }
 
- private:
-  int64_t Nic(int64_t device) const {
+  // Multi-plane: whether `device` sends its server's traffic to its plane
+  // (the first device of the server on that plane).
+  bool IsRelay(int64_t device) const {
     const int64_t dps = c_.devices_per_server;
-    return (device / dps) * nics_ + (device % dps) * nics_ / dps;
+    return c_.inter_server.multi_plane && device == Relay(device / dps, Plane(device));
   }
+
+ private:
+  // The NIC index within its server of a device's NIC: its rail, or plane.
+  int64_t Plane(int64_t device) const { return (device % c_.devices_per_server) * nics_ / c_.devices_per_server; }
+  int64_t Relay(int64_t server, int64_t plane) const {
+    const int64_t dps = c_.devices_per_server;
+    return server * dps + (plane * dps + nics_ - 1) / nics_;
+  }
+  int64_t Pod(int64_t device) const {
+    if (!c_.inter_server.multi_plane) return Leaf(device) / leaves_per_pod_;
+    const int64_t group = device / c_.devices_per_server / servers_per_leaf_;
+    return group / leaves_per_pod_ * nics_ + Plane(device);
+  }
+  int64_t Nic(int64_t device) const { return (device / c_.devices_per_server) * nics_ + Plane(device); }
   int64_t Leaf(int64_t device) const {
-    const int64_t server = device / c_.devices_per_server;
-    const int64_t group = server / servers_per_leaf_;
-    if (!c_.inter_server.rail_optimized) return group;
-    return group * nics_ + (device % c_.devices_per_server) * nics_ / c_.devices_per_server;
+    const int64_t group = device / c_.devices_per_server / servers_per_leaf_;
+    return c_.inter_server.rail_optimized ? group * nics_ + Plane(device) : group;
   }
 
   const ClusterSpec& c_;
@@ -348,6 +370,11 @@ std::string ClusterPlatform::CheckSymmetry(const DevicePermutation& g, std::vect
   };
   const int64_t devices = devices_;
   const int64_t dps = devices_per_server_;
+  for (int64_t d = 0; d < devices; ++d)
+    if (zone_->IsRelay(d) != zone_->IsRelay(g[d]))
+      return fmt::format("device {} {} its server's traffic to its plane and device {} {}", d,
+                         zone_->IsRelay(d) ? "forwards" : "does not forward", g[d],
+                         zone_->IsRelay(g[d]) ? "does" : "does not");
   std::vector<int64_t> server_image(zone_->servers(), -1);
   std::vector<int32_t> here, there;
   for (int64_t d = 0; d < devices; ++d) {

@@ -145,15 +145,19 @@ InterServerNetwork ReadInterServer(const JsonNode& node, int64_t servers, int64_
         .Fail(fmt::format("a spine tier exists only in a 3-level fat tree; this one has {} level{}", n.levels,
                           n.levels == 1 ? "" : "s"));
   n.rail_optimized = r.Bool("rail_optimized", false);
+  n.multi_plane = r.Bool("multi_plane", false);
+  if (n.multi_plane && !n.rail_optimized)
+    node.Child("multi_plane").Fail("a multi-plane network is rail-optimised (each rail a plane): set rail_optimized");
   n.link_latency = Quantity(r, "link_latency", Quantity::kSeconds);
   n.switch_latency = Quantity(r, "switch_latency", Quantity::kSeconds);
-  const int64_t nics = servers * n.nics_per_server;
+  // A multi-plane network is one tree per plane, each connecting one NIC per server.
+  const int64_t nics = n.multi_plane ? servers : servers * n.nics_per_server;
   const int64_t capacity = FatTreeCapacity(n.levels, n.switch_radix);
   if (nics > capacity)
     (node.json().contains("levels") ? node.Child("levels") : node)
-        .Fail(fmt::format("a {}-level fat tree of radix-{} switches connects at most {} NICs, the cluster has {}; "
+        .Fail(fmt::format("a {}-level fat tree of radix-{} switches connects at most {} NICs, the cluster has {}{}; "
                           "raise levels or switch_radix",
-                          n.levels, n.switch_radix, capacity, nics));
+                          n.levels, n.switch_radix, capacity, nics, n.multi_plane ? " per plane" : ""));
   r.Finish();
   return n;
 }
@@ -258,6 +262,7 @@ nlohmann::json ToJson(const ClusterSpec& c) {
         {"oversubscription", n.oversubscription},
         {"spine_oversubscription", n.spine_oversubscription},
         {"rail_optimized", n.rail_optimized},
+        {"multi_plane", n.multi_plane},
         {"link_latency", n.link_latency},
         {"switch_latency", n.switch_latency}}},
   };

@@ -111,6 +111,11 @@ struct InterServerNetwork {
   // pods' uplinks to the core); 1 on two levels.
   double spine_oversubscription = 1;
   bool rail_optimized = false;  // NIC i of every server on leaf switch group i
+  // Rail-optimised, and each rail is its own network (plane): a fat tree per
+  // NIC index with no switch between planes, so traffic to another plane's
+  // NIC crosses the source server's fabric to the device on that plane first
+  // (as NCCL's PXN forwards it).
+  bool multi_plane = false;
   double link_latency = 0;
   double switch_latency = 0;
 

@@ -79,9 +79,11 @@ GroupPlacement PlaceGroup(const std::vector<int64_t>& ranks, const ClusterSpec& 
     hccs_groups.insert(r / group);
     const int64_t leaf_group = (r / dps) / servers_per_leaf;
     leaves.insert(leaf_group);
-    // A pod holds down_ports leaves; rail-optimised, each leaf group is one leaf per rail.
-    const int64_t leaf = cluster.inter_server.rail_optimized ? leaf_group * nics + (r % dps) * nics / dps : leaf_group;
-    pods.insert(leaf / down_ports);
+    // A pod holds down_ports leaves; rail-optimised, each leaf group is one leaf per rail; multi-plane,
+    // each plane has pods of its own.
+    const int64_t rail = (r % dps) * nics / dps;
+    const int64_t leaf = cluster.inter_server.rail_optimized ? leaf_group * nics + rail : leaf_group;
+    pods.insert(cluster.inter_server.multi_plane ? leaf_group / down_ports * nics + rail : leaf / down_ports);
   }
   p.servers = static_cast<int64_t>(servers.size());
   p.per_server = p.size / p.servers;

@@ -173,6 +173,19 @@ TEST_CASE("cluster validation names the key and the rule") {
   doc["inter_server"]["levels"] = 1;
   CHECK_THAT(ErrorAt(doc, "/inter_server/levels"), Catch::Contains("connects at most 64 NICs, the cluster has 4096"));
 
+  // Multi-plane: rail-optimised, and the tree's capacity is per plane (one NIC per server).
+  doc = SmallCluster();
+  doc["inter_server"]["multi_plane"] = true;
+  doc["inter_server"]["rail_optimized"] = false;
+  CHECK_THAT(ErrorAt(doc, "/inter_server/multi_plane"), Catch::Contains("set rail_optimized"));
+  doc["servers"] = 512;
+  doc["inter_server"]["rail_optimized"] = true;
+  doc["inter_server"]["levels"] = 1;
+  CHECK_THAT(ErrorAt(doc, "/inter_server/levels"),
+             Catch::Contains("connects at most 64 NICs, the cluster has 512 per plane"));
+  doc["inter_server"]["levels"] = 2;
+  CHECK(ReadClusterSpec(JsonNode(doc, "multi-plane.json")).inter_server.multi_plane);
+
   // Found by the config fuzzer: the default levels (no key to point at) is named at its object.
   doc = SmallCluster();
   doc["servers"] = 512;

@@ -45,6 +45,13 @@ struct Step {
 
 double Mean(const json& usage) { return usage.at("mean_utilisation").get<double>(); }
 
+// A class of links by name; idle when the step left it out.
+json Usage(const Step& s, const std::string& name) {
+  for (const json& u : s.link_usage)
+    if (u.at("name") == name) return u;
+  return {{"mean_utilisation", 0.0}, {"peak_utilisation", 0.0}};
+}
+
 // The folded run's link classes are the per-device run's, equally busy on average and at their busiest link.
 void CheckSameLinkUsage(const Step& folded, const Step& every) {
   REQUIRE(folded.link_usage.size() == every.link_usage.size());
@@ -129,13 +136,8 @@ TEST_CASE("an oversubscribed fabric's hot links slow the folded step as they slo
   // The link usage shows the hot tier, folded or not: at 4:1 the leaf uplinks are the busiest
   // class for their capacity, busier than at full bisection, and saturated at their peak.
   CheckSameLinkUsage(folded, every);
-  auto usage = [](const Step& s, const std::string& name) -> json {
-    for (const json& u : s.link_usage)
-      if (u.at("name") == name) return u;
-    return {{"mean_utilisation", 0.0}, {"peak_utilisation", 0.0}};
-  };
-  const json leaf = usage(folded, "leaf uplinks");
-  CHECK(Mean(leaf) > Mean(usage(full_bisection, "leaf uplinks")));
+  const json leaf = Usage(folded, "leaf uplinks");
+  CHECK(Mean(leaf) > Mean(Usage(full_bisection, "leaf uplinks")));
   for (const json& u : folded.link_usage) CHECK(Mean(leaf) >= Mean(u));
   CHECK(leaf.at("peak_utilisation").get<double>() > 0.95);
   // The spine tier's pod uplinks, 4:1 (eight leaves per pod): the fold keeps them too.
@@ -167,4 +169,19 @@ TEST_CASE("SimGrid refuses a step whose simulated devices would take minutes and
   const Step folded = Simulate(run, "fold");
   CHECK(folded.devices.find("1024 of 65536 devices simulated") != std::string::npos);
   CHECK(folded.seconds > 0);
+}
+
+TEST_CASE("a multi-plane fabric forwards between planes inside the server and folds as every device runs") {
+  // Mixtral 8x7B on 64 H100, its rings crossing from one server's last rail to the next server's first.
+  const fs::path planes = Variant("mixtral-8x7b-h100-64", "mixtral-multi-plane",
+                                  {{"cluster", {{"inter_server", {{"multi_plane", true}}}}}});
+  const Step folded = Simulate(planes, "fold");
+  const Step every = Simulate(planes, "off");
+  INFO(folded.devices);
+  CHECK(folded.devices.find("devices simulated") != std::string::npos);
+  CHECK(folded.seconds == Approx(every.seconds).epsilon(0.005));
+  CheckSameLinkUsage(folded, every);
+  // One network joins the rails at the leaves; planes send that traffic over NVSwitch first.
+  const Step rails = Simulate(Variant("mixtral-8x7b-h100-64", "mixtral-rails", json::object()), "fold");
+  CHECK(Mean(Usage(folded, "NVSwitch ports")) > Mean(Usage(rails, "NVSwitch ports")));
 }

@@ -51,6 +51,25 @@ TEST_CASE("a flow between two servers loads both NICs and its bins conserve its 
   CHECK(nics.busiest_utilisation == Approx(bytes / (nic * step)).epsilon(1e-9));
 }
 
+TEST_CASE("a multi-plane fabric forwards traffic to another plane through the source server") {
+  ClusterSpec cluster = testing::ShippedCluster("dgx-h100-ndr");
+  cluster.inter_server.multi_plane = true;
+  ClusterPlatform platform(cluster, 32);
+  std::vector<int32_t> route;
+  auto names = [&](int64_t from, int64_t to) {
+    platform.UnfoldedRoute(from, to, &route);
+    std::vector<std::string> out;
+    for (int32_t link : route) out.push_back(platform.LinkName(link));
+    return out;
+  };
+  // Device 7 of server 0 to device 0 of server 1: over NVSwitch to device 0, then on plane 0.
+  CHECK(names(7, 8) == std::vector<std::string>{"nvswitch-up-7", "nvswitch-down-0", "nic-up-0", "nic-down-8"});
+  // Same plane: straight through the network, as rail-optimised.
+  CHECK(names(3, 11) == std::vector<std::string>{"nic-up-3", "nic-down-11"});
+  // Inside a server nothing changes.
+  CHECK(names(7, 0) == std::vector<std::string>{"nvswitch-up-7", "nvswitch-down-0"});
+}
+
 TEST_CASE("flows that outlast the first bins widen them and keep every byte") {
   const ClusterSpec cluster = testing::ShippedCluster("dgx-h100-ndr");
   ClusterPlatform platform(cluster, 8);
