@@ -14,12 +14,12 @@ namespace shardlab::cli {
 struct SimulateArgs {
   std::string run_file;
   std::vector<std::string> settings;  // --set KEY=VALUE, applied to the run file before it is read
-  std::string out_file;              // result JSON; "" = none
-  std::string trace_file;            // Chrome/Perfetto trace; "" = none
-  std::vector<int64_t> trace_ranks;  // devices on the trace; empty = the default choice
-  std::string engine;                // overrides the run's simulation.engine; "" = keep
-  std::string symmetry;              // overrides the run's simulation.symmetry; "" = keep
-  bool json = false;                 // print JSON instead of text
+  std::string out_file;               // result JSON; "" = none
+  std::string trace_file;             // Chrome/Perfetto trace; "" = none
+  std::vector<int64_t> trace_ranks;   // devices on the trace; empty = the default choice
+  std::string engine;                 // overrides the run's simulation.engine; "" = keep
+  std::string symmetry;               // overrides the run's simulation.symmetry; "" = keep
+  bool json = false;                  // print JSON instead of text
 };
 int Simulate(const SimulateArgs& args);
 
@@ -63,8 +63,9 @@ int Validate(const ValidateArgs& args);
 
 struct TuneFusionArgs {
   std::string run_file;
-  std::string op = "allreduce";  // allreduce | allgather | reducescatter
-  std::string mode;              // index | size; "" = index for AllReduce unless the parallel optimizer is on
+  std::vector<std::string> settings;  // --set KEY=VALUE, applied to the run file first
+  std::string op = "allreduce";       // allreduce | allgather | reducescatter
+  std::string mode;                   // index | size; "" = index for AllReduce unless the parallel optimizer is on
   int64_t max_buckets = 32;
   double time_budget = 0;      // seconds; 0 = none
   int64_t verify = 6;          // tuned candidates verified with the engine, besides MindSpore's defaults
@@ -90,7 +91,7 @@ int Search(const SearchArgs& args);
 
 struct CompareArgs {
   std::string run_file;
-  std::vector<std::string> settings;  // --set KEY=VALUE
+  std::vector<std::string> settings;         // --set KEY=VALUE
   std::vector<std::string> modes = {"all"};  // all, or run (the run's own strategies), semi_auto, search modes
   std::string engine = "both";               // analytical | both (analytical and SimGrid)
   int64_t jobs = 0;
@@ -117,7 +118,7 @@ struct BenchArgs {
   int64_t ranks = 0;  // 0: 4 for gloo and cpu, 1 for nccl and cuda
   int64_t warmup = 3;
   int64_t repeats = 10;
-  double peak = 0;  // gemm: FLOP/s the efficiency is against; 0 = the best measured
+  double peak = 0;       // gemm: FLOP/s the efficiency is against; 0 = the best measured
   std::string run_file;  // gemm: also the per-device products of this run's plan; "" = none
   std::string out_file;  // measurements JSON for `shardlab calibrate`; "" = none
   bool json = false;
@@ -134,7 +135,7 @@ int Calibrate(const CalibrateArgs& args);
 struct ValidateRunArgs {
   std::string run_file;
   std::string backend = "gloo";
-  int64_t ranks = 0;  // 0 = the run's device count
+  int64_t ranks = 0;             // 0 = the run's device count
   std::string calibration_file;  // overrides the cluster's; "" = keep
   int64_t warmup = 1;
   int64_t steps = 3;

@@ -169,6 +169,7 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("-o,--out", tune.out_file, "write the run file with the winner here");
   tune_cmd->add_option("--plot", tune.plot_file, "write an SVG of step time against the number of buckets");
   tune_cmd->add_flag("--json", tune.json, "print JSON instead of text");
+  AddSetOption(tune_cmd, tune.settings);
 
   cli::SearchArgs search;
   auto* search_cmd = app.add_subcommand("search", "Search operator strategies (MindSpore's auto_parallel modes)");

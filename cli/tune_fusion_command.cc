@@ -84,7 +84,7 @@ int TuneFusion(const TuneFusionArgs& args) {
   CheckOutputFolder(args.out_file);
   CheckOutputFolder(args.plot_file);
   exec::MpiWorld world;
-  const RunSpec run = LoadRunFile(args.run_file);
+  const RunSpec run = LoadRunFile(args.run_file, args.settings);
   FusionTuning tuning;
   tuning.op = ParseCollective(args.op);
   const Collective op = tuning.op;
@@ -150,7 +150,7 @@ int TuneFusion(const TuneFusionArgs& args) {
   const double default_seconds = verified[0].Ok() ? verified[0].Seconds() : candidates[0].fast_seconds;
   const double winner_seconds = any_verified ? verified[winner].Seconds() : best.fast_seconds;
 
-  if (!args.out_file.empty()) WriteTunedRunFile(args.run_file, args.out_file, op, best.setting);
+  if (!args.out_file.empty()) WriteTunedRunFile(args.run_file, args.settings, args.out_file, op, best.setting);
   if (!args.plot_file.empty()) {
     LineChart chart;
     chart.title = fmt::format("{}: {} fusion", run.name, args.op);

@@ -102,21 +102,24 @@ RunSpec LoadRunFile(const std::string& path) {
   return ReadRunSpec(JsonNode(document, path));
 }
 
-void SetDottedKey(nlohmann::json& document, const std::string& key, const nlohmann::json& value) {
+namespace {
+
+template <typename Json>
+void SetKey(Json& document, const std::string& key, const Json& value) {
   if (key.empty() || key.front() == '.' || key.back() == '.' || key.find("..") != std::string::npos)
     throw std::invalid_argument(
         "expected a key of the run file, dotted for nested keys (such as "
         "parallel.micro_batch_num), got " +
         Quoted(key));
-  nlohmann::json* node = &document;
+  Json* node = &document;
   size_t begin = 0;
   while (true) {
     const size_t dot = key.find('.', begin);
     const std::string part = key.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
     if (!node->is_object() && !node->is_null())
       throw std::invalid_argument(fmt::format("the run file's {} is {}, not an object with the key {}",
-                                              Quoted(key.substr(0, begin - 1)), JsonNode(*node, "").Describe(),
-                                              Quoted(part)));
+                                              Quoted(key.substr(0, begin - 1)),
+                                              JsonNode(nlohmann::json(*node), "").Describe(), Quoted(part)));
     if (dot == std::string::npos) {
       (*node)[part] = value;
       return;
@@ -126,24 +129,41 @@ void SetDottedKey(nlohmann::json& document, const std::string& key, const nlohma
   }
 }
 
-RunSpec LoadRunFile(const std::string& path, const std::vector<std::string>& settings) {
-  if (settings.empty()) return LoadRunFile(path);
-  nlohmann::json document = ReadJsonFile(path);
-  if (!document.is_object()) return ReadRunSpec(JsonNode(document, path));  // its own error
+template <typename Json>
+void Apply(Json& document, const std::vector<std::string>& settings) {
   for (const std::string& setting : settings) {
     const size_t equals = setting.find('=');
     if (equals == std::string::npos)
       throw std::invalid_argument("--set " + Quoted(setting) +
                                   ": expected KEY=VALUE, such as parallel.micro_batch_num=64");
     const std::string key = setting.substr(0, equals), text = setting.substr(equals + 1);
-    nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+    Json value = Json::parse(text, nullptr, false);
     if (value.is_discarded()) value = text;  // a bare word is a string
     try {
-      SetDottedKey(document, key, value);
+      SetKey(document, key, value);
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument("--set " + Quoted(setting) + ": " + e.what());
     }
   }
+}
+
+}  // namespace
+
+void SetDottedKey(nlohmann::json& document, const std::string& key, const nlohmann::json& value) {
+  SetKey(document, key, value);
+}
+
+void ApplySettings(nlohmann::json& document, const std::vector<std::string>& settings) { Apply(document, settings); }
+
+void ApplySettings(nlohmann::ordered_json& document, const std::vector<std::string>& settings) {
+  Apply(document, settings);
+}
+
+RunSpec LoadRunFile(const std::string& path, const std::vector<std::string>& settings) {
+  if (settings.empty()) return LoadRunFile(path);
+  nlohmann::json document = ReadJsonFile(path);
+  if (!document.is_object()) return ReadRunSpec(JsonNode(document, path));  // its own error
+  ApplySettings(document, settings);
   return ReadRunSpec(JsonNode(document, path));
 }
 

@@ -39,6 +39,10 @@ RunSpec LoadRunFile(const std::string& path, const std::vector<std::string>& set
 // Sets a dotted key of a run document, making the objects on the way; throws
 // std::invalid_argument when the path runs through something not an object.
 void SetDottedKey(nlohmann::json& document, const std::string& key, const nlohmann::json& value);
+// Applies `--set` settings to a run document as LoadRunFile does; an ordered
+// document keeps its author's key order (a run file written back).
+void ApplySettings(nlohmann::json& document, const std::vector<std::string>& settings);
+void ApplySettings(nlohmann::ordered_json& document, const std::vector<std::string>& settings);
 // `file` names the document in errors and anchors relative paths.
 RunSpec ReadRunSpec(const JsonNode& node);
 

@@ -252,10 +252,12 @@ nlohmann::ordered_json FusionSettingJson(const FusionSetting& s) {
   return {};
 }
 
-void WriteTunedRunFile(const std::string& in, const std::string& out, Collective op, const FusionSetting& s) {
+void WriteTunedRunFile(const std::string& in, const std::vector<std::string>& settings, const std::string& out,
+                       Collective op, const FusionSetting& s) {
   const std::string text = ReadInputFile(in);
-  ParseJsonText(text, in);  // reports a malformed file with its position
+  ParseJsonText(text, in);                                           // reports a malformed file with its position
   nlohmann::ordered_json doc = nlohmann::ordered_json::parse(text);  // keeps the author's key order
+  ApplySettings(doc, settings);
   auto& parallel = doc["parallel"];
   const std::string key = ToString(op);
   const bool has_comm_fusion_entry = parallel.contains("comm_fusion") && parallel["comm_fusion"].contains(key);

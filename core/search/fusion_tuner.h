@@ -89,9 +89,10 @@ std::string Describe(const FusionSetting& setting);
 // The comm_fusion entry MindSpore reads: {"mode": ..., "config": ...}.
 nlohmann::ordered_json FusionSettingJson(const FusionSetting& setting);
 
-// Writes the run file `in` to `out` with only the tuned key changed (and
-// relative paths rebased when `out` lives in another folder), keeping the
-// author's key order; atomically.
-void WriteTunedRunFile(const std::string& in, const std::string& out, Collective op, const FusionSetting& setting);
+// Writes the run file `in` to `out` with the `--set` settings it was tuned
+// with applied and the tuned key changed (and relative paths rebased when
+// `out` lives in another folder), keeping the author's key order; atomically.
+void WriteTunedRunFile(const std::string& in, const std::vector<std::string>& settings, const std::string& out,
+                       Collective op, const FusionSetting& setting);
 
 }  // namespace shardlab

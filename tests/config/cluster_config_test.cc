@@ -77,6 +77,7 @@ TEST_CASE("shipped clusters load with their datasheet figures") {
   const ClusterSpec h800 = testing::ShippedCluster("deepseek-h800-2048");
   CHECK(h800.device_count() == 2048);
   CHECK(h800.intra_server.link_bandwidth == Approx(200e9));
+  CHECK(h800.inter_server.multi_plane);  // one plane per GPU-NIC pair
 
   const ClusterSpec cm384 = testing::ShippedCluster("cloudmatrix384-910c");
   CHECK(cm384.devices_per_server == 384);

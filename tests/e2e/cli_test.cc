@@ -101,7 +101,7 @@ TEST_CASE("simulate writes a result JSON that names the run") {
   CHECK(printed == j);
 }
 
-TEST_CASE("simulate search and compare change run-file keys with set options") {
+TEST_CASE("simulate search compare and tune-fusion change run-file keys with set options") {
   const CliResult base = Run("simulate configs/runs/resnet50-ascend-8.json --engine analytical --json");
   const CliResult set =
       Run("simulate configs/runs/resnet50-ascend-8.json --engine analytical --json --set parallel.micro_batch_num=2 "
@@ -125,6 +125,20 @@ TEST_CASE("simulate search and compare change run-file keys with set options") {
   r = Run("simulate configs/runs/resnet50-ascend-8.json --set name.first=1");
   CHECK(r.rc == 1);
   CHECK_THAT(r.err, Catch::Contains("not an object with the key"));
+  // tune-fusion tunes the changed run and writes it back changed, in its author's key order.
+  const fs::path tuned = ScratchDir() / "tuned-set.json";
+  r =
+      Run("tune-fusion configs/runs/resnet50-ascend-8.json --engine analytical --json --set parallel.micro_batch_num=2 "
+          "--set parallel.global_batch_size=512 --out '" +
+          tuned.string() + "'");
+  REQUIRE(r.rc == 0);
+  const auto written = nlohmann::ordered_json::parse(Slurp(tuned));
+  CHECK(written["parallel"]["micro_batch_num"] == 2);
+  CHECK(written["parallel"]["global_batch_size"] == 512);
+  CHECK(written.begin().key() == "name");
+  const auto rerun = nlohmann::json::parse(Run("simulate '" + tuned.string() + "' --engine analytical --json").out);
+  CHECK(rerun["result"]["step_seconds"].get<double>() ==
+        Approx(nlohmann::json::parse(r.out)["winner_step_seconds"].get<double>()).epsilon(1e-9));
 }
 
 TEST_CASE("user errors exit 1 with one line naming file and JSON path") {

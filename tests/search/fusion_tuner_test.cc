@@ -83,7 +83,7 @@ TEST_CASE("a tuned run file changes only the tuned key and rebases relative path
   FusionSetting split;
   split.mode = FusionSetting::Mode::kIndex;
   split.indices = {3, 9};
-  WriteTunedRunFile(in, out, Collective::kAllReduce, split);
+  WriteTunedRunFile(in, {}, out, Collective::kAllReduce, split);
   const nlohmann::json doc = ReadJsonFile(out);
   CHECK(doc["cluster"] == "../clusters/c.json");
   CHECK(doc["model"] == "/abs/m.json");
