@@ -60,9 +60,10 @@ measure() {
 # Start-up: what every command pays before its work (the back ends load on demand).
 start=$(date +%s%N)
 for _ in $(seq 20); do "$bin" --version > /dev/null; done
+elapsed=$(($(date +%s%N) - start))
 /usr/bin/time -f "%M" -o "$work/time" "$bin" --version > /dev/null
 printf 'start-up: shardlab --version %.1f ms (mean of 20), %d MiB peak RSS\n\n' \
-  "$(awk -v ns=$(($(date +%s%N) - start)) 'BEGIN{print ns / 20 / 1e6}')" "$(awk '{printf "%.0f", $1/1024}' "$work/time")"
+  "$(awk -v ns="$elapsed" 'BEGIN{print ns / 20 / 1e6}')" "$(awk '{printf "%.0f", $1/1024}' "$work/time")"
 
 printf '%8s | %9s %9s %9s %10s | %9s %9s %9s\n' devices "sg wall" "sg RSS" "sg step" "simulated" "an wall" "an RSS" \
   "an step"

@@ -9,11 +9,16 @@ measure() {
   local label=$1; shift
   /usr/bin/time -f "%e %M" -o /tmp/shardlab-bench.$$ "$bin" "$@" > /dev/null
   read -r wall rss < /tmp/shardlab-bench.$$
-  printf '%-58s %8.2f s %8.1f MiB\n' "$label" "$wall" "$(awk -v k="$rss" 'BEGIN{print k/1024}')"
+  printf '%-62s %8.2f s %8.1f MiB\n' "$label" "$wall" "$(awk -v k="$rss" 'BEGIN{print k/1024}')"
 }
-printf '%-58s %10s %12s\n' "case" "wall" "peak RSS"
+printf '%-62s %10s %12s\n' "case" "wall" "peak RSS"
 measure "GPT-3 175B, 4096 Ascend 910, TP8 PP16 DP32, simgrid" simulate configs/runs/gpt3-175b-ascend-4096.json --engine simgrid
+measure "GPT-3 175B, 4096 Ascend 910, simgrid, --symmetry off" simulate configs/runs/gpt3-175b-ascend-4096.json \
+  --engine simgrid --symmetry off
 measure "GPT-3 175B, 4096 H100, TP8 PP16 DP32, simgrid" simulate configs/runs/gpt3-175b-h100-4096.json --engine simgrid
+measure "GPT-3 175B, 4096 H100, simgrid, --symmetry off" simulate configs/runs/gpt3-175b-h100-4096.json \
+  --engine simgrid --symmetry off
+measure "GPT-3 175B, 4096 H100, analytical" simulate configs/runs/gpt3-175b-h100-4096.json --engine analytical
 measure "GPT-3 175B, 4096 Ascend 910, analytical" simulate configs/runs/gpt3-175b-ascend-4096.json --engine analytical
 measure "ResNet-50 data parallel, 4096 Ascend 910, simgrid" simulate configs/runs/resnet50-ascend-4096.json --engine simgrid
 measure "AllReduce 1 GiB over 4096 Ascend 910 (hierarchical)" collective --op allreduce --bytes 1GiB --ranks 4096 \

@@ -67,7 +67,8 @@ int CollectiveCommand(const CollectiveArgs& args) {
     collectives[i] = sim::ExpandCollective(op, algorithms[i], per_rank(sizes[i]), members, cluster.devices_per_server,
                                            fidelity, timings[i].library);
   }
-  const std::vector<double> simulated = sim::LoadSimGridBackend().time_collectives(cluster, last + 1, collectives);
+  const std::vector<double> simulated =
+      sim::LoadSimGridBackend().time_collectives(cluster, last + 1, std::move(collectives));
 
   std::cout << fmt::format(
       "# {} over {} ranks of {} (first rank {}, stride {}: {} server{}, {} per server), {} flows\n", ToString(op),

@@ -31,7 +31,9 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
       specs_.push_back({level, index, bandwidth, latency});
       return static_cast<int32_t>(specs_.size() - 1);
     };
-    for (int64_t d = 0; d < devices; ++d) {
+    // Every slot of the last server has its ports, used or not: a multi-plane
+    // route may relay through a device the platform does not simulate.
+    for (int64_t d = 0; d < servers_ * dps; ++d) {
       if (intra.kind == IntraServerFabric::Kind::kNvSwitch) {
         port_up_.push_back(link(Level::kPortUp, d, intra.link_bandwidth, intra.latency / 2));
         port_down_.push_back(link(Level::kPortDown, d, intra.link_bandwidth, intra.latency / 2));
@@ -232,6 +234,10 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
   // Routes use folded[link] in place of link (empty: every link is its own).
   void Fold(std::vector<int32_t> folded) { folded_ = std::move(folded); }
 
+  bool multi_plane() const { return c_.inter_server.multi_plane; }
+  int64_t planes() const { return nics_; }
+  // The NIC index within its server of a device's NIC: its rail, or plane.
+  int64_t Plane(int64_t device) const { return (device % c_.devices_per_server) * nics_ / c_.devices_per_server; }
   // Multi-plane: whether `device` sends its server's traffic to its plane
   // (the first device of the server on that plane).
   bool IsRelay(int64_t device) const {
@@ -240,8 +246,6 @@ class ClusterPlatform::Zone : public routing::NetZoneImpl {
   }
 
  private:
-  // The NIC index within its server of a device's NIC: its rail, or plane.
-  int64_t Plane(int64_t device) const { return (device % c_.devices_per_server) * nics_ / c_.devices_per_server; }
   int64_t Relay(int64_t server, int64_t plane) const {
     const int64_t dps = c_.devices_per_server;
     return server * dps + (plane * dps + nics_ - 1) / nics_;
@@ -285,7 +289,8 @@ ClusterPlatform::ClusterPlatform(const ClusterSpec& cluster, int64_t devices)
 }
 
 void ClusterPlatform::Seal() {
-  if (!hosts_.empty()) return;
+  if (sealed_) return;
+  sealed_ = true;
   zone_->CreateLinks();
   for (int64_t d = 0; d < devices_; ++d)
     hosts_.push_back(zone_->get_iface()->create_host(fmt::format("device-{}", d), 1e12));
@@ -370,11 +375,21 @@ std::string ClusterPlatform::CheckSymmetry(const DevicePermutation& g, std::vect
   };
   const int64_t devices = devices_;
   const int64_t dps = devices_per_server_;
-  for (int64_t d = 0; d < devices; ++d)
+  // Multi-plane: a route relays through the device of the destination's
+  // plane in the source's server, so g must map relays onto relays and each
+  // plane onto one plane everywhere.
+  std::vector<int64_t> plane_image;
+  for (int64_t d = 0; d < devices; ++d) {
+    if (!zone_->multi_plane()) break;
     if (zone_->IsRelay(d) != zone_->IsRelay(g[d]))
       return fmt::format("device {} {} its server's traffic to its plane and device {} {}", d,
                          zone_->IsRelay(d) ? "forwards" : "does not forward", g[d],
                          zone_->IsRelay(g[d]) ? "does" : "does not");
+    const int64_t plane = zone_->Plane(d);
+    if (plane_image.empty()) plane_image.assign(static_cast<size_t>(zone_->planes()), -1);
+    if (plane_image[plane] == -1) plane_image[plane] = zone_->Plane(g[d]);
+    if (plane_image[plane] != zone_->Plane(g[d])) return fmt::format("it maps plane {} onto two planes", plane);
+  }
   std::vector<int64_t> server_image(zone_->servers(), -1);
   std::vector<int32_t> here, there;
   for (int64_t d = 0; d < devices; ++d) {
@@ -418,7 +433,7 @@ std::string ClusterPlatform::CheckSymmetry(const DevicePermutation& g, std::vect
 }
 
 void ClusterPlatform::Fold(const std::vector<DevicePermutation>& generators, int64_t order) {
-  if (!hosts_.empty()) throw std::logic_error("folding a platform SimGrid already uses");
+  if (sealed_) throw std::logic_error("folding a platform SimGrid already uses");
   auto& links = zone_->specs();
   std::vector<int32_t> root(links.size());
   std::iota(root.begin(), root.end(), 0);
@@ -442,7 +457,8 @@ void ClusterPlatform::Fold(const std::vector<DevicePermutation>& generators, int
     folded[l] = find(static_cast<int32_t>(l));
     ++orbit_size[folded[l]];
   }
-  for (const auto& link : links) unfolded_bandwidth_.push_back(link.bandwidth);
+  if (unfolded_bandwidth_.empty())
+    for (const auto& link : links) unfolded_bandwidth_.push_back(link.bandwidth);
   for (size_t l = 0; l < links.size(); ++l)
     if (orbit_size[l] > 0) links[l].bandwidth *= static_cast<double>(orbit_size[l]) / static_cast<double>(order);
   zone_->Fold(std::move(folded));

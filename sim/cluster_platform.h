@@ -83,6 +83,7 @@ class ClusterPlatform {
 
   std::unique_ptr<simgrid::s4u::Engine> engine_;
   int64_t devices_ = 0;
+  bool sealed_ = false;
   std::vector<simgrid::s4u::Host*> hosts_;  // empty until Seal
   int64_t devices_per_server_ = 1;
   int64_t fold_order_ = 1;

@@ -47,7 +47,9 @@ ClosedFormTraffic LinkUsageRecorder::Prepare(std::vector<std::pair<int32_t, doub
 void LinkUsageRecorder::AddClosedForm(const ClosedFormTraffic& traffic, double start, double end) {
   if (traffic.link_bytes.empty()) return;
   Grow(end);
-  ++closed_form_runs_[&traffic];
+  const auto [it, first] = closed_form_index_.try_emplace(&traffic, closed_form_runs_.size());
+  if (first) closed_form_runs_.push_back({&traffic, 0});
+  ++closed_form_runs_[it->second].second;
   for (size_t c = 0; c < classes_.size(); ++c)
     if (traffic.class_bytes[c] > 0) AddToBins(static_cast<int32_t>(c), traffic.class_bytes[c], start, end);
 }

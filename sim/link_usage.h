@@ -51,8 +51,11 @@ class LinkUsageRecorder {
   std::vector<ClusterPlatform::LinkClass> classes_;
   std::vector<int32_t> class_of_;   // per link id: its class, -1 for none
   std::vector<double> flow_bytes_;  // per (folded) link id, over the step: AddFlow
-  std::unordered_map<const ClosedFormTraffic*, int64_t> closed_form_runs_;  // AddClosedForm, per traffic
-  std::vector<std::vector<double>> bytes_;                                  // per class, per bin
+  // AddClosedForm: each traffic with its runs, in the order first added (so
+  // Result sums in the same order on every run).
+  std::vector<std::pair<const ClosedFormTraffic*, int64_t>> closed_form_runs_;
+  std::unordered_map<const ClosedFormTraffic*, size_t> closed_form_index_;
+  std::vector<std::vector<double>> bytes_;  // per class, per bin
   double bin_seconds_ = 1e-4;
   std::vector<int32_t> route_;  // scratch
 };

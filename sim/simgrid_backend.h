@@ -2,12 +2,11 @@
 // module libshardlab_simgrid.so (sim/simgrid_module.cc), the only part of
 // shardlab that links SimGrid. A process loads it when it first simulates on
 // SimGrid, so every other command starts without SimGrid's libraries (their
-// start-up costs about 50 ms and 30 MiB). The module's calls into shardlab's
-// own code resolve to the loading program's: a program that loads it is
-// built with shardlab_simgrid_host (sim/CMakeLists.txt).
+// start-up costs about 50 ms and 28 MiB). The module's calls into shardlab's
+// own code resolve to the loading program's: every program that links
+// shardlab_sim exports it (its INTERFACE link options, sim/CMakeLists.txt).
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -38,16 +37,16 @@ struct SimGridStats {
 };
 
 // Bumped whenever SimGridBackend changes, so that a stale module is refused
-// rather than called through the wrong table; with the sizes of the types it
-// passes (kSimGridLayout), which catches most changes to them as well.
-inline constexpr int kSimGridBackendAbi = 1;
-inline constexpr size_t kSimGridLayout = sizeof(Plan) ^ sizeof(StageProgram) << 8 ^ sizeof(Task) << 16 ^
-                                         sizeof(ClusterSpec) << 24 ^ sizeof(Trace) << 32 ^ sizeof(TraceEvent) << 40 ^
-                                         sizeof(Phase) << 48;
+// rather than called through the wrong table.
+inline constexpr int kSimGridBackendAbi = 2;
 
 struct SimGridBackend {
   int abi = kSimGridBackendAbi;
-  size_t layout = kSimGridLayout;
+  // The configured build the module comes from (SHARDLAB_SIMGRID_BUILD: the
+  // build folder and when it was configured). The types the table passes
+  // are shardlab's own, so only a module of the loading program's build is
+  // taken.
+  const char* build = nullptr;
   // RunSimGrid (sim/step_engine.h): one step of `plan` on the cluster.
   Trace (*run_step)(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, Symmetry symmetry,
                     const TraceRequest& trace, SimGridStats* stats);
@@ -55,7 +54,7 @@ struct SimGridBackend {
   // the platform of the cluster's first `devices` devices; returns each
   // one's simulated duration in seconds.
   std::vector<double> (*time_collectives)(const ClusterSpec& cluster, int64_t devices,
-                                          const std::vector<std::vector<Phase>>& collectives);
+                                          std::vector<std::vector<Phase>> collectives);
 };
 
 // The module's exported entry point (extern "C", unmangled).

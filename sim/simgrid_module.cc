@@ -14,7 +14,7 @@ namespace shardlab::sim {
 namespace {
 
 std::vector<double> TimeCollectives(const ClusterSpec& cluster, int64_t devices,
-                                    const std::vector<std::vector<Phase>>& collectives) {
+                                    std::vector<std::vector<Phase>> collectives) {
   ClusterPlatform platform(cluster, devices);
   FlowRunner runner(platform);
   std::vector<double> seconds(collectives.size());
@@ -22,7 +22,7 @@ std::vector<double> TimeCollectives(const ClusterSpec& cluster, int64_t devices,
   std::function<void(size_t)> launch = [&](size_t i) {
     if (i == collectives.size()) return;
     start = simgrid::s4u::Engine::get_clock();
-    runner.Run(collectives[i], [&, i] {
+    runner.Run(std::move(collectives[i]), [&, i] {
       seconds[i] = simgrid::s4u::Engine::get_clock() - start;
       launch(i + 1);
     });
@@ -37,6 +37,6 @@ std::vector<double> TimeCollectives(const ClusterSpec& cluster, int64_t devices,
 
 extern "C" __attribute__((visibility("default"))) const shardlab::sim::SimGridBackend* shardlab_simgrid_backend() {
   using namespace shardlab::sim;
-  static const SimGridBackend backend{kSimGridBackendAbi, kSimGridLayout, &RunSimGrid, &TimeCollectives};
+  static const SimGridBackend backend{kSimGridBackendAbi, SHARDLAB_SIMGRID_BUILD, &RunSimGrid, &TimeCollectives};
   return &backend;
 }

@@ -42,6 +42,7 @@ const void* Load(const ModuleSearch& search, const std::function<const void*(voi
     const void* table = entry != nullptr ? enter(entry) : nullptr;
     if (table == nullptr) {
       tried.push_back(path.string() + " (not a shardlab module of this build)");
+      dlclose(handle);
       continue;
     }
     return table;
