@@ -84,10 +84,13 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
                     root.file(), run.model.params.Int("expert_parallel")));
   if (values.count("data_parallel") && values.count("model_parallel")) {
     const int64_t dp = run.model.params.Int("data_parallel"), mp = run.model.params.Int("model_parallel");
-    if (dp * mp > 1 && p.devices_per_stage() % (dp * mp) != 0)
+    const int64_t cp = values.count("context_parallel") ? run.model.params.Int("context_parallel") : 1;
+    if (dp * mp * cp > 1 && p.devices_per_stage() % (dp * mp * cp) != 0)
       root.Child("model_params")
-          .Fail(fmt::format("data_parallel x model_parallel = {} does not divide the {} devices of a pipeline stage",
-                            dp * mp, p.devices_per_stage()));
+          .Fail(fmt::format(
+              "{} = {} does not divide the {} devices of a pipeline stage",
+              cp > 1 ? "data_parallel x model_parallel x context_parallel" : "data_parallel x model_parallel",
+              dp * mp * cp, p.devices_per_stage()));
     if (p.micro_batch_size() % dp != 0)
       parallel_node.Child("global_batch_size")
           .Fail(fmt::format("a micro-batch of {} samples cannot be split over data_parallel {}", p.micro_batch_size(),

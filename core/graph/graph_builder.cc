@@ -76,11 +76,13 @@ int GraphBuilder::RotaryPositionEmbedding(const std::string& name, int x, OptStr
   return Add("RotaryPositionEmbedding", name, {x}, {}, std::move(s));
 }
 
-int GraphBuilder::FlashAttention(const std::string& name, int query, int key, int value, bool causal, OptStrategy s) {
-  return Add(
-      "FlashAttentionScore", name, {query, key, value},
-      {{"head_num", shape(query)[1]}, {"input_layout", std::string("BNSD")}, {"sparse_mode", int64_t{causal ? 2 : 0}}},
-      std::move(s));
+int GraphBuilder::FlashAttention(const std::string& name, int query, int key, int value, bool causal, OptStrategy s,
+                                 const std::string& layout) {
+  return Add("FlashAttentionScore", name, {query, key, value},
+             {{"head_num", shape(query)[layout == "BSND" ? 2 : 1]},
+              {"input_layout", layout},
+              {"sparse_mode", int64_t{causal ? 2 : 0}}},
+             std::move(s));
 }
 
 int GraphBuilder::Dropout(const std::string& name, int x, double keep_prob, OptStrategy s) {

@@ -52,7 +52,9 @@ class GraphBuilder {
   int RotaryPositionEmbedding(const std::string& name, int x, OptStrategy s = {});
   // Fused attention over BNSD query/key/value, no [seq, seq] tensor kept;
   // `causal` masks future positions (sparse_mode 2).
-  int FlashAttention(const std::string& name, int query, int key, int value, bool causal, OptStrategy s = {});
+  // `layout`: BNSD ([batch, heads, seq, head_dim]) or BSND.
+  int FlashAttention(const std::string& name, int query, int key, int value, bool causal, OptStrategy s = {},
+                     const std::string& layout = "BNSD");
   int Dropout(const std::string& name, int x, double keep_prob, OptStrategy s = {});
   // ReduceSum, ReduceMean, ReduceMax, ReduceMin; empty axes = all.
   int Reduce(const std::string& type, const std::string& name, int x, std::vector<int64_t> axes, bool keep_dims,

@@ -93,30 +93,37 @@ TensorType InferMoeCombine(const Operator& op, const TensorType& y, const Tensor
   return {{y.shape[0], ids.shape[1], y.shape[3]}, y.dtype};
 }
 
-// FlashAttentionScore(query, key, value) in MindSpore's BNSD layout: query
-// [batch, heads, seq, head_dim], key and value [batch, kv_heads, kv_seq,
-// head_dim] with heads a multiple of kv_heads (grouped-query attention).
+// FlashAttentionScore(query, key, value) in MindSpore's BNSD or BSND
+// layout: query [batch, heads, seq, head_dim] (BNSD), key and value [batch,
+// kv_heads, kv_seq, head_dim] with heads a multiple of kv_heads
+// (grouped-query attention).
 TensorType InferFlashAttention(const Operator& op, const TensorType& q, const TensorType& k, const TensorType& v) {
-  if (op.StringAttr("input_layout", "BNSD") != "BNSD") Fail(op, "only input_layout \"BNSD\" is supported");
-  RequireRank(op, q, 4, 4, "query (BNSD)");
-  RequireRank(op, k, 4, 4, "key (BNSD)");
-  RequireRank(op, v, 4, 4, "value (BNSD)");
-  if (k.shape[0] != v.shape[0] || k.shape[1] != v.shape[1] || k.shape[2] != v.shape[2])
+  const std::string layout = op.StringAttr("input_layout", "BNSD");
+  if (layout != "BNSD" && layout != "BSND")
+    Fail(op, fmt::format("input_layout \"{}\" is not supported: BNSD or BSND", layout));
+  const AttentionDims a = FlashAttentionDims(op);
+  RequireRank(op, q, 4, 4, ("query (" + layout + ")").c_str());
+  RequireRank(op, k, 4, 4, ("key (" + layout + ")").c_str());
+  RequireRank(op, v, 4, 4, ("value (" + layout + ")").c_str());
+  if (k.shape[a.batch] != v.shape[a.batch] || k.shape[a.heads] != v.shape[a.heads] || k.shape[a.seq] != v.shape[a.seq])
     Fail(op, fmt::format("key {} and value {} must agree on batch, heads and sequence (only head_dim may differ)",
                          Str(k.shape), Str(v.shape)));
-  if (q.shape[0] != k.shape[0] || q.shape[3] != k.shape[3])
+  if (q.shape[a.batch] != k.shape[a.batch] || q.shape[a.head_dim] != k.shape[a.head_dim])
     Fail(op, fmt::format("query {} and key {} must agree on batch and head_dim", Str(q.shape), Str(k.shape)));
-  if (q.shape[1] % k.shape[1] != 0)
-    Fail(op, fmt::format("query heads {} are not a multiple of key/value heads {}", q.shape[1], k.shape[1]));
-  if (op.IntAttr("head_num", q.shape[1]) != q.shape[1])
-    Fail(op, fmt::format("head_num {} differs from the query's {} heads", op.IntAttr("head_num", 0), q.shape[1]));
+  if (q.shape[a.heads] % k.shape[a.heads] != 0)
+    Fail(op,
+         fmt::format("query heads {} are not a multiple of key/value heads {}", q.shape[a.heads], k.shape[a.heads]));
+  if (op.IntAttr("head_num", q.shape[a.heads]) != q.shape[a.heads])
+    Fail(op, fmt::format("head_num {} differs from the query's {} heads", op.IntAttr("head_num", 0), q.shape[a.heads]));
   const int64_t mode = op.IntAttr("sparse_mode", 0);
   if (mode != 0 && mode != 2 && mode != 3)
     Fail(op, fmt::format("sparse_mode {} is not supported: 0 (no mask), 2 or 3 (causal)", mode));
   const double keep = op.NumberAttr("keep_prob", 1.0);
   if (!(keep > 0 && keep <= 1)) Fail(op, fmt::format("keep_prob must be in (0, 1], got {}", keep));
   // The context has the value's head_dim (multi-head latent attention: 128 against the query's 192).
-  return {{q.shape[0], q.shape[1], q.shape[2], v.shape[3]}, q.dtype};
+  Shape out = q.shape;
+  out[a.head_dim] = v.shape[a.head_dim];
+  return {out, q.dtype};
 }
 
 int64_t WindowOutput(const Operator& op, int64_t size, int64_t kernel, int64_t stride, int64_t pad) {
@@ -373,6 +380,11 @@ std::vector<TensorType> InferOutputs(const Operator& op, const std::vector<Tenso
     return {in[0]};
   }
   Fail(op, "no shape rule for this operator type");
+}
+
+AttentionDims FlashAttentionDims(const Operator& op) {
+  if (op.StringAttr("input_layout", "BNSD") == "BSND") return {0, 2, 1, 3};
+  return {};
 }
 
 }  // namespace shardlab

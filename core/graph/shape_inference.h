@@ -29,4 +29,12 @@ std::optional<int64_t> NormalizeAxis(int64_t axis, int64_t rank);
 // for an axis out of range.
 std::vector<int64_t> NormalizedAxes(const Operator& op, int64_t rank, std::vector<int64_t> fallback);
 
+// Where a FlashAttentionScore's input_layout puts each dimension of its
+// query, key, value and output: BNSD [batch, heads, seq, head_dim] (the
+// default) or BSND [batch, seq, heads, head_dim].
+struct AttentionDims {
+  int batch = 0, heads = 1, seq = 2, head_dim = 3;
+};
+AttentionDims FlashAttentionDims(const Operator& op);
+
 }  // namespace shardlab

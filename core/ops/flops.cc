@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "core/graph/shape_inference.h"
+
 namespace shardlab {
 namespace {
 
@@ -49,14 +51,18 @@ OpWork ComputeOpWork(const Operator& op, const std::vector<TensorType>& in, cons
     // diagonal, about half. Backward recomputes Q·Kᵀ and forms dV, dP, dQ and
     // dK: five products to forward's two (FlashAttention-2, Dao 2023, §3.1.2),
     // 2.5 times forward when the head sizes agree.
+    // Under context parallel each device's query rows are balanced over the
+    // causal triangle (Megatron's 2 x cp chunks), so half of its pairs still count.
+    const AttentionDims a = FlashAttentionDims(op);
     const auto& q = in[0].shape;
     const auto& k = in[1].shape;
     const auto& v = in[2].shape;
-    const double pairs = static_cast<double>(q[0] * q[1] * q[2]) * static_cast<double>(k[2]);
+    const double pairs = static_cast<double>(q[a.batch] * q[a.heads] * q[a.seq]) * static_cast<double>(k[a.seq]);
     const double causal = op.IntAttr("sparse_mode", 0) == 0 ? 1.0 : 0.5;
-    w.forward_flops = 2.0 * pairs * static_cast<double>(q[3] + v[3]) * causal;
+    const auto qd = static_cast<double>(q[a.head_dim]), vd = static_cast<double>(v[a.head_dim]);
+    w.forward_flops = 2.0 * pairs * (qd + vd) * causal;
     // Q·Kᵀ, dQ and dK at the query's head_dim; dV and dP at the value's.
-    w.backward_flops = 2.0 * pairs * static_cast<double>(3 * q[3] + 2 * v[3]) * causal;
+    w.backward_flops = 2.0 * pairs * (3 * qd + 2 * vd) * causal;
   } else if (type == "Conv2D") {
     const auto& weight = in[1].shape;
     const double per_output = 2.0 * static_cast<double>(weight[1] * weight[2] * weight[3]);

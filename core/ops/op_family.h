@@ -40,6 +40,10 @@ struct BaseLayout {
   // >= 0: outputs live on the device matrix with dims d and d+1 merged into one
   // (a ReduceScatter leaves rows split over both); their maps refer to it.
   int merged_output_dim = -1;
+  // Not empty: outputs live on this regrouping of the device matrix (a
+  // Reshape that splits one device dimension into two, or merges two into
+  // one, as its tensor dimensions split or merge); their maps refer to it.
+  Shape output_matrix;
 };
 
 // One axis of strategy enumeration: a factor applied to every (tuple, dim) position.

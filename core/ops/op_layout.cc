@@ -96,6 +96,10 @@ OpLayout InferOpLayout(const Operator& op, const std::vector<TensorType>& inputs
   for (size_t i = 0; i < inputs.size(); ++i)
     out.inputs.emplace_back(out.device_matrix, base.inputs[i], inputs[i].shape);
   Shape output_matrix = out.device_matrix;
+  if (!base.output_matrix.empty()) {
+    output_matrix = base.output_matrix;
+    if (out.repeat > 1) output_matrix.push_back(out.repeat);
+  }
   if (base.merged_output_dim >= 0) {
     const int d = base.merged_output_dim;
     output_matrix[d] *= output_matrix[d + 1];

@@ -323,6 +323,7 @@ class Lowering {
       // Tokens on their way to their experts or back.
       const bool routes_tokens =
           (op.type == "MoeCombine" && i == 0) || (t.producer >= 0 && graph_.op(t.producer).type == "MoeDispatch");
+      const bool context = ContextExchange(op, i);
       for (const RedistOp& rop : r->ops) {
         if (!rop.is_communication()) continue;
         const double bytes = static_cast<double>(ElementCount(rop.input_shape) * DTypeBytes(t.dtype));
@@ -337,7 +338,30 @@ class Lowering {
                                    type, Group(stage, rop.arrangement, {rop.device_dim}),
                                    WireBytes(type, task_bytes, t.dtype)));
         if (routes_tokens) tasks.back().dimension = CommDimension::kExpert;
+        if (context) {
+          tasks.back().dimension = CommDimension::kContext;
+          tasks.back().overlapped = op.BoolAttr("enable_ring_attention", false);
+        }
       }
+    }
+    return tasks;
+  }
+
+  // Whether input `i` of `op` is the keys or values a sequence-split
+  // attention gathers over its context-parallel group.
+  static bool ContextExchange(const Operator& op, size_t i) {
+    return op.type == "FlashAttentionScore" && (i == 1 || i == 2);
+  }
+
+  // The keys and values a context-parallel attention kept as its own
+  // sequence chunk (SaveForBackward) are gathered again for its backward,
+  // as Megatron's all_gather and p2p exchanges do.
+  std::vector<Task> ContextRegathers(StageProgram& stage, int op_index) {
+    std::vector<Task> tasks;
+    for (Task& t : Redistributions(stage, op_index, false)) {
+      if (t.dimension != CommDimension::kContext) continue;
+      t.name += ".again";
+      tasks.push_back(std::move(t));
     }
     return tasks;
   }
@@ -440,6 +464,7 @@ class Lowering {
                                             Group(stage, layout.device_matrix, c.device_dims),
                                             WireBytes(shardlab::Collective::kReduceScatter, c.bytes, OutputDType(op))));
     }
+    for (Task& t : ContextRegathers(stage, index)) stage.backward.push_back(std::move(t));
     backward_task_of_op_[index] = static_cast<int>(stage.backward.size());
     stage.backward.push_back(
         Compute(op.name + "/backward", index, layout.work.backward_flops,

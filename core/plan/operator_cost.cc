@@ -1,6 +1,7 @@
 #include "core/plan/operator_cost.h"
 
 #include "core/graph/fp8_format.h"
+#include "core/graph/shape_inference.h"
 
 namespace shardlab {
 namespace {
@@ -21,7 +22,8 @@ AttentionShape AttentionOf(const Operator& op, const OpLayout& layout) {
   const Shape q = layout.inputs[0].SliceShape(), k = layout.inputs[1].SliceShape();
   if (q.size() != 4 || k.size() != 4) return {};
   const int64_t mode = op.IntAttr("sparse_mode", 0);
-  return {k[2], q[3], mode == 2 || mode == 3};
+  const AttentionDims a = FlashAttentionDims(op);
+  return {k[a.seq], q[a.head_dim], mode == 2 || mode == 3};
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 namespace shardlab {
 namespace {
 
-constexpr EnumNames<CommDimension, kCommDimensions> kDimensions({"tensor", "data", "pipeline", "expert"});
+constexpr EnumNames<CommDimension, kCommDimensions> kDimensions({"tensor", "data", "pipeline", "expert", "context"});
 
 }  // namespace
 

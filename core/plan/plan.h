@@ -37,8 +37,10 @@ enum class CommDimension {
   kPipeline,  // activations and their gradients between neighbouring stages ("pipeline")
   kExpert,    // tokens exchanged with their experts, the redistributions after MoeDispatch and before MoeCombine
               // ("expert")
+  kContext,   // keys and values gathered (or passed around a ring) over the context-parallel group for attention,
+              // their gradients reduce-scattered ("context")
 };
-inline constexpr int kCommDimensions = 4;
+inline constexpr int kCommDimensions = 5;
 
 const char* ToString(CommDimension dimension);
 // Inverse of ToString; throws std::invalid_argument naming the value.

@@ -78,7 +78,12 @@ TEST_CASE("every shipped run simulates and prints its summary", "[slow]") {
     INFO(name);
     const CliResult r = Run("simulate configs/runs/" + name + ".json");
     CHECK(r.rc == 0);
-    CHECK(r.err.empty());
+    // Nothing on stderr but, past 4096 devices, the one warning that MindSpore would refuse the run.
+    std::string err = r.err;
+    const std::string limit = "is past MindSpore's limit of 4096; shardlab simulates it as if MindSpore accepted it\n";
+    if (const size_t at = err.find(limit); at != std::string::npos)
+      err.erase(err.rfind('\n', at) == std::string::npos ? 0 : err.rfind('\n', at) + 1, at + limit.size());
+    CHECK(err.empty());
     CHECK_THAT(r.out, Catch::StartsWith("run " + name));
     CHECK_THAT(r.out, Catch::Contains("parameters"));
   }

@@ -357,6 +357,52 @@ TEST_CASE("FlashAttentionScore splits batch and heads alike and keeps grouped ke
   CHECK(rows.backward_comm.size() == 2);
 }
 
+TEST_CASE("FlashAttentionScore in BSND splits the sequence outside the heads") {
+  // [batch, seq, heads, head_dim]: batch 2 ways, the query sequence 2 ways (context parallel), heads 2 ways.
+  const Case fa("FlashAttentionScore", {{4, 128, 8, 64}, {4, 128, 2, 64}, {4, 128, 2, 64}},
+                {{"sparse_mode", int64_t{2}}, {"input_layout", std::string("BSND")}, {"head_num", int64_t{8}}});
+  CHECK(fa.outputs[0].shape == Shape{4, 128, 8, 64});
+  const OpLayout l = fa.Layout({{2, 2, 2, 1}, {2, 1, 2, 1}, {2, 1, 2, 1}}, 8);
+  CHECK(l.device_matrix == Shape{2, 2, 2, 1});
+  CHECK(l.inputs[0].SliceShape() == Shape{2, 64, 4, 64});
+  CHECK(l.inputs[1].SliceShape() == Shape{2, 128, 1, 64});
+  // The devices that share a query chunk's keys: those 2 apart (the sequence split).
+  const DeviceMatrix m(l.device_matrix);
+  CHECK(m.GroupByTensorMap(0, l.inputs[1].tensor_map()) == std::vector<int64_t>{0, 2});
+  // Each device's query rows against every key, half of them masked.
+  CHECK(l.work.forward_flops == 4.0 * 2 * 4 * 64 * 128 * 64 * 0.5);
+  CHECK_THROWS_AS(fa.Layout({{1, 2, 1, 1}, {1, 2, 1, 1}, {1, 2, 1, 1}}, 2), LayoutError);
+  CHECK_THROWS_WITH(Case("FlashAttentionScore", {{4, 128, 8, 64}, {4, 128, 2, 64}, {4, 128, 2, 64}},
+                         {{"input_layout", std::string("SBH")}}),
+                    Catch::Contains("BNSD or BSND"));
+}
+
+TEST_CASE("Reshape splits a device dimension over batch and sequence and merges it back") {
+  // [tokens, width] with the tokens split 8 ways (data parallel 4 x context parallel 2) and the
+  // width 2 ways -> [batch 4, seq 16, heads 4, head_dim 8]: each slice is one sequence's half.
+  const Case split("Reshape", {{64, 32}}, {{"shape", std::vector<int64_t>{4, 16, 4, 8}}});
+  OpLayout l = split.Layout({{8, 2}}, 16);
+  CHECK(l.forward_comm.empty());
+  CHECK(l.outputs[0].device_arrangement() == Shape{4, 2, 2});
+  CHECK(l.outputs[0].tensor_map() == TensorMap{2, 1, 0, -1});
+  CHECK(l.outputs[0].SliceShape() == Shape{1, 8, 2, 8});
+  // Device 6 holds tokens 24..31 (sample 1, positions 8..15) on both layouts.
+  const DeviceMatrix in(l.inputs[0].device_arrangement()), out(l.outputs[0].device_arrangement());
+  CHECK(in.Coordinates(6)[0] == 3);
+  CHECK(out.Coordinates(6) == std::vector<int64_t>{1, 1, 0});
+  // Back: batch split whole and the sequence split merge into the tokens' split.
+  const Case merge("Reshape", {{4, 16, 4, 8}}, {{"shape", std::vector<int64_t>{64, 32}}});
+  l = merge.Layout({{4, 2, 2, 1}}, 16);
+  CHECK(l.forward_comm.empty());
+  CHECK(l.outputs[0].device_arrangement() == Shape{8, 2, 1});
+  CHECK(l.outputs[0].tensor_map() == TensorMap{2, 1});
+  // Two samples per batch slice are not one block of tokens: gathered.
+  const Case strided("Reshape", {{8, 16, 4, 8}}, {{"shape", std::vector<int64_t>{128, 32}}});
+  l = strided.Layout({{4, 2, 2, 1}}, 16);
+  REQUIRE(l.forward_comm.size() == 1);
+  CHECK(l.forward_comm[0].type == Collective::kAllGather);
+}
+
 TEST_CASE("CrossEntropyLoss splits the vocabulary and AllReduces its per-row partials") {
   const Case ce("CrossEntropyLoss", {{64, 1000}, {64}});
   const OpLayout l = ce.Layout({{2, 4}, {2}}, 8);

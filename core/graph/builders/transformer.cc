@@ -23,6 +23,10 @@ constexpr double kKeepProb = 0.9;
 struct Dims {
   int64_t layers, hidden, heads, kv_heads, head_dim, ffn, seq, max_positions, vocab, batch;
   int64_t dp, mp;
+  // Context parallel: each sequence split over cp devices outside attention
+  // (tokens split dp x cp), the keys and values gathered for it.
+  int64_t cp;
+  bool ring_attention;     // the keys and values passed around the cp group beside the attention compute
   bool sharded;            // place MindFormers strategies
   bool all_ops;            // on every operator (false: on the weight MatMuls only, for sharding_propagation)
   bool vocab_emb_dp;       // embedding table replicated (true) or split by rows over model_parallel
@@ -49,8 +53,11 @@ struct Dims {
   bool expert_bias;               // with a per-expert bias in the selection (DeepSeek-V3's aux-loss-free balancing)
   bool select_recompute = false;  // recompute the eager attention core only (set from the run's options)
 
-  // The split of the [tokens, hidden] activations between blocks.
-  int64_t rows() const { return seq_parallel ? dp * mp : dp; }
+  // The split of the [tokens, ...] activations inside blocks (a sequence's
+  // tokens lie on cp devices), and between blocks (over model_parallel too
+  // under sequence parallelism).
+  int64_t token_split() const { return dp * cp; }
+  int64_t rows() const { return seq_parallel ? token_split() * mp : token_split(); }
   DType dtype;
 
   int64_t tokens() const { return batch * seq; }
@@ -74,7 +81,9 @@ Dims ReadDims(const BuilderParams& p) {
   d.batch = p.Int("batch");
   d.dp = p.Int("data_parallel");
   d.mp = p.Int("model_parallel");
-  d.sharded = d.dp * d.mp > 1;
+  d.cp = p.Int("context_parallel");
+  d.ring_attention = p.Bool("use_ring_attention");
+  d.sharded = d.dp * d.mp * d.cp > 1;
   d.all_ops = p.String("shard_scope") == "all";
   // As MindFormers' LLaMA: a vocabulary model_parallel does not divide stays whole.
   d.vocab_emb_dp = p.Bool("vocab_emb_dp") || d.vocab % d.mp != 0;
@@ -130,6 +139,30 @@ Dims ReadDims(const BuilderParams& p) {
   if (d.seq_parallel && d.seq % d.mp != 0)
     throw GraphError("sequence parallel splits seq_length " + Text(d.seq) + " over model_parallel " + Text(d.mp) +
                      ", which does not divide it");
+  if (d.cp > 1) {
+    const std::string cp = "context_parallel " + Text(d.cp);
+    if (p.String("context_parallel_algo") != "colossalai_cp")
+      throw GraphError("context_parallel_algo \"" + p.String("context_parallel_algo") +
+                       "\" is not built: the keys and values are gathered over the context-parallel group "
+                       "(colossalai_cp), with use_ring_attention passing them around it instead");
+    if (!d.flash) throw GraphError(cp + " needs attention \"flash\" (MindFormers use_flash_attention)");
+    if (d.kv_lora > 0) throw GraphError(cp + " is not built for multi-head latent attention");
+    if (d.experts > 0) throw GraphError(cp + " is not built for mixture-of-experts layers");
+    if (d.seq % (2 * d.cp) != 0)
+      throw GraphError(cp + " splits each sequence into 2 x " + Text(d.cp) +
+                       " chunks (balancing the causal mask), which seq_length " + Text(d.seq) +
+                       " does not divide into");
+    if (d.batch != d.dp)
+      throw GraphError(cp +
+                       " splits each sequence over the devices of a data-parallel slice, so each slice's "
+                       "micro-batch must be one sequence: batch " +
+                       Text(d.batch) + " is " + Text(d.batch / d.dp) + " per data_parallel " + Text(d.dp) +
+                       " (set global_batch_size / micro_batch_num to data_parallel)");
+  } else if (d.ring_attention) {
+    throw GraphError(
+        "use_ring_attention passes keys and values around a context-parallel group; set "
+        "context_parallel > 1");
+  }
   if (d.experts > 0) {
     if (d.experts_per_token > d.experts)
       throw GraphError("experts_per_token " + Text(d.experts_per_token) + " exceeds experts " + Text(d.experts));
@@ -174,6 +207,20 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
        1 << 24},
       {"data_parallel", int64_t{1}, "MindFormers data_parallel: batch split of the strategies", 1, 131072},
       {"model_parallel", int64_t{1}, "MindFormers model_parallel: tensor split of the strategies", 1, 4096},
+      {"context_parallel", int64_t{1},
+       "MindFormers context_parallel: each sequence split over this many devices (tokens split data_parallel x "
+       "context_parallel outside attention; keys and values gathered over the group for it)",
+       1, 4096},
+      {"context_parallel_algo",
+       std::string("colossalai_cp"),
+       "MindFormers context_parallel_algo: colossalai_cp (keys and values gathered over the context-parallel "
+       "group); ulysses_cp and hybrid_cp are not built",
+       0,
+       0,
+       {"colossalai_cp", "ulysses_cp", "hybrid_cp"}},
+      {"use_ring_attention", false,
+       "ring attention (MindFormers use_ring_attention, Megatron cp_comm_type p2p): keys and values passed around "
+       "the context-parallel group beside the attention compute instead of gathered before it"},
       {"vocab_emb_dp", true,
        "replicate the embedding table and LM head (false: split their rows over model_parallel, when it divides the "
        "vocabulary)"},
@@ -294,7 +341,7 @@ void MarkFp8(GraphBuilder& b, const Dims& d, int y) {
 // partial sums AllReduced), with its bias when it has one.
 int Linear(GraphBuilder& b, const Dims& d, const std::string& name, int x, int64_t out_dim, bool column, bool bias) {
   const Shard shard{d.sharded && d.all_ops};
-  const int64_t dp = d.dp, mp = d.mp;
+  const int64_t dp = d.token_split(), mp = d.mp;
   const int64_t in_dim = b.shape(x).back();
   const int w = b.Parameter(name + ".weight", {out_dim, in_dim}, d.dtype);
   const int beta = bias ? b.Parameter(name + ".bias", {out_dim}, d.dtype) : -1;
@@ -365,10 +412,14 @@ int LatentAttention(GraphBuilder& b, const Dims& d, int x) {
 
 // Self-attention on x [tokens, hidden]; returns the projected output.
 // `causal` masks future positions (decoders); the eager form adds `mask`.
+// Under context parallel the heads stay [batch, seq, heads, head_dim]
+// (FlashAttentionScore's BSND, no transposes): the queries split by sequence
+// over cp, the keys and values gathered over it.
 int Attention(GraphBuilder& b, const Dims& d, int x, int mask, bool causal) {
   if (d.kv_lora > 0) return LatentAttention(b, d, x);
   const Shard shard{d.sharded && d.all_ops};
-  const int64_t dp = d.dp, mp = d.mp;
+  const int64_t dp = d.dp, mp = d.mp, cp = d.cp;
+  const bool bsnd = cp > 1;
   int q, k, v;
   if (d.qkv_concat) {
     // Grouped by key/value head, as Megatron lays its fused weight out: each
@@ -377,21 +428,22 @@ int Attention(GraphBuilder& b, const Dims& d, int x, int mask, bool causal) {
     const int64_t group = d.heads / d.kv_heads;
     const int qkv = Linear(b, d, "attention/qkv", x, d.q_width() + 2 * d.kv_width(), true, d.bias_qkv);
     const int grouped = b.Reshape("attention/qkv_groups", qkv, {d.tokens(), d.kv_heads, (group + 2) * d.head_dim});
-    const auto parts =
-        b.SplitV("attention/qkv_split", grouped, 2, {group * d.head_dim, d.head_dim, d.head_dim}, shard({{dp, mp, 1}}));
+    const auto parts = b.SplitV("attention/qkv_split", grouped, 2, {group * d.head_dim, d.head_dim, d.head_dim},
+                                shard({{d.token_split(), mp, 1}}));
     q = parts[0], k = parts[1], v = parts[2];
   } else {
     q = Linear(b, d, "attention/query", x, d.q_width(), true, d.bias_qkv);
     k = Linear(b, d, "attention/key", x, d.kv_width(), true, d.bias_qkv);
     v = Linear(b, d, "attention/value", x, d.kv_width(), true, d.bias_qkv);
   }
-  const Strategy heads4 = {{dp, 1, mp, 1}};
+  const Strategy heads4 = {{dp, cp, mp, 1}};
   // [tokens, heads*head_dim] -> [batch, seq, heads, head_dim], rotated by
-  // position for RoPE (queries and keys), then transposed to `perm`.
+  // position for RoPE (queries and keys), then transposed to `perm` (BNSD).
   auto heads = [&](const std::string& name, int t, int64_t count, std::vector<int64_t> perm, bool rotate) {
     t = b.Reshape("attention/" + name + "_split", t, {d.batch, d.seq, count, d.head_dim});
     if (rotate && d.position == "rope")
       t = b.RotaryPositionEmbedding("attention/" + name + "_rotary", t, shard(heads4));
+    if (bsnd) return t;
     return b.Transpose("attention/" + name + "_heads", t, std::move(perm), shard(heads4));
   };
   // Eager attention multiplies by the keys transposed: [batch, heads, head_dim, seq].
@@ -400,6 +452,13 @@ int Attention(GraphBuilder& b, const Dims& d, int x, int mask, bool causal) {
   const int kh = heads("key", k, d.kv_heads, key_perm, true);
   const int vh = heads("value", v, d.kv_heads, {0, 2, 1, 3}, false);
   int context;
+  if (bsnd) {
+    const std::vector<int64_t> kv = {dp, 1, mp, 1};
+    context = b.FlashAttention("attention/flash", qh, kh, vh, causal, shard(Strategy{heads4[0], kv, kv}), "BSND");
+    if (d.ring_attention) b.SetProducerAttr(context, "enable_ring_attention", true);
+    return Linear(b, d, "attention/projection", b.Reshape("attention/merge", context, {d.tokens(), d.q_width()}),
+                  d.hidden, false, d.bias_rest);
+  }
   if (d.flash) {
     const std::vector<int64_t> bnsd = {dp, mp, 1, 1};
     context = b.FlashAttention("attention/flash", qh, kh, vh, causal, shard(Strategy{bnsd, bnsd, bnsd}));
@@ -429,7 +488,7 @@ std::string ActivationName(const Dims& d) {
 // gated), row-parallel projection.
 int FeedForward(GraphBuilder& b, const Dims& d, int x, const std::string& scope, int64_t ffn) {
   const Shard shard{d.sharded && d.all_ops};
-  const int64_t dp = d.dp, mp = d.mp;
+  const int64_t dp = d.token_split(), mp = d.mp;
   const std::string act_name = ActivationName(d);
   if (!d.gated) {
     const int y = Linear(b, d, scope + "/mapping", x, ffn, true, d.bias_rest);
@@ -574,10 +633,10 @@ std::pair<int, int> Embeddings(GraphBuilder& b, const Dims& d, int input_ids, in
   const int table = b.Parameter("embedding/word.table", {d.vocab, d.hidden}, d.dtype);
   const bool learned = d.position == "learned";
   const int positions = learned ? b.Parameter("embedding/position.table", {d.max_positions, d.hidden}, d.dtype) : -1;
-  int x = b.Gather("embedding/word", table, input_ids, 0, shard({{table_split, 1}, {d.dp, 1}}));
+  int x = b.Gather("embedding/word", table, input_ids, 0, shard({{table_split, 1}, {d.dp, d.cp}}));
   if (learned) {
-    const int pos = b.Gather("embedding/position", positions, position_ids, 0, shard({{1, 1}, {d.dp, 1}}));
-    x = b.Binary("Add", "embedding/add", x, pos, shard({{d.dp, 1, 1}, {d.dp, 1, 1}}));
+    const int pos = b.Gather("embedding/position", positions, position_ids, 0, shard({{1, 1}, {d.dp, d.cp}}));
+    x = b.Binary("Add", "embedding/add", x, pos, shard({{d.dp, d.cp, 1}, {d.dp, d.cp, 1}}));
   }
   x = b.Reshape("embedding/flatten", x, {d.tokens(), d.hidden});
   return {x, table};
@@ -589,15 +648,16 @@ std::pair<int, int> Embeddings(GraphBuilder& b, const Dims& d, int input_ids, in
 int LanguageModelLoss(GraphBuilder& b, const Dims& d, const std::string& name, int logits, int labels, int64_t classes,
                       int64_t class_split) {
   const Shard shard{d.sharded && d.all_ops};
+  const int64_t tokens = d.token_split();
   int loss;
   if (d.vocab_parallel_loss) {
-    loss = b.CrossEntropyLoss(name + "/cross_entropy", logits, labels, shard({{d.dp, class_split}, {d.dp}}));
+    loss = b.CrossEntropyLoss(name + "/cross_entropy", logits, labels, shard({{tokens, class_split}, {tokens}}));
   } else {
-    const int onehot = b.OneHot(name + "/onehot", labels, classes, DType::kFloat32, shard({{d.dp, 1}}));
-    const int logits32 = b.Cast(name + "/cast", logits, DType::kFloat32, shard({{d.dp, 1}}));
-    loss = b.SoftmaxCrossEntropy(name + "/cross_entropy", logits32, onehot, shard({{d.dp, 1}, {d.dp, 1}}));
+    const int onehot = b.OneHot(name + "/onehot", labels, classes, DType::kFloat32, shard({{tokens, 1}}));
+    const int logits32 = b.Cast(name + "/cast", logits, DType::kFloat32, shard({{tokens, 1}}));
+    loss = b.SoftmaxCrossEntropy(name + "/cross_entropy", logits32, onehot, shard({{tokens, 1}, {tokens, 1}}));
   }
-  return b.Reduce("ReduceMean", name + "/mean", loss, {}, false, shard({{d.dp}}));
+  return b.Reduce("ReduceMean", name + "/mean", loss, {}, false, shard({{tokens}}));
 }
 
 Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const BuildOptions& options) {
@@ -640,7 +700,8 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
   // The vocabulary-parallel head is Megatron's: always placed, its logits
   // never gathered.
   const Shard head_shard{d.sharded && (d.all_ops || d.vocab_parallel_loss)};
-  const int logits = b.MatMul("head/logits", x, head, false, true, head_shard({{d.dp, 1}, {vocab_split, 1}}));
+  const int logits =
+      b.MatMul("head/logits", x, head, false, true, head_shard({{d.token_split(), 1}, {vocab_split, 1}}));
   LanguageModelLoss(b, d, "loss", logits, labels, d.vocab, vocab_split);
   return b.Finish();
 }
@@ -651,6 +712,7 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
   const int64_t stages = options.pipeline_stages;
   const std::vector<int64_t> stage_of = StagesOfLayers(d.layers, stages, params.Ints("offset"));
   if (d.seq_parallel) throw GraphError("use_seq_parallel is built for the decoder (gpt), not BERT");
+  if (d.cp > 1) throw GraphError("context_parallel is built for the decoder (gpt), not BERT");
   const int64_t predictions = params.Int("max_predictions_per_seq");
   GraphBuilder b(graph_name);
   const Shard shard{d.sharded && d.all_ops};

@@ -1,0 +1,169 @@
+// Context parallelism through the whole flow (run -> strategies -> plan ->
+// analytical step) on LLaMA-2 70B: each sequence split over cp devices, the
+// keys and values gathered over them for attention, everything else split
+// like extra data parallelism; the ring variant hides the exchange behind the
+// attention compute.
+#include <set>
+
+#include <catch2/catch.hpp>
+
+#include "core/analytical/analytical_engine.h"
+#include "core/flow/prepared_run.h"
+#include "core/layout/device_matrix.h"
+#include "core/report/graph_summary.h"
+#include "core/report/step_result.h"
+#include "tests/test_util.h"
+
+namespace shardlab {
+namespace {
+
+// LLaMA-2 70B, TP 8 with sequence parallelism, PP 4, one sequence of 4096
+// tokens per data-parallel slice and micro-batch: data_parallel 16 and
+// context_parallel `cp` on 512 x cp GPUs.
+RunSpec Llama70b(int64_t cp, bool ring = false) {
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json"));
+  run.model.params.Set("data_parallel", int64_t{16});
+  run.model.params.Set("context_parallel", cp);
+  run.model.params.Set("use_ring_attention", ring);
+  run.parallel.device_num = 512 * cp;
+  run.parallel.global_batch_size = 16 * run.parallel.micro_batch_num;
+  run.model.params.Set("batch", int64_t{16});
+  return run;
+}
+
+std::vector<const Task*> ContextTasks(const std::vector<Task>& tasks) {
+  std::vector<const Task*> out;
+  for (const Task& t : tasks)
+    if (t.kind == Task::Kind::kCollective && t.dimension == CommDimension::kContext) out.push_back(&t);
+  return out;
+}
+
+double Flops(const StageProgram& s) {
+  double flops = 0;
+  for (const auto* pass : {&s.forward, &s.backward})
+    for (const Task& t : *pass) flops += t.flops;
+  return flops;
+}
+
+// The members of the group of `spec` that holds the stage's first device, by local index.
+std::vector<int64_t> FirstGroup(const CommGroupSpec& spec) {
+  return DeviceMatrix(spec.device_matrix).GroupAlongDims(0, spec.dims);
+}
+
+const DimensionCommunication& Dimension(const StageResult& s, CommDimension d) {
+  return s.communication.at(static_cast<size_t>(d));
+}
+
+TEST_CASE("context parallel gathers each layer's keys and values over the group and halves the rest") {
+  const PreparedRun one = Prepare(Llama70b(1)), two = Prepare(Llama70b(2));
+  const StageProgram &a = one.plan.stages[1], &b = two.plan.stages[1];
+  const int layers = 20;  // 80 layers over 4 stages
+  CHECK(ContextTasks(a.forward).empty());
+  CHECK(ContextTasks(a.backward).empty());
+  // Forward: an AllGather of the keys and one of the values per layer, each
+  // device contributing its 2048 tokens of its one key/value head (8 heads
+  // over TP 8) of 128 bf16 values, over the pair of devices 8 ranks apart.
+  const auto forward = ContextTasks(b.forward);
+  REQUIRE(forward.size() == 2 * layers);
+  for (const Task* t : forward) {
+    CHECK(t->collective == Collective::kAllGather);
+    CHECK(t->comm_bytes == 2048.0 * 128 * 2);
+    CHECK_FALSE(t->overlapped);
+    CHECK(b.groups[t->group].size == 2);
+    CHECK(FirstGroup(b.groups[t->group]) == std::vector<int64_t>{0, 8});
+  }
+  // Backward: gathered again (only the own chunk was kept), and the
+  // gradients reduce-scattered from the whole sequence's.
+  const auto backward = ContextTasks(b.backward);
+  REQUIRE(backward.size() == 4 * layers);
+  int again = 0, scatters = 0;
+  for (const Task* t : backward) {
+    if (t->collective == Collective::kAllGather) {
+      CHECK(t->name.find(".again") != std::string::npos);
+      CHECK(t->comm_bytes == 2048.0 * 128 * 2);
+      ++again;
+    } else {
+      CHECK(t->collective == Collective::kReduceScatter);
+      CHECK(t->comm_bytes == 4096.0 * 128 * 2);
+      ++scatters;
+    }
+  }
+  CHECK(again == 2 * layers);
+  CHECK(scatters == 2 * layers);
+  // The keys' and values' gradients are summed by those ReduceScatters, not AllReduced too.
+  for (const Task& t : b.backward)
+    CHECK_FALSE((t.kind == Task::Kind::kCollective && t.name.find("flash/grad") != std::string::npos));
+  // The same parameters; half the tokens, so half the activations kept and
+  // about half the compute per device (attention's causal half included).
+  CHECK(SummarizeGraph(two.graph, 1).parameters == SummarizeGraph(one.graph, 1).parameters);
+  CHECK(b.memory.parameters == Approx(a.memory.parameters));
+  CHECK(b.memory.activations_per_micro_batch == Approx(a.memory.activations_per_micro_batch / 2).epsilon(0.02));
+  const StepResult x = Summarize(one.plan, RunAnalytical(one.plan));
+  const StepResult y = Summarize(two.plan, RunAnalytical(two.plan));
+  // Half the FLOPs; a little more than half the time, the GEMMs and attention
+  // blocks being half as long.
+  CHECK(Flops(b) == Approx(Flops(a) / 2).epsilon(1e-6));
+  CHECK(y.stages[1].compute_seconds > x.stages[1].compute_seconds / 2);
+  CHECK(y.stages[1].compute_seconds < 0.56 * x.stages[1].compute_seconds);
+  CHECK(y.step_seconds < x.step_seconds);
+  // Per micro-batch, keys and values gathered twice, their gradients scattered once.
+  const double per_micro_batch = 2 * layers * (2 * 2048.0 * 128 * 2 + 4096.0 * 128 * 2);
+  CHECK(Dimension(y.stages[1], CommDimension::kContext).bytes == Approx(one.plan.micro_batches * per_micro_batch));
+  CHECK(Dimension(x.stages[1], CommDimension::kContext).bytes == 0);
+  CHECK(Dimension(y.stages[1], CommDimension::kContext).exposed_seconds > 0);
+}
+
+TEST_CASE("context parallel reduces gradients over data x context parallel devices") {
+  // Tensor-parallel weights' gradients over data_parallel x context_parallel
+  // replicas; the norms' (whole on every device) over the stage.
+  for (const int64_t cp : {1, 2}) {
+    const PreparedRun run = Prepare(Llama70b(cp));
+    const StageProgram& s = run.plan.stages[1];
+    std::set<int64_t> sizes;
+    for (const GradientBucket& bucket : s.buckets) {
+      const CommGroupSpec& group = s.groups[bucket.group];
+      sizes.insert(group.size);
+      if (group.size != 16 * cp) continue;
+      // The replicas of a weight slice: every 8th device of the stage.
+      const auto members = FirstGroup(group);
+      CHECK(members[1] - members[0] == 8);
+    }
+    CHECK(sizes == std::set<int64_t>{16 * cp, 128 * cp});
+  }
+}
+
+TEST_CASE("ring attention passes the same bytes beside the attention compute") {
+  const PreparedRun gather = Prepare(Llama70b(2)), ring = Prepare(Llama70b(2, true));
+  const auto a = ContextTasks(gather.plan.stages[1].forward), b = ContextTasks(ring.plan.stages[1].forward);
+  REQUIRE(a.size() == b.size());
+  for (const Task* t : b) CHECK(t->overlapped);
+  const StepResult x = Summarize(gather.plan, RunAnalytical(gather.plan));
+  const StepResult y = Summarize(ring.plan, RunAnalytical(ring.plan));
+  CHECK(Dimension(y.stages[1], CommDimension::kContext).bytes ==
+        Approx(Dimension(x.stages[1], CommDimension::kContext).bytes));
+  CHECK(Dimension(y.stages[1], CommDimension::kContext).exposed_seconds <
+        Dimension(x.stages[1], CommDimension::kContext).exposed_seconds / 2);
+  CHECK(y.step_seconds < x.step_seconds);
+}
+
+TEST_CASE("context parallel refuses what it cannot split") {
+  RunSpec run = Llama70b(2);
+  run.model.params.Set("attention", std::string("eager"));
+  run.model.params.Set("kv_heads", int64_t{64});
+  CHECK_THROWS_WITH(Prepare(run), Catch::Contains("context_parallel 2 needs attention \"flash\""));
+  run = Llama70b(2);
+  run.model.params.Set("batch", int64_t{32});
+  CHECK_THROWS_WITH(Prepare(run), Catch::Contains("micro-batch must be one sequence"));
+  run = Llama70b(2);
+  run.model.params.Set("use_seq_parallel", false);
+  run.model.params.Set("seq_length", int64_t{4094});
+  CHECK_THROWS_WITH(Prepare(run), Catch::Contains("2 x 2 chunks"));
+  run = Llama70b(2);
+  run.model.params.Set("context_parallel_algo", std::string("ulysses_cp"));
+  CHECK_THROWS_WITH(Prepare(run), Catch::Contains("\"ulysses_cp\" is not built"));
+  run = Llama70b(1, true);
+  CHECK_THROWS_WITH(Prepare(run), Catch::Contains("set context_parallel > 1"));
+}
+
+}  // namespace
+}  // namespace shardlab
