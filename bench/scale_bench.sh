@@ -62,14 +62,19 @@ JSON
   echo "$work/$model-$n.json"
 }
 
-# Prints "wall_s rss_MiB step_s detail" of one simulate command, or
-# "refused seconds" when the engine refuses the step (SimGrid past its
-# limit of simulated work: the seconds it estimated).
+# Prints "wall_s rss_MiB step_s detail" of one simulate command,
+# "refused seconds" when the engine refuses the step (SimGrid past its limit
+# of simulated work: the seconds it estimated), or "error" (its stderr shown).
 measure() {
   local run=$1 engine=$2
   # Runs past MindSpore's device_num limit warn on stderr; the figures are on stdout.
   if ! /usr/bin/time -f "%e %M" -o "$work/time" "$bin" simulate "$run" --engine "$engine" --json > "$work/out.json" \
     2> "$work/err"; then
+    if ! grep -q 'would take about' "$work/err"; then
+      cat "$work/err" >&2
+      printf 'error'
+      return
+    fi
     printf 'refused %s' "$(grep -o 'take about [0-9]* s' "$work/err" | tr -dc '0-9')"
     return
   fi
@@ -95,6 +100,10 @@ for n in 512 1024 2048 4096 8192 16384 32768 65536 131072; do
   run=$(run_file "$n")
   read -r sw sr ss sd <<< "$(measure "$run" simgrid)"
   read -r aw ar as _ <<< "$(measure "$run" analytical)"
+  if [ "$sw" = error ] || [ "$aw" = error ]; then
+    echo "bench/scale_bench.sh: simulate failed at $n devices" >&2
+    exit 1
+  fi
   if [ "$sw" = refused ]; then
     printf '%8d | %-40s | %7.2f s %5d MiB %7.3f s\n' "$n" "refused (about ${sr:-?} s of SimGrid work)" "$aw" "$ar" "$as"
     continue

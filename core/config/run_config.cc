@@ -91,6 +91,11 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
               "{} = {} does not divide the {} devices of a pipeline stage",
               cp > 1 ? "data_parallel x model_parallel x context_parallel" : "data_parallel x model_parallel",
               dp * mp * cp, p.devices_per_stage()));
+    if (cp > 1 && p.micro_batch_interleaved > 1)
+      parallel_node.Child("micro_batch_interleaved")
+          .Fail(fmt::format("micro_batch_interleaved {} splits each device's share of a micro-batch, which under "
+                            "context_parallel {} is one chunk of one sequence",
+                            p.micro_batch_interleaved, cp));
     if (p.micro_batch_size() % dp != 0)
       parallel_node.Child("global_batch_size")
           .Fail(fmt::format("a micro-batch of {} samples cannot be split over data_parallel {}", p.micro_batch_size(),

@@ -49,6 +49,7 @@ std::vector<FusedKernel> PlanKernelFusion(const Graph& graph, const std::vector<
       if (!(written == read)) continue;
       const double bytes = SliceBytes(read, tensor.dtype);
       fused[c].follows_producer = true;
+      fused[c].register_inputs.push_back(static_cast<int>(i));
       fused[c].saved_forward_bytes += bytes;  // not read back (each use: Mul(x, x) reads it twice)
       if (fused_inputs.insert(t).second)
         fused[static_cast<size_t>(tensor.producer)].saved_forward_bytes += bytes;  // not written, once

@@ -5,6 +5,7 @@
 // launches a kernel.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "core/config/software_stack.h"
@@ -17,6 +18,14 @@ struct FusedKernel {
   bool follows_producer = false;    // runs inside a producer's kernel: no launch of its own
   double saved_forward_bytes = 0;   // per device: intermediates neither written nor read back
   double saved_backward_bytes = 0;  // the same for the fused backward (twice the forward's)
+  // The inputs computed inside the same kernel: never written to memory, so
+  // never kept for the backward either (the fused backward recomputes them
+  // from what the chain read, as Megatron's fused bias-GeLU and SwiGLU do).
+  std::vector<int> register_inputs;
+
+  bool InRegisters(int input) const {
+    return std::find(register_inputs.begin(), register_inputs.end(), input) != register_inputs.end();
+  }
 };
 
 // One entry per operator; all empty when the stack fuses nothing. A tensor

@@ -11,6 +11,7 @@
 
 #include "core/cost/compute_cost.h"
 #include "core/graph/fp8_format.h"
+#include "core/graph/shape_inference.h"
 #include "core/layout/device_matrix.h"
 #include "core/layout/redistribution.h"
 #include "core/ops/graph_layouts.h"
@@ -323,7 +324,7 @@ class Lowering {
       // Tokens on their way to their experts or back.
       const bool routes_tokens =
           (op.type == "MoeCombine" && i == 0) || (t.producer >= 0 && graph_.op(t.producer).type == "MoeDispatch");
-      const bool context = ContextExchange(op, i);
+      const std::optional<CommGroupSpec> context_group = ContextGroup(op_index, i);
       for (const RedistOp& rop : r->ops) {
         if (!rop.is_communication()) continue;
         const double bytes = static_cast<double>(ElementCount(rop.input_shape) * DTypeBytes(t.dtype));
@@ -338,7 +339,8 @@ class Lowering {
                                    type, Group(stage, rop.arrangement, {rop.device_dim}),
                                    WireBytes(type, task_bytes, t.dtype)));
         if (routes_tokens) tasks.back().dimension = CommDimension::kExpert;
-        if (context) {
+        if (context_group && rop.collective() == shardlab::Collective::kAllGather &&
+            Canonical(rop.arrangement, {rop.device_dim}) == *context_group) {
           tasks.back().dimension = CommDimension::kContext;
           tasks.back().overlapped = op.BoolAttr("enable_ring_attention", false);
         }
@@ -347,20 +349,31 @@ class Lowering {
     return tasks;
   }
 
-  // Whether input `i` of `op` is the keys or values a sequence-split
-  // attention gathers over its context-parallel group.
-  static bool ContextExchange(const Operator& op, size_t i) {
-    return op.type == "FlashAttentionScore" && (i == 1 || i == 2);
+  // When input `i` of operator `op_index` is the keys or values of an
+  // attention whose queries are split by sequence: the context-parallel
+  // group, the devices that share a query's batch and heads but hold other
+  // chunks of its sequence. Gathers of the keys and values over it are the
+  // context-parallel exchange (dimension "context").
+  std::optional<CommGroupSpec> ContextGroup(int op_index, size_t i) const {
+    const Operator& op = graph_.op(op_index);
+    if (op.type != "FlashAttentionScore" || (i != 1 && i != 2)) return std::nullopt;
+    const OpLayout& layout = layouts_[op_index];
+    const int64_t seq = layout.inputs[0].tensor_map()[FlashAttentionDims(op).seq];
+    if (seq == kNotSplit) return std::nullopt;
+    return Canonical(layout.device_matrix, {DimFromMapValue(seq, layout.device_matrix.size())});
   }
 
-  // The keys and values a context-parallel attention kept as its own
-  // sequence chunk (SaveForBackward) are gathered again for its backward,
-  // as Megatron's all_gather and p2p exchanges do.
-  std::vector<Task> ContextRegathers(StageProgram& stage, int op_index) {
+  // The keys and values a context-parallel attention gathers (its forward
+  // redistributions along the context-parallel group), named with `suffix`:
+  // it keeps only its own sequence chunk (SaveForBackward), so a recomputed
+  // forward and the backward gather them again, as Megatron's all_gather and
+  // p2p exchanges do.
+  std::vector<Task> ContextGathers(StageProgram& stage, int op_index, const std::string& suffix) {
     std::vector<Task> tasks;
+    if (graph_.op(op_index).type != "FlashAttentionScore") return tasks;
     for (Task& t : Redistributions(stage, op_index, false)) {
       if (t.dimension != CommDimension::kContext) continue;
-      t.name += ".again";
+      t.name += suffix;
       tasks.push_back(std::move(t));
     }
     return tasks;
@@ -415,7 +428,11 @@ class Lowering {
   std::vector<Task> ForwardTasks(StageProgram& stage, int index, bool recompute) {
     const Operator& op = graph_.op(index);
     const OpLayout& layout = layouts_[index];
-    std::vector<Task> tasks = recompute ? std::vector<Task>{} : Redistributions(stage, index, false);
+    // A recomputed operator reads the tensors its segment kept; only a
+    // context-parallel attention gathers its keys and values again.
+    std::vector<Task> tasks =
+        recompute ? ContextGathers(stage, index, ".recompute") : Redistributions(stage, index, false);
+    for (Task& t : tasks) t.recompute = recompute;
     for (Task& t : HostTransfers(index, false)) tasks.push_back(std::move(t));
     Task compute =
         Compute(op.name + (recompute ? "/recompute" : "/forward"), index, layout.work.forward_flops,
@@ -464,7 +481,7 @@ class Lowering {
                                             Group(stage, layout.device_matrix, c.device_dims),
                                             WireBytes(shardlab::Collective::kReduceScatter, c.bytes, OutputDType(op))));
     }
-    for (Task& t : ContextRegathers(stage, index)) stage.backward.push_back(std::move(t));
+    for (Task& t : ContextGathers(stage, index, ".again")) stage.backward.push_back(std::move(t));
     backward_task_of_op_[index] = static_cast<int>(stage.backward.size());
     stage.backward.push_back(
         Compute(op.name + "/backward", index, layout.work.backward_flops,
@@ -853,22 +870,33 @@ class Lowering {
   // operator's: a sequence-parallel activation gathered for a GEMM is kept
   // as its shard and gathered again for the backward (Megatron-SP). An FP8
   // GEMM keeps its activation operand as the FP8 copy it computed with, a
-  // byte per element (Transformer Engine).
+  // byte per element (Transformer Engine). A fused element-wise chain keeps
+  // what it read, not its intermediates (KeepInput).
   void SaveForBackward(int index, SavedActivations& saved) const {
     const Operator& op = graph_.op(index);
     const SavedTensors s = SavedForBackward(op);
     const bool fp8 = Fp8GemmDType(op, false).has_value();
-    for (int pos : s.inputs) {
-      const int t = op.inputs[pos];
-      const Tensor& tensor = graph_.tensor(t);
-      if (tensor.is_parameter()) continue;
-      double bytes = SliceBytes(layouts_[index].inputs[pos], tensor.dtype);
-      if (tensor.producer >= 0) bytes = std::min(bytes, OutputSliceBytes(t));
-      if (fp8) bytes /= static_cast<double>(DTypeBytes(tensor.dtype));
-      saved.Keep(Storage(t), bytes);
-    }
+    for (int pos : s.inputs) KeepInput(index, pos, fp8, saved);
     for (int pos : s.outputs) saved.Keep(op.outputs[pos], OutputSliceBytes(op.outputs[pos]));
     if (s.mask) saved.masks += static_cast<double>(ElementCount(layouts_[index].outputs[0].SliceShape()));
+  }
+
+  // Keeps input `pos` of operator `index` for its backward. An input computed
+  // inside the same fused kernel was never written: the chain's backward
+  // recomputes it from the chain's own inputs, which are kept instead.
+  void KeepInput(int index, int pos, bool fp8, SavedActivations& saved) const {
+    const int t = graph_.op(index).inputs[static_cast<size_t>(pos)];
+    const Tensor& tensor = graph_.tensor(t);
+    if (tensor.is_parameter()) return;
+    if (fusion_[static_cast<size_t>(index)].InRegisters(pos)) {
+      const size_t inputs = graph_.op(tensor.producer).inputs.size();
+      for (size_t p = 0; p < inputs; ++p) KeepInput(tensor.producer, static_cast<int>(p), false, saved);
+      return;
+    }
+    double bytes = SliceBytes(layouts_[index].inputs[pos], tensor.dtype);
+    if (tensor.producer >= 0) bytes = std::min(bytes, OutputSliceBytes(t));
+    if (fp8) bytes /= static_cast<double>(DTypeBytes(tensor.dtype));
+    saved.Keep(Storage(t), bytes);
   }
 
   void Memory(const Plan& plan, StageProgram& stage) {

@@ -70,6 +70,19 @@ TEST_CASE("run files check the rules between their sections") {
                      &pointer),
              Catch::Contains("cannot be split over data_parallel 8"));
   CHECK(pointer == "/parallel/global_batch_size");
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/gpt3-175b.json",
+      "model_params": {"data_parallel": 2, "model_parallel": 2, "context_parallel": 4},
+      "parallel": {"parallel_mode": "semi_auto_parallel", "device_num": 8, "global_batch_size": 8}})",
+                     &pointer),
+             Catch::Contains("data_parallel x model_parallel x context_parallel = 16 does not divide the 8 devices"));
+  CHECK(pointer == "/model_params");
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/gpt3-175b.json",
+      "model_params": {"data_parallel": 2, "model_parallel": 2, "context_parallel": 2, "attention": "flash"},
+      "parallel": {"parallel_mode": "semi_auto_parallel", "device_num": 8, "global_batch_size": 4,
+                   "micro_batch_interleaved": 2}})",
+                     &pointer),
+             Catch::Contains("which under context_parallel 2 is one chunk of one sequence"));
+  CHECK(pointer == "/parallel/micro_batch_interleaved");
   CHECK_THAT(ErrorOf(head + R"("model": "../models/gpt3-175b.json", "model_params": {"batch": 8},
       "parallel": {"global_batch_size": 4}})",
                      &pointer),

@@ -73,23 +73,31 @@ TEST_CASE("context parallel gathers each layer's keys and values over the group 
     CHECK(FirstGroup(b.groups[t->group]) == std::vector<int64_t>{0, 8});
   }
   // Backward: gathered again (only the own chunk was kept), and the
-  // gradients reduce-scattered from the whole sequence's.
+  // gradients reduce-scattered from the whole sequence's; the run's full
+  // recompute gathers them once more for the recomputed forward.
   const auto backward = ContextTasks(b.backward);
-  REQUIRE(backward.size() == 4 * layers);
-  int again = 0, scatters = 0;
+  REQUIRE(backward.size() == 6 * layers);
+  int recomputed = 0, again = 0, scatters = 0;
   for (const Task* t : backward) {
     if (t->collective == Collective::kAllGather) {
-      CHECK(t->name.find(".again") != std::string::npos);
       CHECK(t->comm_bytes == 2048.0 * 128 * 2);
-      ++again;
+      const bool recompute = t->name.find(".recompute") != std::string::npos;
+      CHECK(t->recompute == recompute);
+      recompute ? ++recomputed : ++again;
+      if (!recompute) CHECK(t->name.find(".again") != std::string::npos);
     } else {
       CHECK(t->collective == Collective::kReduceScatter);
       CHECK(t->comm_bytes == 4096.0 * 128 * 2);
       ++scatters;
     }
   }
+  CHECK(recomputed == 2 * layers);
   CHECK(again == 2 * layers);
   CHECK(scatters == 2 * layers);
+  // Without recompute: gathered again for the backward only.
+  RunSpec kept = Llama70b(2);
+  kept.parallel.recompute = false;
+  CHECK(ContextTasks(Prepare(kept).plan.stages[1].backward).size() == 4 * layers);
   // The keys' and values' gradients are summed by those ReduceScatters, not AllReduced too.
   for (const Task& t : b.backward)
     CHECK_FALSE((t.kind == Task::Kind::kCollective && t.name.find("flash/grad") != std::string::npos));
@@ -106,8 +114,8 @@ TEST_CASE("context parallel gathers each layer's keys and values over the group 
   CHECK(y.stages[1].compute_seconds > x.stages[1].compute_seconds / 2);
   CHECK(y.stages[1].compute_seconds < 0.56 * x.stages[1].compute_seconds);
   CHECK(y.step_seconds < x.step_seconds);
-  // Per micro-batch, keys and values gathered twice, their gradients scattered once.
-  const double per_micro_batch = 2 * layers * (2 * 2048.0 * 128 * 2 + 4096.0 * 128 * 2);
+  // Per micro-batch, keys and values gathered three times, their gradients scattered once.
+  const double per_micro_batch = 2 * layers * (3 * 2048.0 * 128 * 2 + 4096.0 * 128 * 2);
   CHECK(Dimension(y.stages[1], CommDimension::kContext).bytes == Approx(one.plan.micro_batches * per_micro_batch));
   CHECK(Dimension(x.stages[1], CommDimension::kContext).bytes == 0);
   CHECK(Dimension(y.stages[1], CommDimension::kContext).exposed_seconds > 0);
@@ -163,6 +171,9 @@ TEST_CASE("context parallel refuses what it cannot split") {
   CHECK_THROWS_WITH(Prepare(run), Catch::Contains("\"ulysses_cp\" is not built"));
   run = Llama70b(1, true);
   CHECK_THROWS_WITH(Prepare(run), Catch::Contains("set context_parallel > 1"));
+  run = Llama70b(2);
+  run.model.params.Set("seq_length", int64_t{4104});  // divisible by 8 and by 4, not by 16
+  CHECK_THROWS_WITH(Prepare(run), Catch::Contains("over context_parallel x model_parallel = 16"));
 }
 
 }  // namespace

@@ -175,3 +175,25 @@ TEST_CASE("select_recompute drops the eager attention core's [seq, seq] tensors 
 
 }  // namespace
 }  // namespace shardlab
+
+namespace shardlab {
+namespace {
+
+TEST_CASE("a fused SwiGLU keeps what it read, not its SiLU output") {
+  // Megatron's fused SwiGLU saves its input and recomputes SiLU(gate) in
+  // backward; unfused, the product keeps SiLU(gate) as its operand.
+  RunSpec fused = LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json"));
+  fused.parallel.recompute = false;
+  fused.stack = PresetStack(StackPreset::kMegatron);
+  REQUIRE(fused.stack.fuse_elementwise);
+  RunSpec unfused = fused;
+  unfused.stack.fuse_elementwise = false;
+  const PreparedRun a = Prepare(fused), b = Prepare(unfused);
+  // Stage 1: 20 layers, each SiLU output 4096 tokens x 28672 / 8 bf16 values.
+  const double silu = 4096.0 * 28672 / 8 * 2;
+  CHECK(b.plan.stages[1].memory.activations_per_micro_batch - a.plan.stages[1].memory.activations_per_micro_batch ==
+        Approx(20 * silu));
+}
+
+}  // namespace
+}  // namespace shardlab

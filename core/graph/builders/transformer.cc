@@ -148,6 +148,9 @@ Dims ReadDims(const BuilderParams& p) {
     if (!d.flash) throw GraphError(cp + " needs attention \"flash\" (MindFormers use_flash_attention)");
     if (d.kv_lora > 0) throw GraphError(cp + " is not built for multi-head latent attention");
     if (d.experts > 0) throw GraphError(cp + " is not built for mixture-of-experts layers");
+    if (d.seq_parallel && d.seq % (d.cp * d.mp) != 0)
+      throw GraphError(cp + " with sequence parallel splits seq_length " + Text(d.seq) + " over context_parallel x " +
+                       "model_parallel = " + Text(d.cp * d.mp) + ", which does not divide it");
     if (d.seq % (2 * d.cp) != 0)
       throw GraphError(cp + " splits each sequence into 2 x " + Text(d.cp) +
                        " chunks (balancing the causal mask), which seq_length " + Text(d.seq) +
@@ -208,8 +211,8 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
       {"data_parallel", int64_t{1}, "MindFormers data_parallel: batch split of the strategies", 1, 131072},
       {"model_parallel", int64_t{1}, "MindFormers model_parallel: tensor split of the strategies", 1, 4096},
       {"context_parallel", int64_t{1},
-       "MindFormers context_parallel: each sequence split over this many devices (tokens split data_parallel x "
-       "context_parallel outside attention; keys and values gathered over the group for it)",
+       "MindFormers context_parallel (decoder only): each sequence split over this many devices (tokens split "
+       "data_parallel x context_parallel outside attention; keys and values gathered over the group for it)",
        1, 4096},
       {"context_parallel_algo",
        std::string("colossalai_cp"),
@@ -219,8 +222,8 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
        0,
        {"colossalai_cp", "ulysses_cp", "hybrid_cp"}},
       {"use_ring_attention", false,
-       "ring attention (MindFormers use_ring_attention, Megatron cp_comm_type p2p): keys and values passed around "
-       "the context-parallel group beside the attention compute instead of gathered before it"},
+       "ring attention (MindFormers use_ring_attention, Megatron cp_comm_type p2p; decoder only): keys and values "
+       "passed around the context-parallel group beside the attention compute instead of gathered before it"},
       {"vocab_emb_dp", true,
        "replicate the embedding table and LM head (false: split their rows over model_parallel, when it divides the "
        "vocabulary)"},
