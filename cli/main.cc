@@ -11,11 +11,22 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "core/config/simulation_options.h"
 #include "core/util/interrupt.h"
 #include "core/util/quote.h"
+#include "core/util/warning.h"
 
 namespace {
+
+// The log's stderr: a progress line being drawn is cleared before each log line.
+class ProgressAwareStderrSink : public spdlog::sinks::stderr_color_sink_st {
+ public:
+  void log(const spdlog::details::log_msg& message) override {
+    shardlab::cli::Progress::Interrupt();
+    spdlog::sinks::stderr_color_sink_st::log(message);
+  }
+};
 
 constexpr int kUserError = 1;
 constexpr int kUsageError = 2;
@@ -286,7 +297,12 @@ int main(int argc, char** argv) {
     return kUsageError;
   }
 
-  auto logger = spdlog::stderr_color_st("shardlab");
+  // Warnings and log lines start on a line of their own, not after a progress bar.
+  shardlab::SetWarningHandler([print = shardlab::SetWarningHandler(nullptr)](const std::string& message) {
+    cli::Progress::Interrupt();
+    print(message);
+  });
+  auto logger = std::make_shared<spdlog::logger>("shardlab", std::make_shared<ProgressAwareStderrSink>());
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_pattern("[%l] %v");

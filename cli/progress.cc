@@ -24,6 +24,9 @@ std::string Duration(double seconds) {
   return fmt::format("{:.0f} h {:02.0f} min", std::floor(seconds / 3600), std::fmod(seconds, 3600) / 60);
 }
 
+// The progress whose line is on the terminal now (one at a time: stderr has one last line).
+Progress* drawing = nullptr;
+
 // SHARDLAB_PROGRESS=always: drawn wherever stderr goes, from the first item (tests, logs).
 bool Always() {
   const char* setting = std::getenv("SHARDLAB_PROGRESS");
@@ -65,6 +68,7 @@ void Progress::Draw(double fraction, const std::string& count, const std::string
   if (drawn_ && Since(last_draw_) < kRedraw && !force) return;
   last_draw_ = std::chrono::steady_clock::now();
   drawn_ = true;
+  drawing = this;
   constexpr size_t kWidth = 24;
   const size_t filled = static_cast<size_t>(kWidth * std::clamp(fraction, 0.0, 1.0));
   std::string eta = "ETA --";
@@ -79,6 +83,11 @@ void Progress::Draw(double fraction, const std::string& count, const std::string
 void Progress::Finish() {
   if (drawn_) std::cerr << "\r\033[K" << std::flush;
   drawn_ = false;
+  if (drawing == this) drawing = nullptr;
+}
+
+void Progress::Interrupt() {
+  if (drawing) drawing->Finish();
 }
 
 PhaseProgress::PhaseProgress(std::string label)

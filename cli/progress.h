@@ -31,6 +31,10 @@ class Progress {
 
   // Whether progress is drawn in this process (a terminal, or SHARDLAB_PROGRESS).
   static bool Shown();
+  // Clears the line being drawn, if any, so that other output (a warning, a
+  // log line) starts at the beginning of a line; the progress is drawn again
+  // at its next update.
+  static void Interrupt();
 
  private:
   void Draw(double fraction, const std::string& count, const std::string& note, bool force);

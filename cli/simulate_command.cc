@@ -46,7 +46,8 @@ int Simulate(const SimulateArgs& args) {
       results.push_back(sim::SimulateStep(prepared, Engine::kSimGrid, trace, &stats));
     }
     spdlog::info("simgrid: {} devices simulated, {} flows, {} collectives, {} timers in {:.2f} s",
-                 stats.simulated_devices, stats.flows, stats.collectives, stats.timers, results.back().wall_seconds);
+                 results.back().simulated_devices, stats.flows, stats.collectives, stats.timers,
+                 results.back().wall_seconds);
   }
   if (engine == Engine::kAnalytical || engine == Engine::kBoth)
     results.push_back(sim::SimulateStep(prepared, Engine::kAnalytical, trace));

@@ -33,12 +33,11 @@ struct SimGridStats {
   int64_t flows = 0;
   int64_t collectives = 0;
   int64_t timers = 0;
-  int64_t simulated_devices = 0;  // one per orbit of symmetric devices (StepSymmetry)
 };
 
 // Bumped whenever SimGridBackend changes, so that a stale module is refused
 // rather than called through the wrong table.
-inline constexpr int kSimGridBackendAbi = 2;
+inline constexpr int kSimGridBackendAbi = 3;
 
 struct SimGridBackend {
   int abi = kSimGridBackendAbi;

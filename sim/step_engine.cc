@@ -260,7 +260,6 @@ class Engine {
       stats->flows = runner_.flows_started();
       stats->collectives = collectives_;
       stats->timers = timers_;
-      stats->simulated_devices = symmetry_.simulated_devices();
     }
     return trace;
   }

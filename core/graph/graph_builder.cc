@@ -8,7 +8,7 @@ int GraphBuilder::Input(const std::string& name, Shape shape, DType dtype) {
 
 int GraphBuilder::Parameter(const std::string& name, Shape shape, DType dtype, bool trainable) {
   const int index = graph_.AddParameter(scope_ + name, std::move(shape), dtype);
-  graph_.mutable_tensor(index).requires_grad = trainable;
+  graph_.mutable_tensor(index).requires_grad = trainable && !frozen_;
   return index;
 }
 

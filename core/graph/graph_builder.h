@@ -23,6 +23,9 @@ class GraphBuilder {
   void set_recompute(bool recompute) { recompute_ = recompute; }
   // Operators added while on run on the host CPU (MindSpore's primitive_target "CPU").
   void set_on_host(bool on_host) { on_host_ = on_host; }
+  // Parameters added while frozen get no gradient and no optimizer state
+  // (a LoRA fine-tune's base model).
+  void set_frozen(bool frozen) { frozen_ = frozen; }
   // Prefix for operator and parameter names, e.g. "layer3/".
   void set_scope(std::string scope) { scope_ = std::move(scope); }
   const Shape& shape(int tensor) const { return graph_.tensor(tensor).shape; }
@@ -30,7 +33,8 @@ class GraphBuilder {
   void SetProducerAttr(int tensor, const std::string& key, AttrValue value);
 
   int Input(const std::string& name, Shape shape, DType dtype);
-  // A weight; non-trainable ones (BatchNorm's moving statistics) get no gradient.
+  // A weight; non-trainable ones (BatchNorm's moving statistics, anything
+  // added while frozen) get no gradient.
   int Parameter(const std::string& name, Shape shape, DType dtype, bool trainable = true);
 
   using OptStrategy = std::optional<Strategy>;
@@ -100,6 +104,7 @@ class GraphBuilder {
   int64_t stage_ = 0;
   bool recompute_ = false;
   bool on_host_ = false;
+  bool frozen_ = false;
   std::string scope_;
 };
 

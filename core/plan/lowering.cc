@@ -483,10 +483,11 @@ class Lowering {
     }
     for (Task& t : ContextGathers(stage, index, ".again")) stage.backward.push_back(std::move(t));
     backward_task_of_op_[index] = static_cast<int>(stage.backward.size());
-    stage.backward.push_back(
-        Compute(op.name + "/backward", index, layout.work.backward_flops,
-                std::max(0.0, layout.work.backward_bytes - fusion_[static_cast<size_t>(index)].saved_backward_bytes),
-                PassDType(graph_, op, true), op.OnHost(), KernelOf(index, true)));
+    const double share = BackwardShare(index);
+    stage.backward.push_back(Compute(
+        op.name + "/backward", index, share * layout.work.backward_flops,
+        share * std::max(0.0, layout.work.backward_bytes - fusion_[static_cast<size_t>(index)].saved_backward_bytes),
+        PassDType(graph_, op, true), op.OnHost(), KernelOf(index, true)));
     for (const OpComm& c : layout.backward_comm) {
       const Tensor& input = graph_.tensor(op.inputs[c.input]);
       if (input.producer < 0) continue;  // dataset inputs need no gradient
@@ -881,13 +882,32 @@ class Lowering {
     if (s.mask) saved.masks += static_cast<double>(ElementCount(layouts_[index].outputs[0].SliceShape()));
   }
 
+  // Whether tensor `t` is a weight that gets no gradient (frozen: a LoRA
+  // fine-tune's base model, BatchNorm's statistics).
+  bool Frozen(int t) const { return graph_.tensor(t).is_parameter() && !graph_.tensor(t).requires_grad; }
+
+  // The share of an operator's backward work that remains when some inputs
+  // need no gradient: a product's backward is one product per operand (dA =
+  // dY·Bᵀ, dB = Aᵀ·dY), a frozen operand's is skipped; a Gather's backward
+  // only forms its table's gradient.
+  double BackwardShare(int index) const {
+    const Operator& op = graph_.op(index);
+    if (op.type == "MatMul" || op.type == "BatchMatMul")
+      return (Frozen(op.inputs[0]) ? 0.0 : 0.5) + (Frozen(op.inputs[1]) ? 0.0 : 0.5);
+    if (op.type == "Gather") return Frozen(op.inputs[0]) ? 0.0 : 1.0;
+    return 1.0;
+  }
+
   // Keeps input `pos` of operator `index` for its backward. An input computed
   // inside the same fused kernel was never written: the chain's backward
   // recomputes it from the chain's own inputs, which are kept instead.
   void KeepInput(int index, int pos, bool fp8, SavedActivations& saved) const {
-    const int t = graph_.op(index).inputs[static_cast<size_t>(pos)];
+    const Operator& op = graph_.op(index);
+    const int t = op.inputs[static_cast<size_t>(pos)];
     const Tensor& tensor = graph_.tensor(t);
     if (tensor.is_parameter()) return;
+    // A product keeps each operand for the other's gradient: none for a frozen weight.
+    if ((op.type == "MatMul" || op.type == "BatchMatMul") && pos < 2 && Frozen(op.inputs[1 - pos])) return;
     if (fusion_[static_cast<size_t>(index)].InRegisters(pos)) {
       const size_t inputs = graph_.op(tensor.producer).inputs.size();
       for (size_t p = 0; p < inputs; ++p) KeepInput(tensor.producer, static_cast<int>(p), false, saved);

@@ -396,6 +396,14 @@ TEST_CASE("validate prints predicted against published with the median error") {
   CHECK_THAT(shown.err, Catch::Contains("validating with analytical [########################] "));
   CHECK_THAT(shown.err, Catch::EndsWith("\r\033[K"));
   CHECK(shown.out == md.out);
+  // The cases past 4096 devices warn while the line is drawn: each warning starts a line of its own.
+  const std::string warning = "shardlab: warning: ";
+  int warnings = 0;
+  for (size_t at = shown.err.find(warning); at != std::string::npos; at = shown.err.find(warning, at + 1), ++warnings) {
+    INFO(shown.err.substr(at < 80 ? 0 : at - 80, 100));
+    CHECK((at == 0 || shown.err[at - 1] == '\n' || (at >= 4 && shown.err.compare(at - 4, 4, "\r\033[K") == 0)));
+  }
+  CHECK(warnings > 0);
 }
 
 TEST_CASE("a long simulate draws its progress on a terminal and nothing when piped") {

@@ -52,6 +52,10 @@ struct Dims {
   bool sigmoid_router;            // DeepSeek-V3 scores experts by sigmoid, not softmax
   bool expert_bias;               // with a per-expert bias in the selection (DeepSeek-V3's aux-loss-free balancing)
   bool select_recompute = false;  // recompute the eager attention core only (set from the run's options)
+  // LoRA (lora_rank > 0): the base model frozen, low-rank adapters on the
+  // linear layers `lora_targets` names.
+  int64_t lora_rank;
+  std::string lora_targets;
 
   // The split of the [tokens, ...] activations inside blocks (a sequence's
   // tokens lie on cp devices), and between blocks (over model_parallel too
@@ -117,6 +121,12 @@ Dims ReadDims(const BuilderParams& p) {
   d.aux_loss = p.Bool("router_aux_loss");
   d.sigmoid_router = p.String("router_scoring") == "sigmoid";
   d.expert_bias = p.Bool("router_expert_bias");
+  d.lora_rank = p.Int("lora_rank");
+  d.lora_targets = p.String("lora_targets");
+  if (d.lora_rank > 0 && d.experts > 0)
+    throw GraphError("lora_rank " + Text(d.lora_rank) + " is not built for mixture-of-experts layers");
+  if (d.lora_rank > 0 && d.kv_lora > 0)
+    throw GraphError("lora_rank " + Text(d.lora_rank) + " is not built for multi-head latent attention");
   if (d.kv_lora > 0) {
     if (!d.flash) throw GraphError("multi-head latent attention (kv_lora_rank > 0) needs attention \"flash\"");
     if (d.position != "rope" || d.rope_dim == 0 || d.rope_dim % 2 != 0)
@@ -325,6 +335,18 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
       {"router_expert_bias", false,
        "a per-expert bias added to the scores for the selection (DeepSeek-V3's auxiliary-loss-free balancing; not "
        "trained by gradients)"},
+      {"lora_rank", int64_t{0},
+       "LoRA fine-tuning (Hu et al. 2021; NeMo's adapter_dim): the base model frozen (no gradients, no optimizer "
+       "states), trainable adapters A [lora_rank, in] and B [out, lora_rank] beside the linear layers lora_targets "
+       "names (0: every weight trained)",
+       0, 65536},
+      {"lora_targets",
+       std::string("attention_qkv"),
+       "linear layers that get LoRA adapters (NeMo's target_modules): attention_qkv, attention (qkv and the "
+       "output projection), mlp (both MLP layers), all",
+       0,
+       0,
+       {"attention_qkv", "attention", "mlp", "all"}},
       {"dtype",
        std::string("float16"),
        "compute dtype of weights and activations",
@@ -339,6 +361,47 @@ void MarkFp8(GraphBuilder& b, const Dims& d, int y) {
   if (d.fp8 != "off") b.SetProducerAttr(y, "fp8_format", d.fp8);
 }
 
+// Whether the linear layer `name` gets a LoRA adapter: NeMo's target modules
+// by the builder's layer names.
+bool LoraTargets(const Dims& d, const std::string& name) {
+  if (d.lora_rank == 0) return false;
+  auto ends = [&](const char* suffix) {
+    const std::string s = suffix;
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  const bool qkv = ends("attention/qkv") || ends("attention/query") || ends("attention/key") || ends("attention/value");
+  const bool dense = ends("attention/projection");
+  const bool fc2 = ends("ffn/projection");
+  const bool fc1 = !fc2 && name.find("ffn/") != std::string::npos;
+  const std::string& t = d.lora_targets;
+  return (qkv && t != "mlp") || (dense && (t == "attention" || t == "all")) ||
+         ((fc1 || fc2) && (t == "mlp" || t == "all"));
+}
+
+// LoRA's adapter beside a frozen linear layer y = x·Wᵀ: y + (x·Aᵀ)·Bᵀ with
+// A [rank, in] and B [out, rank] trainable, in the model's dtype (not FP8).
+// Beside a column-parallel layer A is whole and B split like W, the narrow
+// [tokens, rank] product gathered over model_parallel (under sequence
+// parallelism its input stays split by tokens); beside a row-parallel one A
+// is split like W, the narrow product AllReduced, B whole.
+int LoraAdapter(GraphBuilder& b, const Dims& d, const std::string& name, int x, int y, int64_t out_dim, bool column) {
+  const Shard shard{d.sharded && d.all_ops};
+  const Shard weights{d.sharded};
+  const int64_t dp = d.token_split(), mp = d.mp, rank = d.lora_rank;
+  b.set_frozen(false);
+  const int a = b.Parameter(name + ".lora_a", {rank, b.shape(x).back()}, d.dtype);
+  const int bw = b.Parameter(name + ".lora_b", {out_dim, rank}, d.dtype);
+  b.set_frozen(true);
+  if (column) {
+    const int down = b.MatMul(name + ".lora_down", x, a, false, true, weights({{d.rows(), 1}, {1, 1}}));
+    const int up = b.MatMul(name + ".lora_up", down, bw, false, true, weights({{dp, 1}, {mp, 1}}));
+    return b.Binary("Add", name + ".lora_add", y, up, shard({{dp, mp}, {dp, mp}}));
+  }
+  const int down = b.MatMul(name + ".lora_down", x, a, false, true, weights({{dp, mp}, {1, mp}}));
+  const int up = b.MatMul(name + ".lora_up", down, bw, false, true, weights({{dp, 1}, {1, 1}}));
+  return b.Binary("Add", name + ".lora_add", y, up, shard({{d.rows(), 1}, {d.rows(), 1}}));
+}
+
 // A Dense layer on x [tokens, in]: weight [out, in], split over model_parallel
 // by rows (column-parallel, output split) or by columns (row-parallel, the
 // partial sums AllReduced), with its bias when it has one.
@@ -349,8 +412,9 @@ int Linear(GraphBuilder& b, const Dims& d, const std::string& name, int x, int64
   const int w = b.Parameter(name + ".weight", {out_dim, in_dim}, d.dtype);
   const int beta = bias ? b.Parameter(name + ".bias", {out_dim}, d.dtype) : -1;
   const Strategy s = column ? Strategy{{dp, 1}, {mp, 1}} : Strategy{{dp, mp}, {1, mp}};
-  const int y = b.MatMul(name, x, w, false, true, Shard{d.sharded}(s), !column && d.seq_parallel);
+  int y = b.MatMul(name, x, w, false, true, Shard{d.sharded}(s), !column && d.seq_parallel);
   MarkFp8(b, d, y);
+  if (LoraTargets(d, name)) y = LoraAdapter(b, d, name, x, y, out_dim, column);
   if (!bias) return y;
   return b.BiasAdd(name + ".bias_add", y, beta, column ? shard({{dp, mp}, {mp}}) : shard({{d.rows(), 1}, {1}}));
 }
@@ -669,6 +733,7 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
   const int64_t stages = options.pipeline_stages;
   const std::vector<int64_t> stage_of = StagesOfLayers(d.layers, stages, params.Ints("offset"));
   GraphBuilder b(graph_name);
+  b.set_frozen(d.lora_rank > 0);
   const Shard shard{d.sharded && d.all_ops};
   const int input_ids = b.Input("input_ids", {d.batch, d.seq}, DType::kInt32);
   const int position_ids = d.position == "learned" ? b.Input("position_ids", {d.batch, d.seq}, DType::kInt32) : -1;
@@ -716,6 +781,7 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
   const std::vector<int64_t> stage_of = StagesOfLayers(d.layers, stages, params.Ints("offset"));
   if (d.seq_parallel) throw GraphError("use_seq_parallel is built for the decoder (gpt), not BERT");
   if (d.cp > 1) throw GraphError("context_parallel is built for the decoder (gpt), not BERT");
+  if (d.lora_rank > 0) throw GraphError("lora_rank is built for the decoder (gpt), not BERT");
   const int64_t predictions = params.Int("max_predictions_per_seq");
   GraphBuilder b(graph_name);
   const Shard shard{d.sharded && d.all_ops};

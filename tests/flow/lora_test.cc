@@ -1,0 +1,82 @@
+// LoRA fine-tuning through the whole flow on LLaMA-2 70B (TP 8 with sequence
+// parallelism, PP 4, DP 32): the base model frozen, rank-16 adapters beside
+// the fused query/key/value layer; what each of gradients, optimizer states,
+// backward FLOPs, kept activations and gradient traffic becomes.
+#include <catch2/catch.hpp>
+
+#include "core/analytical/analytical_engine.h"
+#include "core/flow/prepared_run.h"
+#include "core/report/graph_summary.h"
+#include "core/report/step_result.h"
+#include "tests/test_util.h"
+
+namespace shardlab {
+namespace {
+
+RunSpec Llama70b(int64_t lora_rank, const std::string& targets = "attention_qkv") {
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json"));
+  run.model.params.Set("lora_rank", lora_rank);
+  run.model.params.Set("lora_targets", targets);
+  run.parallel.recompute = false;
+  return run;
+}
+
+const Task* BackwardOf(const StageProgram& stage, const std::string& name) {
+  for (const Task& t : stage.backward)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+TEST_CASE("LoRA trains only its adapters") {
+  const PreparedRun full = Prepare(Llama70b(0)), lora = Prepare(Llama70b(16));
+  const GraphSummary base = SummarizeGraph(full.graph, 1), tuned = SummarizeGraph(lora.graph, 1);
+  // 80 layers, each A [16, 8192] and B [(64 + 2 x 8) x 128, 16] beside the fused query/key/value layer.
+  const int64_t adapters = 80 * (16 * 8192 + 10240 * 16);
+  CHECK(tuned.parameters == adapters);
+  CHECK(tuned.non_trainable_parameters == base.parameters);
+  const StageProgram &a = full.plan.stages[1], &b = lora.plan.stages[1];
+  // The frozen weights are still held; only the adapters have gradients and Adam's states.
+  CHECK(b.memory.parameters > a.memory.parameters);
+  // Stage 1's 20 adapters per device: A whole, B split 8 ways like the weight, bf16 gradients.
+  CHECK(b.memory.gradients == 20 * (16 * 8192 + 10240 / 8 * 16) * 2.0);
+  CHECK(b.memory.optimizer_states < a.memory.optimizer_states / 20);
+  // A frozen layer's backward forms only its input's gradient: one product of two.
+  const Task* frozen = BackwardOf(b, "layer20/ffn/gate_up/backward");
+  const Task* trained = BackwardOf(a, "layer20/ffn/gate_up/backward");
+  REQUIRE(frozen);
+  REQUIRE(trained);
+  CHECK(frozen->flops == Approx(trained->flops / 2));
+  // Its input is no longer kept for a weight gradient, so fewer activations.
+  CHECK(b.memory.activations_per_micro_batch < a.memory.activations_per_micro_batch);
+  // The data-parallel gradient traffic is the adapters'.
+  const StepResult x = Summarize(full.plan, RunAnalytical(full.plan));
+  const StepResult y = Summarize(lora.plan, RunAnalytical(lora.plan));
+  const auto data = static_cast<size_t>(CommDimension::kData);
+  CHECK(y.stages[1].communication[data].bytes < x.stages[1].communication[data].bytes / 100);
+  CHECK(y.step_seconds < x.step_seconds);
+}
+
+TEST_CASE("LoRA adapters beside row-parallel layers reduce their narrow product") {
+  const PreparedRun lora = Prepare(Llama70b(16, "all"));
+  const StageProgram& s = lora.plan.stages[1];
+  // Beside the row-parallel output projection, A splits like the weight: its [tokens, 16] product is AllReduced.
+  const Task* reduce = nullptr;
+  for (const Task& t : s.forward)
+    if (t.name == "layer20/attention/projection.lora_down/AllReduce") reduce = &t;
+  REQUIRE(reduce);
+  CHECK(reduce->comm_bytes == 4096.0 * 16 * 2);  // one sequence's [4096, 16] bf16 partial product
+  CHECK(s.groups[reduce->group].size == 8);
+  const GraphSummary tuned = SummarizeGraph(lora.graph, 1);
+  // qkv, output projection, gate/up and down: (in + out) x 16 each.
+  const int64_t per_layer = 16 * ((8192 + 10240) + (8192 + 8192) + (8192 + 2 * 28672) + (28672 + 8192));
+  CHECK(tuned.parameters == 80 * per_layer);
+}
+
+TEST_CASE("LoRA refuses what it does not build") {
+  RunSpec moe = LoadRunFile(testing::SourcePath("configs/runs/mixtral-8x7b-h100-64.json"));
+  moe.model.params.Set("lora_rank", int64_t{16});
+  CHECK_THROWS_WITH(Prepare(moe), Catch::Contains("lora_rank 16 is not built for mixture-of-experts layers"));
+}
+
+}  // namespace
+}  // namespace shardlab
