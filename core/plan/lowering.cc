@@ -69,9 +69,10 @@ class Lowering {
     const auto& values = run_.model.params.values();
     if (values.count("seq_length")) plan.tokens_per_step = p_.global_batch_size * run_.model.params.Int("seq_length");
     plan.peak_flops = PeakFlops(run_.cluster.device, ComputeDType(run_.model));
-    for (const Operator& op : graph_.operators()) {
-      const OpWork w = ComputeOpWork(graph_, op);
-      plan.model_flops += (plan.training ? w.forward_flops + w.backward_flops : w.forward_flops);
+    for (size_t i = 0; i < graph_.operators().size(); ++i) {
+      const OpWork w = ComputeOpWork(graph_, graph_.op(static_cast<int>(i)));
+      const double backward = BackwardShare(static_cast<int>(i)) * w.backward_flops;  // none for frozen weights
+      plan.model_flops += (plan.training ? w.forward_flops + backward : w.forward_flops);
     }
     plan.model_flops *= static_cast<double>(p_.micro_batch_num);
 
@@ -774,7 +775,8 @@ class Lowering {
 
   // How many ways the parallel optimizer shards a parameter (1: not at all).
   int64_t OptimizerShards(const Tensor& tensor, const Shape& slice, int64_t replicas) const {
-    if (!p_.enable_parallel_optimizer || replicas <= 1) return 1;
+    // A frozen weight has no optimizer state to shard (MindSpore shards trainable parameters only).
+    if (!p_.enable_parallel_optimizer || replicas <= 1 || !tensor.requires_grad) return 1;
     if (!tensor.parallel_optimizer) return 1;
     int64_t shards = replicas;
     const int64_t limit = p_.parallel_optimizer_config.optimizer_weight_shard_size;

@@ -54,15 +54,42 @@ TEST_CASE("LoRA trains only its adapters") {
   const auto data = static_cast<size_t>(CommDimension::kData);
   CHECK(y.stages[1].communication[data].bytes < x.stages[1].communication[data].bytes / 100);
   CHECK(y.step_seconds < x.step_seconds);
+  // Model FLOPs (for TFLOP/s and MFU) count no weight gradients: about 4 N per token against 6 N, as NeMo
+  // counts (a little more: the attention core has no weights, its backward stays whole).
+  const double ratio = lora.plan.model_flops / full.plan.model_flops;
+  CHECK(ratio > 2.0 / 3);
+  CHECK(ratio < 0.69);
+}
+
+TEST_CASE("LoRA's frozen weights are neither sharded nor gathered by the parallel optimizer") {
+  RunSpec run = Llama70b(16);
+  run.parallel.parallel_optimizer_config.optimizer_level = OptimizerLevel::kLevel3;
+  const PreparedRun lora = Prepare(run);
+  RunSpec trained = run;
+  trained.model.params.Set("lora_rank", int64_t{0});
+  const PreparedRun full = Prepare(trained);
+  const StageProgram &a = full.plan.stages[1], &b = lora.plan.stages[1];
+  auto data_bytes = [](const StageProgram& s) {
+    double bytes = 0;
+    for (const auto* pass : {&s.forward, &s.backward, &s.step_start})
+      for (const Task& t : *pass)
+        if (t.kind == Task::Kind::kCollective && t.dimension == CommDimension::kData) bytes += t.comm_bytes;
+    return bytes;
+  };
+  CHECK(data_bytes(a) > 0);
+  CHECK(data_bytes(b) < data_bytes(a) / 100);
+  // Level3 keeps a trained weight's shard; a frozen one is held whole.
+  CHECK(b.memory.parameters > 4 * a.memory.parameters);
 }
 
 TEST_CASE("LoRA adapters beside row-parallel layers reduce their narrow product") {
   const PreparedRun lora = Prepare(Llama70b(16, "all"));
   const StageProgram& s = lora.plan.stages[1];
-  // Beside the row-parallel output projection, A splits like the weight: its [tokens, 16] product is AllReduced.
+  // Beside the row-parallel output projection, A splits like the weight: its [tokens, 16] partial
+  // product is reduce-scattered over the tokens, as the layer's own under sequence parallelism.
   const Task* reduce = nullptr;
   for (const Task& t : s.forward)
-    if (t.name == "layer20/attention/projection.lora_down/AllReduce") reduce = &t;
+    if (t.name == "layer20/attention/projection.lora_down/ReduceScatter") reduce = &t;
   REQUIRE(reduce);
   CHECK(reduce->comm_bytes == 4096.0 * 16 * 2);  // one sequence's [4096, 16] bf16 partial product
   CHECK(s.groups[reduce->group].size == 8);

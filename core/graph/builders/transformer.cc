@@ -383,7 +383,8 @@ bool LoraTargets(const Dims& d, const std::string& name) {
 // Beside a column-parallel layer A is whole and B split like W, the narrow
 // [tokens, rank] product gathered over model_parallel (under sequence
 // parallelism its input stays split by tokens); beside a row-parallel one A
-// is split like W, the narrow product AllReduced, B whole.
+// is split like W and the narrow product AllReduced (reduce-scattered over
+// the tokens under sequence parallelism, as the layer itself), B whole.
 int LoraAdapter(GraphBuilder& b, const Dims& d, const std::string& name, int x, int y, int64_t out_dim, bool column) {
   const Shard shard{d.sharded && d.all_ops};
   const Shard weights{d.sharded};
@@ -397,8 +398,8 @@ int LoraAdapter(GraphBuilder& b, const Dims& d, const std::string& name, int x, 
     const int up = b.MatMul(name + ".lora_up", down, bw, false, true, weights({{dp, 1}, {mp, 1}}));
     return b.Binary("Add", name + ".lora_add", y, up, shard({{dp, mp}, {dp, mp}}));
   }
-  const int down = b.MatMul(name + ".lora_down", x, a, false, true, weights({{dp, mp}, {1, mp}}));
-  const int up = b.MatMul(name + ".lora_up", down, bw, false, true, weights({{dp, 1}, {1, 1}}));
+  const int down = b.MatMul(name + ".lora_down", x, a, false, true, weights({{dp, mp}, {1, mp}}), d.seq_parallel);
+  const int up = b.MatMul(name + ".lora_up", down, bw, false, true, weights({{d.rows(), 1}, {1, 1}}));
   return b.Binary("Add", name + ".lora_add", y, up, shard({{d.rows(), 1}, {d.rows(), 1}}));
 }
 
