@@ -62,13 +62,43 @@ TEST_CASE("grouped-query attention shrinks the key and value projections by head
   CHECK(g.plan.stages[1].memory.parameters < m.plan.stages[1].memory.parameters);
 }
 
-TEST_CASE("grouped-query heads must divide model_parallel and need fused attention") {
+TEST_CASE("grouped-query heads must divide model_parallel") {
   RunSpec run = Llama70b();
-  run.model.params.Set("attention", std::string("eager"));
-  CHECK_THROWS_WITH(Prepare(run), Catch::Contains("needs attention \"flash\""));
-  run = Llama70b();
   run.model.params.Set("kv_heads", int64_t{4});
   CHECK_THROWS_WITH(Prepare(run), Catch::Contains("kv_heads 4 cannot be split over model_parallel 8"));
+}
+
+TEST_CASE("eager grouped-query attention repeats each key and value head over its group without communication") {
+  RunSpec gqa = Llama70b();
+  gqa.model.params.Set("attention", std::string("eager"));
+  RunSpec mha = gqa;
+  mha.model.params.Set("kv_heads", int64_t{64});
+  const PreparedRun g = Prepare(gqa), m = Prepare(mha);
+  const StageProgram &x = g.plan.stages[1], &y = m.plan.stages[1];
+  // The repeat copies 8 heads' keys and values to 64 on each device, split
+  // by model_parallel as the heads are: no collective more than without it.
+  int repeats = 0;
+  for (const Task& t : x.forward)
+    if (t.name.find("_repeat/") != std::string::npos && !t.recompute) ++repeats;
+  CHECK(repeats == 2 * 20);  // keys and values, 20 layers per stage
+  CHECK(x.forward.size() > y.forward.size());
+  auto collectives = [](const std::vector<Task>& tasks) {
+    int n = 0;
+    for (const Task& t : tasks) n += t.kind == Task::Kind::kCollective;
+    return n;
+  };
+  CHECK(collectives(x.forward) == collectives(y.forward));
+  CHECK(collectives(x.backward) == collectives(y.backward));
+  // The score and context products see all 64 heads: the same attention FLOPs as without grouping.
+  double scores_g = 0, scores_m = 0;
+  for (const Task& t : x.forward)
+    if (t.name == "layer20/attention/scores/forward") scores_g = t.flops;
+  for (const Task& t : y.forward)
+    if (t.name == "layer20/attention/scores/forward") scores_m = t.flops;
+  CHECK(scores_g > 0);
+  CHECK(scores_g == scores_m);
+  // Fewer projection weights all the same.
+  CHECK(x.memory.parameters < y.memory.parameters);
 }
 
 const Task& TaskNamed(const std::vector<Task>& tasks, const std::string& name) {

@@ -141,9 +141,6 @@ Dims ReadDims(const BuilderParams& p) {
     throw GraphError("hidden " + Text(d.hidden) + " is not divisible by heads " + Text(d.heads) + "; set head_dim");
   if (d.heads % d.kv_heads != 0)
     throw GraphError("heads " + Text(d.heads) + " are not a multiple of kv_heads " + Text(d.kv_heads));
-  if (d.kv_heads != d.heads && !d.flash)
-    throw GraphError("grouped-query attention (kv_heads " + Text(d.kv_heads) + " < heads " + Text(d.heads) +
-                     ") needs attention \"flash\"");
   if (d.sharded && d.kv_heads % d.mp != 0)
     throw GraphError("kv_heads " + Text(d.kv_heads) + " cannot be split over model_parallel " + Text(d.mp));
   if (d.seq_parallel && d.seq % d.mp != 0)
@@ -517,8 +514,23 @@ int Attention(GraphBuilder& b, const Dims& d, int x, int mask, bool causal) {
   // Eager attention multiplies by the keys transposed: [batch, heads, head_dim, seq].
   const std::vector<int64_t> key_perm = d.flash ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{0, 2, 3, 1};
   const int qh = heads("query", q, d.heads, {0, 2, 1, 3}, true);
-  const int kh = heads("key", k, d.kv_heads, key_perm, true);
-  const int vh = heads("value", v, d.kv_heads, {0, 2, 1, 3}, false);
+  int kh = heads("key", k, d.kv_heads, key_perm, true);
+  int vh = heads("value", v, d.kv_heads, {0, 2, 1, 3}, false);
+  if (!d.flash && d.kv_heads < d.heads) {
+    // Eager grouped-query attention repeats each key and value head over its
+    // group of query heads (MindFormers' _repeat_kv: Reshape, Tile,
+    // Reshape), so the products see as many heads as the queries.
+    const int64_t group = d.heads / d.kv_heads;
+    auto repeat = [&](const std::string& name, int t) {
+      const Shape s = b.shape(t);  // [batch, kv_heads, a, c]
+      t = b.Reshape("attention/" + name + "_groups", t, {s[0], s[1], 1, s[2] * s[3]});
+      t = b.BroadcastTo("attention/" + name + "_repeat", t, {s[0], s[1], group, s[2] * s[3]},
+                        shard({{dp, mp, 1, 1}}));
+      return b.Reshape("attention/" + name + "_repeated", t, {s[0], d.heads, s[2], s[3]});
+    };
+    kh = repeat("key", kh);
+    vh = repeat("value", vh);
+  }
   int context;
   if (bsnd) {
     const std::vector<int64_t> kv = {dp, 1, mp, 1};
