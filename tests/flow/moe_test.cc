@@ -144,6 +144,59 @@ TEST_CASE("DeepSeek-V3 on 2048 H800 exchanges tokens across servers and fits wit
   for (const StageResult& stage : result.stages) CHECK(stage.memory.peak < run.plan.device_memory);
 }
 
+// Mixtral's stage of 16 devices as data_parallel 4 x model_parallel 4 with sequence parallelism.
+RunSpec MixtralTensorParallel(int64_t expert_parallel, int64_t expert_tensor_parallel) {
+  RunSpec spec = Mixtral();
+  spec.model.params.Set("data_parallel", int64_t{4});
+  spec.model.params.Set("model_parallel", int64_t{4});
+  spec.model.params.Set("use_seq_parallel", true);
+  spec.model.params.Set("expert_parallel", expert_parallel);
+  spec.model.params.Set("expert_tensor_parallel", expert_tensor_parallel);
+  return spec;
+}
+
+// A collective other than the token exchange (AlltoAll) whose name contains `part`.
+bool AnyReductionNamed(const std::vector<Task>& tasks, const std::string& part) {
+  for (const Task& t : tasks)
+    if (t.kind == Task::Kind::kCollective && t.collective != Collective::kAllToAll &&
+        t.name.find(part) != std::string::npos)
+      return true;
+  return false;
+}
+
+TEST_CASE("expert_tensor_parallel 1 folds the tensor-parallel devices into the expert group") {
+  // Megatron's MoE parallel folding: expert_parallel 8 over data_parallel 4
+  // x model_parallel 4, each expert whole on its device.
+  const PreparedRun folded = Prepare(MixtralTensorParallel(8, 1));
+  const StageProgram& stage = folded.plan.stages[0];
+  const auto exchanges = Collectives(stage.forward, Collective::kAllToAll);
+  REQUIRE(!exchanges.empty());
+  for (const Task* t : exchanges) {
+    INFO(t->name);
+    const CommGroupSpec& group = stage.groups[t->group];
+    CHECK(group.size == 8);               // the tensor-parallel neighbours are in it
+    CHECK(group.placement.servers == 1);  // 8 consecutive devices: one DGX
+  }
+  // Whole experts: nothing reduces their products across devices.
+  CHECK_FALSE(AnyReductionNamed(stage.forward, "moe/experts."));
+  // Each expert's weights are copied on 16 / 8 = 2 devices, which reduce its gradients.
+  bool pair = false;
+  for (const GradientBucket& b : stage.buckets) pair |= stage.groups[b.group].size == 2;
+  CHECK(pair);
+
+  // By default the experts split their inner size over model_parallel, as the
+  // dense layers do, and the row-parallel projection reduces across it.
+  const PreparedRun split = Prepare(MixtralTensorParallel(4, 0));
+  CHECK(AnyReductionNamed(split.plan.stages[0].forward, "moe/experts.projection"));
+  for (const Task* t : Collectives(split.plan.stages[0].forward, Collective::kAllToAll))
+    CHECK(split.plan.stages[0].groups[t->group].size == 4);
+  // One whole expert per device, where expert_tensor_parallel 2 would keep half of one: stage 1
+  // holds 8 layers of 3 expert matrices of 14336 x 4096, bf16.
+  const PreparedRun halves = Prepare(MixtralTensorParallel(8, 2));
+  CHECK(folded.plan.stages[1].memory.parameters - halves.plan.stages[1].memory.parameters ==
+        Approx(8.0 * 3 * 14336 * 4096 * 2 / 2).epsilon(1e-9));
+}
+
 TEST_CASE("expert_parallel must divide the experts and data_parallel and needs experts") {
   RunSpec spec = Mixtral();
   spec.model.params.Set("expert_parallel", int64_t{3});
@@ -156,6 +209,19 @@ TEST_CASE("expert_parallel must divide the experts and data_parallel and needs e
   spec = Mixtral();
   spec.model.params.Set("experts", int64_t{0});
   CHECK_THROWS_WITH(Prepare(spec), Catch::Contains("needs a mixture-of-experts model"));
+  spec = Mixtral();
+  spec.model.params.Set("expert_parallel", int64_t{1});
+  spec.model.params.Set("experts", int64_t{0});
+  spec.model.params.Set("expert_tensor_parallel", int64_t{1});
+  CHECK_THROWS_WITH(Prepare(spec), Catch::Contains("expert_tensor_parallel needs a mixture-of-experts model"));
+  CHECK_THROWS_WITH(Prepare(MixtralTensorParallel(8, 3)),
+                    Catch::Contains("expert_parallel x expert_tensor_parallel = 8 x 3 does not divide the "
+                                    "data_parallel x model_parallel = 16 devices"));
+  spec = MixtralTensorParallel(2, 1);  // 8 copies of each expert
+  spec.model.params.Set("use_seq_parallel", false);
+  spec.parallel.global_batch_size = 64;  // 4 sequences per micro-batch: 4 token groups
+  spec.model.params.Set("batch", int64_t{4});
+  CHECK_THROWS_WITH(Prepare(spec), Catch::Contains("do not divide the 4 token groups routed per micro-batch (batch)"));
 }
 
 }  // namespace

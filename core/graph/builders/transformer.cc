@@ -47,6 +47,11 @@ struct Dims {
   int64_t q_lora, kv_lora, rope_dim, v_dim;
   // Mixture of experts (experts == 0: every layer has the dense MLP).
   int64_t experts, experts_per_token, moe_ffn, shared_experts, first_dense_layers, ep;
+  // The experts' own tensor parallelism (their inner size split over etp
+  // devices): model_parallel unless expert_tensor_parallel says otherwise.
+  // The expert layers lay the stage's dp x mp devices out as (expert data
+  // parallel, ep, etp), etp innermost: Megatron's MoE parallel folding.
+  int64_t etp;
   double capacity_factor;
   bool aux_loss;
   bool sigmoid_router;            // DeepSeek-V3 scores experts by sigmoid, not softmax
@@ -65,6 +70,8 @@ struct Dims {
   DType dtype;
 
   int64_t tokens() const { return batch * seq; }
+  // Expert data parallel: the copies of each expert's weights.
+  int64_t expert_groups() const { return dp * mp / (ep * etp); }
   int64_t q_width() const { return heads * head_dim; }
   int64_t kv_width() const { return kv_heads * head_dim; }
 };
@@ -117,6 +124,7 @@ Dims ReadDims(const BuilderParams& p) {
   d.shared_experts = p.Int("shared_experts");
   d.first_dense_layers = p.Int("first_dense_layers");
   d.ep = p.Int("expert_parallel");
+  d.etp = p.Int("expert_tensor_parallel") > 0 ? p.Int("expert_tensor_parallel") : d.mp;
   d.capacity_factor = p.Number("capacity_factor");
   d.aux_loss = p.Bool("router_aux_loss");
   d.sigmoid_router = p.String("router_scoring") == "sigmoid";
@@ -179,11 +187,28 @@ Dims ReadDims(const BuilderParams& p) {
     if (d.capacity_factor <= 0) throw GraphError("capacity_factor must be > 0");
     if (d.experts % d.ep != 0)
       throw GraphError("expert_parallel " + Text(d.ep) + " does not divide experts " + Text(d.experts));
-    if (d.dp % d.ep != 0)
+    if (d.etp == d.mp && d.dp % d.ep != 0)
       throw GraphError("expert_parallel " + Text(d.ep) + " does not divide data_parallel " + Text(d.dp) +
-                       " (MindFormers splits the experts over a part of the data-parallel devices)");
+                       " (MindFormers splits the experts over a part of the data-parallel devices; "
+                       "expert_tensor_parallel below model_parallel lets them take tensor-parallel devices too)");
+    if ((d.dp * d.mp) % (d.ep * d.etp) != 0)
+      throw GraphError("expert_parallel x expert_tensor_parallel = " + Text(d.ep) + " x " + Text(d.etp) +
+                       " does not divide the data_parallel x model_parallel = " + Text(d.dp * d.mp) +
+                       " devices the expert layers lay out");
+    if (d.moe_ffn % d.etp != 0)
+      throw GraphError("expert_tensor_parallel " + Text(d.etp) + " does not divide the experts' inner size " +
+                       Text(d.moe_ffn));
+    const int64_t groups = d.batch * (d.seq_parallel ? d.mp : 1);
+    if (groups % d.expert_groups() != 0)
+      throw GraphError("the experts' " + Text(d.expert_groups()) +
+                       " data-parallel copies (data_parallel x model_parallel / expert_parallel / "
+                       "expert_tensor_parallel) do not divide the " +
+                       Text(groups) + " token groups routed per micro-batch (" +
+                       (d.seq_parallel ? "batch x model_parallel" : "batch") + ")");
   } else if (d.ep > 1) {
     throw GraphError("expert_parallel " + Text(d.ep) + " needs a mixture-of-experts model (experts > 0)");
+  } else if (p.Int("expert_tensor_parallel") > 0) {
+    throw GraphError("expert_tensor_parallel needs a mixture-of-experts model (experts > 0)");
   }
   if (d.position == "rope" && d.head_dim % 2 != 0)
     throw GraphError("rotary position embedding needs an even head_dim, got " + Text(d.head_dim));
@@ -322,6 +347,12 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
        "MindFormers expert_parallel: the experts split over this many of the data-parallel devices, tokens exchanged "
        "by AlltoAll",
        1, 4096},
+      {"expert_tensor_parallel", int64_t{0},
+       "Megatron --expert-tensor-parallel-size: the experts' inner size split over this many devices (0: "
+       "model_parallel); below model_parallel, expert_parallel may take tensor-parallel devices too (MoE parallel "
+       "folding: expert layers lay data_parallel x model_parallel out as expert data parallel x expert_parallel x "
+       "expert_tensor_parallel)",
+       0, 4096},
       {"router_aux_loss", true, "compute the router's load-balancing loss (Switch Transformer) in every MoE layer"},
       {"router_scoring",
        std::string("softmax"),
@@ -594,14 +625,14 @@ int FeedForward(GraphBuilder& b, const Dims& d, int x, const std::string& scope,
 
 // One batched GEMM of every expert: x [groups, experts, capacity, in] times
 // the experts' weights [experts, out, in]. The experts split over
-// expert_parallel, the groups over the rest of data_parallel, the inner size
-// over model_parallel (column-parallel up, row-parallel down).
+// expert_parallel, the inner size over expert_tensor_parallel (column-parallel
+// up, row-parallel down), the groups over the rest of the stage's devices.
 int ExpertLinear(GraphBuilder& b, const Dims& d, const std::string& name, int x, int64_t out_dim, bool column) {
   const int64_t in_dim = b.shape(x).back();
   const int w = b.Parameter(name + ".weight", {d.experts, out_dim, in_dim}, d.dtype);
-  const int64_t g = d.dp / d.ep;
+  const int64_t g = d.expert_groups();
   const Strategy s =
-      column ? Strategy{{g, d.ep, 1, 1}, {d.ep, d.mp, 1}} : Strategy{{g, d.ep, 1, d.mp}, {d.ep, 1, d.mp}};
+      column ? Strategy{{g, d.ep, 1, 1}, {d.ep, d.etp, 1}} : Strategy{{g, d.ep, 1, d.etp}, {d.ep, 1, d.etp}};
   const int y = b.BatchMatMul(name, x, w, false, true, Shard{d.sharded}(s));
   MarkFp8(b, d, y);
   return y;
@@ -615,7 +646,7 @@ int ExpertLinear(GraphBuilder& b, const Dims& d, const std::string& name, int x,
 // model_parallel share of one); each expert takes `capacity` tokens per group.
 int MixtureOfExperts(GraphBuilder& b, const Dims& d, int x) {
   const Shard shard{d.sharded && d.all_ops};
-  const int64_t rows = d.rows(), g = d.dp / d.ep, k = d.experts_per_token;
+  const int64_t rows = d.rows(), g = d.expert_groups(), k = d.experts_per_token;
   const int64_t groups = d.batch * (d.seq_parallel ? d.mp : 1), tokens = d.tokens() / groups;
   // The rounding tolerates the factor's binary representation (1.1 x 1000 is 1100 slots).
   const int64_t capacity = std::max<int64_t>(
@@ -638,7 +669,7 @@ int MixtureOfExperts(GraphBuilder& b, const Dims& d, int x) {
   const int grouped_weights = b.Reshape("moe/expert_weights", weights, {groups, tokens, k});
   int y =
       b.MoeDispatch("moe/dispatch", grouped_x, grouped_ids, d.experts, capacity, shard({{rows, 1, 1}, {rows, 1, 1}}));
-  const Strategy inner = {{g, d.ep, 1, d.mp}};
+  const Strategy inner = {{g, d.ep, 1, d.etp}};
   const std::string act_name = ActivationName(d);
   if (d.gated) {
     int gate, up;
@@ -649,7 +680,7 @@ int MixtureOfExperts(GraphBuilder& b, const Dims& d, int x) {
       pairs_shape.push_back(2);
       const int both = ExpertLinear(b, d, "moe/experts.gate_up", y, 2 * d.moe_ffn, true);
       const int pairs = b.Reshape("moe/experts.gate_up_pairs", both, pairs_shape);
-      const auto parts = b.SplitV("moe/experts.gate_up_split", pairs, 4, {1, 1}, shard({{g, d.ep, 1, d.mp, 1}}));
+      const auto parts = b.SplitV("moe/experts.gate_up_split", pairs, 4, {1, 1}, shard({{g, d.ep, 1, d.etp, 1}}));
       gate = b.Reshape("moe/experts.gate_flat", parts[0], shape);
       up = b.Reshape("moe/experts.up_flat", parts[1], shape);
     } else {
