@@ -300,6 +300,7 @@ class Engine {
     bool finished = false;
     // The running pass's compute and collectives, for its timeline event.
     double pass_compute = 0, pass_communication = 0;
+    CopyStream copies;  // the device's copy engine (activation offloading)
   };
 
   static TraceEvent Event(const Device& d, Lane lane, EventKind kind, std::string name, double start, double duration) {
@@ -406,6 +407,11 @@ class Engine {
     const ScheduleItem& item = p.order[d.item];
     const auto& steps = (item.forward ? p.forward : p.backward)[item.chunk];
     if (d.step == steps.size()) {
+      if (d.copies.Drain(Now()) > 0) {  // the pass ends with its last host copy
+        ++timers_;
+        runner_.After(d.copies.Drain(Now()), [this, &d] { RunStep(d); });
+        return;
+      }
       EndPass(d, item);
       return;
     }
@@ -415,6 +421,12 @@ class Engine {
       return;
     }
     const PassStep& step = steps[d.step];
+    if (step.waits_for_copies && d.copies.Drain(Now()) > 0) {
+      ++timers_;
+      runner_.After(d.copies.Drain(Now()), [this, &d] { RunStep(d); });
+      return;
+    }
+    d.copies.Start(step, Now());
     const bool has_compute = step.compute_seconds > 0 || step.collectives.empty();
     auto pending = std::make_shared<int>(has_compute + !step.collectives.empty());
     auto done = [this, &d, item, &step, pending] {
@@ -442,6 +454,7 @@ class Engine {
     size_t end = d.step;
     while (end < steps.size()) {
       const PassStep& step = steps[end++];
+      seconds += d.copies.Start(step, Now() + seconds);
       seconds += step.ClosedFormSeconds(tasks);
       d.pass_compute += step.compute_seconds;
       d.pass_communication += step.CommunicationSeconds(tasks);

@@ -189,6 +189,7 @@ ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size) {
   c.global_batch_size = reader.RequiredInt("global_batch_size", 1, int64_t{1} << 40);
   c.recompute = reader.Bool("recompute", false);
   c.select_recompute = reader.Bool("select_recompute", false);
+  c.cpu_offloading_num_layers = reader.Int("cpu_offloading_num_layers", 0, 0, 1 << 20);
   c.fully_use_devices = reader.Bool("fully_use_devices", true);
   c.enable_alltoall = reader.Bool("enable_alltoall", false);
   if (auto v = reader.Optional("cost_model")) {
@@ -305,6 +306,7 @@ nlohmann::json ToJson(const ParallelConfig& c) {
   j["global_batch_size"] = c.global_batch_size;
   j["recompute"] = c.recompute;
   j["select_recompute"] = c.select_recompute;
+  if (c.cpu_offloading_num_layers > 0) j["cpu_offloading_num_layers"] = c.cpu_offloading_num_layers;
   j["fully_use_devices"] = c.fully_use_devices;
   j["enable_alltoall"] = c.enable_alltoall;
   j["cost_model"] = {{"model", c.cost_model.model},

@@ -107,6 +107,12 @@ struct ParallelConfig {
   // softmax, dropout, context) is recomputed, so its [seq, seq] tensors are
   // not kept. Nothing to do for flash attention, which keeps none.
   bool select_recompute = false;
+  // Megatron's --cpu-offloading-num-layers (NeMo's cpu_offloading_num_layers,
+  // MindFormers' swap_config layer_swap): the activations the first this many
+  // repeated layers of each pipeline stage keep for backward are copied to
+  // host memory in the forward, beside the next layer's compute, and back in
+  // the backward, beside the later layer's backward. 0: off.
+  int64_t cpu_offloading_num_layers = 0;
   bool fully_use_devices = true;
   bool enable_alltoall = false;
   // The strategy search's cost model (MindSpore's set_cost_model_context):

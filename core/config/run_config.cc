@@ -76,6 +76,17 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
         .Fail(fmt::format("fp8 \"{}\" needs FP8 tensor cores, but the {} has no peak_flops for float8_e4m3fn",
                           run.model.params.String("fp8"), run.cluster.device.model));
   }
+  if (p.cpu_offloading_num_layers > 0) {
+    if (p.recompute)
+      parallel_node.Child("cpu_offloading_num_layers")
+          .Fail("activation offloading copies what a layer keeps for backward, and a recomputed layer keeps only "
+                "its input: use one of cpu_offloading_num_layers and recompute (Megatron refuses both at once)");
+    if (run.model.graph)
+      parallel_node.Child("cpu_offloading_num_layers")
+          .Fail(fmt::format("model \"{}\" is a graph file, which has no repeated layers to count: mark its "
+                            "operators \"offload_activations\": true instead",
+                            run.model.name));
+  }
   if (values.count("expert_parallel") && run.model.params.Int("expert_parallel") > 1 && !p.enable_alltoall)
     Warn(
         fmt::format("{}: expert_parallel {} without parallel.enable_alltoall: tokens reach their experts by AllGather "
@@ -211,6 +222,7 @@ Graph BuildRunGraph(const RunSpec& run) {
   options.pipeline_stages = run.parallel.pipeline_stages;
   options.recompute = run.parallel.recompute;
   options.select_recompute = run.parallel.select_recompute;
+  options.offload_layers = run.parallel.cpu_offloading_num_layers;
   const nlohmann::json empty = nlohmann::json::object();
   Graph graph = BuildModelGraph(run.model, options, JsonNode(empty, run.file, "/model"));
   // A split index past the last gradient splits nothing: a config written for another model.

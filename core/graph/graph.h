@@ -64,6 +64,9 @@ struct Operator {
   // ConfigError there; empty for strategies a search chose.
   SourceLocation strategy_source;
   bool recompute = false;
+  // The activations it keeps for backward go to host memory during the
+  // forward and come back before its backward (cpu_offloading_num_layers).
+  bool offload_activations = false;
   int64_t pipeline_stage = 0;
 
   bool Has(const std::string& attr) const { return attrs.count(attr) != 0; }

@@ -26,6 +26,7 @@ int GraphBuilder::Add(const std::string& type, const std::string& name, std::vec
   if (on_host_) op.attrs["primitive_target"] = std::string("CPU");
   op.strategy = std::move(s);
   op.recompute = recompute_;
+  op.offload_activations = offload_;
   op.pipeline_stage = stage_;
   const int index = graph_.AddOperator(std::move(op));
   return graph_.op(index).outputs.front();

@@ -21,6 +21,7 @@ class GraphBuilder {
 
   void set_stage(int64_t stage) { stage_ = stage; }
   void set_recompute(bool recompute) { recompute_ = recompute; }
+  void set_offload(bool offload) { offload_ = offload; }
   // Operators added while on run on the host CPU (MindSpore's primitive_target "CPU").
   void set_on_host(bool on_host) { on_host_ = on_host; }
   // Parameters added while frozen get no gradient and no optimizer state
@@ -103,6 +104,7 @@ class GraphBuilder {
   Graph graph_;
   int64_t stage_ = 0;
   bool recompute_ = false;
+  bool offload_ = false;
   bool on_host_ = false;
   bool frozen_ = false;
   std::string scope_;

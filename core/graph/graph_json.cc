@@ -76,6 +76,7 @@ void ReadOperator(Graph& graph, const JsonNode& node) {
     op.strategy_source = shard->location();
   }
   op.recompute = reader.Bool("recompute", false);
+  op.offload_activations = reader.Bool("offload_activations", false);
   op.pipeline_stage = reader.Int("pipeline_stage", 0, 0, 4095);
   reader.Finish();
   try {
@@ -123,6 +124,7 @@ nlohmann::json GraphToJson(const Graph& graph) {
     }
     if (op.strategy) j["shard"] = *op.strategy;
     if (op.recompute) j["recompute"] = true;
+    if (op.offload_activations) j["offload_activations"] = true;
     if (op.pipeline_stage != 0) j["pipeline_stage"] = op.pipeline_stage;
     ops.push_back(std::move(j));
   }

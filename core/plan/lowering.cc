@@ -87,6 +87,7 @@ class Lowering {
     share_of_tensor_.assign(graph_.tensors().size(), -1);
     for (size_t i = 0; i < shares_.size(); ++i) share_of_tensor_[shares_[i].tensor] = static_cast<int>(i);
     host_only_ = HostOnlyParameters();
+    if (plan.training) FindOffloadGroups();
     for (size_t i = 0; i < graph_.operators().size(); ++i) Forward(plan, static_cast<int>(i));
     if (plan.training)
       for (size_t i = graph_.operators().size(); i-- > 0;) Backward(plan, static_cast<int>(i));
@@ -146,7 +147,12 @@ class Lowering {
     const int k = static_cast<int>(p_.micro_batch_interleaved);
     const double kk = static_cast<double>(k);
     auto scale = [&](const Task& t) {
-      if (t.pcie_copy) return HostTransfer(t.name, t.op, t.bytes / kk);
+      if (t.pcie_copy) {
+        Task c = HostTransfer(t.name, t.op, t.bytes / kk);
+        c.overlapped = t.overlapped;
+        c.after_host_copies = t.after_host_copies;
+        return c;
+      }
       if (t.kind == Task::Kind::kCompute) {
         KernelShape kernel = t.kernel;
         if (kernel.gemm.batch % k == 0)
@@ -411,6 +417,65 @@ class Lowering {
     return t;
   }
 
+  // Activation offloading: a copy on the device's copy engine, beside the
+  // compute and communication after it (PassStep::copy_seconds).
+  Task HostCopy(const std::string& name, int op, double bytes) const {
+    Task t = HostTransfer(name, op, bytes);
+    t.overlapped = true;
+    return t;
+  }
+
+  // Activation offloading: runs of consecutive offload-marked operators of
+  // one name scope (a layer) on one stage, in forward order.
+  struct OffloadGroup {
+    int first_op = 0, last_op = 0;
+    std::string scope;
+    double bytes = 0;     // what its operators keep for backward, copied out and back
+    int prefetch_op = 0;  // its copy back starts with this operator's backward (the next layer's first)
+  };
+
+  static std::string ScopeOf(const std::string& name) {
+    const size_t slash = name.find('/');
+    return slash == std::string::npos ? std::string() : name.substr(0, slash);
+  }
+
+  void FindOffloadGroups() {
+    const int n = static_cast<int>(graph_.operators().size());
+    offload_group_of_op_.assign(static_cast<size_t>(n), -1);
+    for (int i = 0; i < n; ++i) {
+      const Operator& op = graph_.op(i);
+      if (!op.offload_activations) continue;
+      if (op.recompute)
+        throw LayoutError(fmt::format("operator \"{}\" is marked both recompute and offload_activations: a "
+                                      "recomputed operator keeps nothing to offload",
+                                      op.name));
+      const bool joins = !offload_groups_.empty() && offload_groups_.back().last_op == i - 1 &&
+                         offload_groups_.back().scope == ScopeOf(op.name) &&
+                         graph_.op(i - 1).pipeline_stage == op.pipeline_stage;
+      if (joins) {
+        offload_groups_.back().last_op = i;
+      } else {
+        offload_groups_.push_back({i, i, ScopeOf(op.name)});
+      }
+      offload_group_of_op_[static_cast<size_t>(i)] = static_cast<int>(offload_groups_.size()) - 1;
+    }
+    for (OffloadGroup& g : offload_groups_) {
+      SavedActivations kept;
+      for (int i = g.first_op; i <= g.last_op; ++i) SaveForBackward(i, kept);
+      g.bytes = kept.Bytes();
+      // The next layer on the stage: its backward, which runs first, hides
+      // the copy back (none: the group's own backward waits for it whole).
+      g.prefetch_op = g.last_op;
+      const int next = g.last_op + 1;
+      if (next < n && graph_.op(next).pipeline_stage == graph_.op(g.last_op).pipeline_stage) {
+        g.prefetch_op = next;
+        while (g.prefetch_op + 1 < n && ScopeOf(graph_.op(g.prefetch_op + 1).name) == ScopeOf(graph_.op(next).name) &&
+               graph_.op(g.prefetch_op + 1).pipeline_stage == graph_.op(next).pipeline_stage)
+          ++g.prefetch_op;
+      }
+    }
+  }
+
   // Host-device training: a tensor crossing between an operator on the host
   // and one on the device moves over PCIe (its gradient crosses back in backward).
   std::vector<Task> HostTransfers(int index, bool backward) {
@@ -454,6 +519,14 @@ class Lowering {
   void Forward(Plan& plan, int index) {
     StageProgram& stage = StageOf(plan, index);
     for (Task& t : ForwardTasks(stage, index, false)) stage.forward.push_back(std::move(t));
+    const int g = OffloadGroupOf(index);
+    if (g >= 0 && offload_groups_[g].last_op == index)
+      stage.forward.push_back(HostCopy(offload_groups_[g].scope + "/offload.device_to_host", index,
+                                        offload_groups_[g].bytes));
+  }
+
+  int OffloadGroupOf(int op) const {
+    return offload_group_of_op_.empty() ? -1 : offload_group_of_op_[static_cast<size_t>(op)];
   }
 
   // Recompute: before the backward of the last operator of a run of
@@ -462,6 +535,14 @@ class Lowering {
     const Operator& op = graph_.op(index);
     StageProgram& stage = StageOf(plan, index);
     const OpLayout& layout = layouts_[index];
+    // Activation offloading: a layer's activations come back beside the
+    // backward of the layer after it; its own backward waits for them
+    // (before it sends for the layer before it).
+    const size_t first_task = stage.backward.size();
+    for (const OffloadGroup& g : offload_groups_)
+      if (g.prefetch_op == index)
+        stage.backward.push_back(HostCopy(g.scope + "/offload.host_to_device", g.last_op, g.bytes));
+    const int group = OffloadGroupOf(index);
     const bool segment_continues =
         index + 1 < static_cast<int>(graph_.operators().size()) && SameSegment(index, index + 1);
     if (op.recompute && !segment_continues) {
@@ -500,6 +581,14 @@ class Lowering {
     }
     for (Task& t : Redistributions(stage, index, true)) stage.backward.push_back(std::move(t));
     for (Task& t : HostTransfers(index, true)) stage.backward.push_back(std::move(t));
+    if (group >= 0 && offload_groups_[group].last_op == index) {
+      // A layer with no layer after it to hide behind sends for its own activations just now.
+      size_t wait = first_task;
+      if (offload_groups_[group].prefetch_op == index)
+        while (wait < stage.backward.size() && stage.backward[wait].pcie_copy && stage.backward[wait].overlapped)
+          ++wait;
+      if (wait < stage.backward.size()) stage.backward[wait].after_host_copies = true;
+    }
   }
 
   // Where a parameter lives: the operator that first uses it (its stage, and
@@ -967,6 +1056,7 @@ class Lowering {
     // segment's output, or what selective recompute starts from) and is
     // rematerialised one segment at a time, its saved tensors then live together.
     SavedActivations device, host, recomputing;
+    std::vector<SavedActivations> offloaded(offload_groups_.size());
     double largest_segment = 0, largest_output = 0;
     for (size_t i = 0; i < graph_.operators().size(); ++i) {
       const int index = static_cast<int>(i);
@@ -974,7 +1064,8 @@ class Lowering {
       if (op.pipeline_stage != stage.stage) continue;
       for (int t : op.outputs) largest_output = std::max(largest_output, OutputSliceBytes(t));
       if (!plan.training) continue;
-      SavedActivations& into = op.OnHost() ? host : device;
+      const int group = OffloadGroupOf(index);
+      SavedActivations& into = op.OnHost() ? host : group >= 0 ? offloaded[static_cast<size_t>(group)] : device;
       if (!op.recompute) {
         SaveForBackward(index, into);
         continue;
@@ -987,11 +1078,21 @@ class Lowering {
       }
       if (index + 1 == static_cast<int>(graph_.operators().size()) || !SameSegment(index, index + 1)) recomputing = {};
     }
-    const double kept = device.Bytes(), host_kept = host.Bytes();
+    // Offloaded layers' activations live in host memory between their
+    // forward and backward; on the device, the layer computing and the one
+    // copying (out in forward, back in backward). A tensor the device keeps
+    // anyway (the next layer reads it) stays there.
+    double offloaded_bytes = 0, largest_offloaded = 0;
+    for (SavedActivations& layer : offloaded) {
+      for (const auto& [tensor, bytes] : device.tensors) layer.tensors.erase(tensor);
+      offloaded_bytes += layer.Bytes();
+      largest_offloaded = std::max(largest_offloaded, layer.Bytes());
+    }
+    const double kept = device.Bytes(), host_kept = host.Bytes() + offloaded_bytes;
     if (plan.training) {
       m.activations_per_micro_batch = kept;
       m.micro_batches_in_flight = MicroBatchesInFlight(plan, stage.stage);
-      m.activations = kept * m.micro_batches_in_flight + largest_segment;
+      m.activations = kept * m.micro_batches_in_flight + largest_segment + 2 * largest_offloaded;
       m.host += host_kept * m.micro_batches_in_flight;
     } else {
       m.activations_per_micro_batch = 2 * largest_output;  // inference frees what it has consumed
@@ -1047,6 +1148,8 @@ class Lowering {
   std::vector<ParamShare> shares_;
   std::vector<int> share_of_tensor_;  // per tensor: its index in shares_, -1 for none
   std::vector<bool> host_only_;       // per tensor: a parameter only host operators use
+  std::vector<OffloadGroup> offload_groups_;
+  std::vector<int> offload_group_of_op_;  // per operator: its offload group, -1 for none (empty: none at all)
 };
 
 }  // namespace

@@ -14,26 +14,46 @@ double PassStep::ClosedFormSeconds(const std::vector<Task>& tasks) const {
   return std::max(compute_seconds, CommunicationSeconds(tasks));
 }
 
+double CopyStream::Start(const PassStep& step, double now) {
+  const double wait = step.waits_for_copies ? std::max(0.0, busy_until - now) : 0.0;
+  if (step.copy_seconds > 0) busy_until = std::max(busy_until, now + wait) + step.copy_seconds;
+  return wait;
+}
+
 std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, size_t end,
                                 const std::vector<bool>& break_after) {
   std::vector<PassStep> steps;
   // Whether the last step still takes compute tasks: a compute run, or an
-  // overlapped collective waiting for the compute it overlaps.
+  // overlapped collective (or host copy) waiting for the compute beside it.
   bool open_for_compute = false;
   for (size_t i = begin; i < end; ++i) {
     const Task& t = tasks[i];
     const int index = static_cast<int>(i);
+    if (t.after_host_copies) open_for_compute = false;
+    if (t.pcie_copy && t.overlapped) {
+      // A copy starts a step (joining one that has done nothing yet).
+      const bool joins = !steps.empty() && open_for_compute && steps.back().compute_seconds == 0 &&
+                         steps.back().collectives.empty();
+      if (!joins) steps.push_back({index, index, 0, {}});
+      steps.back().waits_for_copies |= t.after_host_copies;
+      steps.back().copy_seconds += t.seconds;
+      steps.back().end_task = index + 1;
+      open_for_compute = true;
+      continue;
+    }
     if (t.kind == Task::Kind::kCompute) {
       if (!open_for_compute) steps.push_back({index, index, 0, {}});
       steps.back().compute_seconds += t.seconds;
       steps.back().end_task = index + 1;
+      steps.back().waits_for_copies |= t.after_host_copies;
       open_for_compute = i >= break_after.size() || !break_after[i];
       continue;
     }
     // A collective after an overlapped one (with no compute between) joins it on the communication stream.
-    const bool joins = t.overlapped && !steps.empty() && !steps.back().collectives.empty() &&
+    const bool joins = t.overlapped && !t.after_host_copies && !steps.empty() && !steps.back().collectives.empty() &&
                        steps.back().compute_seconds == 0 && tasks[steps.back().collectives.back()].overlapped;
     if (!joins) steps.push_back({index, index, 0, {}});
+    steps.back().waits_for_copies |= t.after_host_copies;
     steps.back().collectives.push_back(index);
     steps.back().end_task = index + 1;
     open_for_compute = t.overlapped;

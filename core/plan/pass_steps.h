@@ -2,9 +2,11 @@
 // steps a device runs: a run of compute tasks merged into one, a blocking
 // collective on its own, or an overlapped collective (MicroBatchInterleaved)
 // together with the compute that follows it, the two on separate streams.
+// Host copies of offloaded activations start a step and run on a third.
 // Both engines walk a pass by these steps, so they agree on what overlaps.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -17,9 +19,23 @@ struct PassStep {
   int end_task = 0;
   double compute_seconds = 0;    // merged compute tasks
   std::vector<int> collectives;  // run one after another on the communication stream
+  // Host copies issued as the step starts, on the copy engine: a third
+  // stream, whose copies run one after another across the pass's steps
+  // (activation offloading). The pass ends when its last copy has.
+  double copy_seconds = 0;
+  bool waits_for_copies = false;  // starts only once every copy issued before it has ended
   // Closed-form duration: both streams start together, the step ends when both are done.
   double ClosedFormSeconds(const std::vector<Task>& tasks) const;
   double CommunicationSeconds(const std::vector<Task>& tasks) const;
+};
+
+// The copy engine's clock through a pass: `Start` gives how long a step
+// waits before it starts at `now` (for the copies it waits for) and issues
+// its copies; `Drain` how long the pass's end waits for the last copy.
+struct CopyStream {
+  double busy_until = 0;
+  double Start(const PassStep& step, double now);
+  double Drain(double now) const { return std::max(0.0, busy_until - now); }
 };
 
 // The steps of tasks [begin, end). A compute run also ends after each task t

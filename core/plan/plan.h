@@ -57,6 +57,9 @@ struct Task {
   double bytes = 0;
   bool on_host = false;
   bool pcie_copy = false;         // a host <-> device copy: `bytes` over PCIe, no FLOPs
+  // Starts only once every host copy issued before it in the pass has ended
+  // (an offloaded layer's backward, waiting for its activations).
+  bool after_host_copies = false;
   KernelShape kernel;             // MatMul/BatchMatMul product or fused attention per device, and the pass
   DType dtype = DType::kFloat32;  // whose peak the compute runs at (an FP8 GEMM's operand format)
   // Collective.
@@ -66,7 +69,9 @@ struct Task {
   double comm_bytes = 0;
   CommDimension dimension = CommDimension::kTensor;
   // Runs on the communication stream beside the compute that follows it
-  // (MicroBatchInterleaved); otherwise it blocks the compute stream.
+  // (MicroBatchInterleaved); otherwise it blocks the compute stream. A host
+  // copy so marked runs on the copy engine beside everything after it
+  // (activation offloading).
   bool overlapped = false;
   // A step-start weight gather overlapped with the first forward (Megatron's
   // --overlap-param-gather): the forward time that runs before its weights

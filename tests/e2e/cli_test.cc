@@ -108,6 +108,22 @@ TEST_CASE("simulate writes a result JSON that names the run") {
   CHECK(printed == j);
 }
 
+TEST_CASE("activation offloading steps alike on both engines and is refused beside recompute") {
+  const std::string run = "simulate configs/runs/llama2-70b-h100-1024.json --set parallel.cpu_offloading_num_layers=10";
+  const CliResult analytical = Run(run + " --set parallel.recompute=false --engine analytical --json");
+  const CliResult simgrid = Run(run + " --set parallel.recompute=false --engine simgrid --json");
+  REQUIRE(analytical.rc == 0);
+  REQUIRE(simgrid.rc == 0);
+  const auto a = nlohmann::json::parse(analytical.out), s = nlohmann::json::parse(simgrid.out);
+  const double step = s["result"]["step_seconds"].get<double>();
+  CHECK(a["result"]["step_seconds"].get<double>() == Approx(step).epsilon(0.005));
+  CHECK(a["run"]["parallel"]["cpu_offloading_num_layers"] == 10);
+  const CliResult refused = Run(run);  // the run file recomputes
+  CHECK(refused.rc == 1);
+  CHECK_THAT(refused.err, Catch::Contains("/parallel/cpu_offloading_num_layers") &&
+                              Catch::Contains("use one of cpu_offloading_num_layers and recompute"));
+}
+
 TEST_CASE("simulate search compare and tune-fusion change run-file keys with set options") {
   const CliResult base = Run("simulate configs/runs/resnet50-ascend-8.json --engine analytical --json");
   const CliResult set =

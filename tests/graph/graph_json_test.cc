@@ -43,7 +43,8 @@ const char* kSmallGraph = R"({
   "operators": [
     {"name": "mm", "type": "MatMul", "inputs": ["x", "w"], "attrs": {"transpose_a": false, "transpose_b": false},
      "shard": [[2, 1], [1, 4]]},
-    {"name": "act", "type": "ReLU", "inputs": ["mm"], "outputs": ["y"], "recompute": true}
+    {"name": "act", "type": "ReLU", "inputs": ["mm"], "outputs": ["y"], "recompute": true},
+    {"name": "out/act", "type": "ReLU", "inputs": ["y"], "outputs": ["z"], "offload_activations": true}
   ]})";
 
 TEST_CASE("explicit graphs load with parameter attributes and strategies") {
@@ -54,6 +55,9 @@ TEST_CASE("explicit graphs load with parameter attributes and strategies") {
   CHECK(*g.op(0).strategy == Strategy{{2, 1}, {1, 4}});
   CHECK(g.tensor(*g.FindTensor("y")).shape == Shape{8, 4});
   CHECK(g.op(1).recompute);
+  CHECK_FALSE(g.op(1).offload_activations);
+  CHECK(g.op(2).offload_activations);
+  CHECK(GraphToJson(g)["operators"][2]["offload_activations"] == true);
 }
 
 std::string ErrorAt(nlohmann::json doc, const std::string& pointer) {

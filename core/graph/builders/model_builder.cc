@@ -1,5 +1,7 @@
 #include "core/graph/builders/model_builder.h"
 
+#include <map>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -50,6 +52,19 @@ std::vector<int64_t> StagesOfLayers(int64_t layers, int64_t stages, const std::v
   for (int64_t s = 0; s < stages; ++s)
     for (int64_t i = 0; i < layers / stages + offset[s]; ++i) stage_of[layer++] = s;
   return stage_of;
+}
+
+std::vector<bool> OffloadedLayers(const std::vector<int64_t>& stage_of, int64_t count) {
+  std::vector<bool> offloaded(stage_of.size(), false);
+  if (count == 0) return offloaded;
+  std::map<int64_t, int64_t> seen;  // layers met so far per stage
+  for (size_t layer = 0; layer < stage_of.size(); ++layer) offloaded[layer] = seen[stage_of[layer]]++ < count;
+  for (const auto& [stage, layers] : seen)
+    if (layers <= count)
+      throw GraphError(fmt::format("cpu_offloading_num_layers {} offloads every layer of pipeline stage {} ({} "
+                                   "layers): each stage keeps at least its last layer on the device",
+                                   count, stage, layers));
+  return offloaded;
 }
 
 }  // namespace shardlab

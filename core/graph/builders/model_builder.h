@@ -52,6 +52,9 @@ struct BuildOptions {
   int64_t pipeline_stages = 1;    // layers are assigned to stages evenly, unless a builder's offset says otherwise
   bool recompute = false;         // mark the repeated layers' forward for recomputation
   bool select_recompute = false;  // mark only the attention core (when `recompute` is off)
+  // Mark the first this many repeated layers of each stage to offload the
+  // activations they keep to host memory (cpu_offloading_num_layers).
+  int64_t offload_layers = 0;
 };
 
 struct ModelBuilder {
@@ -80,5 +83,11 @@ ModelBuilder FfnBuilder();
 // stage i holds layers / stages + offset[i] layers, which must be at least
 // one and add up to `layers` (throws GraphError naming the rule).
 std::vector<int64_t> StagesOfLayers(int64_t layers, int64_t stages, const std::vector<int64_t>& offset);
+
+// Which of the layers (placed by `stage_of`) offload their activations: the
+// first `count` of each pipeline stage (BuildOptions::offload_layers). Each
+// stage must keep at least one layer on the device, whose forward the last
+// offloaded layer's copy runs beside (throws GraphError).
+std::vector<bool> OffloadedLayers(const std::vector<int64_t>& stage_of, int64_t count);
 
 }  // namespace shardlab

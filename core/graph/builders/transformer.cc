@@ -776,6 +776,7 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
   d.select_recompute = options.select_recompute && !options.recompute;
   const int64_t stages = options.pipeline_stages;
   const std::vector<int64_t> stage_of = StagesOfLayers(d.layers, stages, params.Ints("offset"));
+  const std::vector<bool> offloaded = OffloadedLayers(stage_of, options.offload_layers);
   GraphBuilder b(graph_name);
   b.set_frozen(d.lora_rank > 0);
   const Shard shard{d.sharded && d.all_ops};
@@ -790,6 +791,7 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
     b.set_stage(stage_of[layer]);
     b.set_scope("layer" + std::to_string(layer) + "/");
     b.set_recompute(options.recompute);
+    b.set_offload(offloaded[layer]);
     const int attention = Attention(b, d, Norm(b, d, "attention_norm", x), mask, true);
     if (d.parallel_residual) {
       const int ffn = Mlp(b, d, Norm(b, d, "ffn_norm", x), layer);
@@ -801,6 +803,7 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
     x = Residual(b, d, "ffn_residual", x, ffn);
   }
   b.set_recompute(false);
+  b.set_offload(false);
   b.set_scope("");
   b.set_stage(stages - 1);
   x = Norm(b, d, "final_norm", x);
@@ -823,6 +826,7 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
   d.select_recompute = options.select_recompute && !options.recompute;
   const int64_t stages = options.pipeline_stages;
   const std::vector<int64_t> stage_of = StagesOfLayers(d.layers, stages, params.Ints("offset"));
+  const std::vector<bool> offloaded = OffloadedLayers(stage_of, options.offload_layers);
   if (d.seq_parallel) throw GraphError("use_seq_parallel is built for the decoder (gpt), not BERT");
   if (d.cp > 1) throw GraphError("context_parallel is built for the decoder (gpt), not BERT");
   if (d.lora_rank > 0) throw GraphError("lora_rank is built for the decoder (gpt), not BERT");
@@ -850,10 +854,12 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
     b.set_stage(stage_of[layer]);
     b.set_scope("layer" + std::to_string(layer) + "/");
     b.set_recompute(options.recompute);
+    b.set_offload(offloaded[layer]);
     x = Norm(b, d, "attention_norm", Residual(b, d, "attention_residual", x, Attention(b, d, x, mask, false)));
     x = Norm(b, d, "ffn_norm", Residual(b, d, "ffn_residual", x, Mlp(b, d, x, layer)));
   }
   b.set_recompute(false);
+  b.set_offload(false);
   b.set_scope("");
   b.set_stage(stages - 1);
   const int64_t h = d.hidden;
