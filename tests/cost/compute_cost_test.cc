@@ -82,6 +82,23 @@ TEST_CASE("fused attention efficiency rises with the keys each query sees and th
   CHECK(AttentionEfficiency(d, {4096, 64, false}, false) < AttentionEfficiency(d, {4096, 128, false}, false));
 }
 
+TEST_CASE("the Ascend 910B's fused attention follows the published torch_npu sweep once core occupancy is divided out") {
+  // hw-native-sys/pto-isa, flash_atten README, '910B2 Multi-Core Comparison': one head, fp16,
+  // head_dim 128, non-causal; TFLOP/s by sequence length. One head's 128-row query blocks fill
+  // blocks / (24 x waves) of the 24 cores; a training step's many heads fill them all.
+  const ClusterSpec a2 = testing::ShippedCluster("atlas800t-a2-910b");
+  const std::pair<int64_t, double> measured[] = {{1024, 9.18},   {2048, 30.33},  {4096, 72.61},
+                                                 {8192, 97.30}, {16384, 122.88}, {32768, 150.78}};
+  for (const auto& [length, tflops] : measured) {
+    INFO(length);
+    const double blocks = static_cast<double>(length / 128);
+    const double occupancy = blocks / (24 * std::ceil(blocks / 24));
+    const double efficiency = tflops * 1e12 / occupancy / a2.device.peak_flops.at(DType::kFloat16);
+    const double predicted = AttentionEfficiency(a2.device, {length, 128, false}, false);
+    CHECK(std::abs(predicted / efficiency - 1) < (length == 4096 ? 0.30 : 0.10));
+  }
+}
+
 // |predicted / measured - 1| of every GEMM of 60 us and more (shorter ones sit
 // on the timer's floor) in the measurement file's groups.
 std::vector<double> GemmErrors(const ClusterSpec& cluster, const nlohmann::json& measured,
