@@ -1,5 +1,6 @@
 #include "core/config/run_config.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -77,10 +78,20 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
                           run.model.params.String("fp8"), run.cluster.device.model));
   }
   if (p.cpu_offloading_num_layers > 0) {
-    if (p.recompute)
+    if (p.recompute || p.select_recompute)
       parallel_node.Child("cpu_offloading_num_layers")
-          .Fail("activation offloading copies what a layer keeps for backward, and a recomputed layer keeps only "
-                "its input: use one of cpu_offloading_num_layers and recompute (Megatron refuses both at once)");
+          .Fail(fmt::format("activation offloading copies what a layer keeps for backward, and a recomputed layer "
+                            "keeps only its input: use one of cpu_offloading_num_layers and {} (Megatron refuses "
+                            "both at once)",
+                            p.recompute ? "recompute" : "select_recompute"));
+    if (p.micro_batch_interleaved > 1)
+      parallel_node.Child("cpu_offloading_num_layers")
+          .Fail("activation offloading is not built with micro_batch_interleaved: its slices would each copy a "
+                "share of every layer");
+    if (run.simulation.pipeline_schedule == PipelineSchedule::kInterleaved)
+      parallel_node.Child("cpu_offloading_num_layers")
+          .Fail("activation offloading is not built with the interleaved pipeline schedule (Megatron takes it only "
+                "without pipeline parallelism): the first layers of a stage would fill its first chunks");
     if (run.model.graph)
       parallel_node.Child("cpu_offloading_num_layers")
           .Fail(fmt::format("model \"{}\" is a graph file, which has no repeated layers to count: mark its "
@@ -234,6 +245,13 @@ Graph BuildRunGraph(const RunSpec& run) {
                           "below the last of model \"{}\"'s {} gradients: index i ends a bucket after gradient i, "
                           "so the indices must be below {}",
                           allreduce.indices.back(), run.model.name, gradients, gradients - 1));
+  if (run.parallel.cpu_offloading_num_layers > 0 &&
+      std::none_of(graph.operators().begin(), graph.operators().end(),
+                   [](const Operator& op) { return op.offload_activations; }))
+    JsonNode(empty, run.file, "/parallel/cpu_offloading_num_layers")
+        .Fail(fmt::format("model \"{}\" (builder {}) has no repeated transformer layers to offload: "
+                          "cpu_offloading_num_layers is built for the gpt and bert builders",
+                          run.model.name, run.model.builder));
   return graph;
 }
 

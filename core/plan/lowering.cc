@@ -392,7 +392,7 @@ class Lowering {
   bool SameSegment(int a, int b) const {
     const Operator &x = graph_.op(a), &y = graph_.op(b);
     if (!x.recompute || !y.recompute || x.pipeline_stage != y.pipeline_stage) return false;
-    return x.name.substr(0, x.name.find('/')) == y.name.substr(0, y.name.find('/'));
+    return ScopeOf(x.name) == ScopeOf(y.name);
   }
 
   DType OutputDType(const Operator& op) const { return graph_.tensor(op.outputs.front()).dtype; }
@@ -434,10 +434,8 @@ class Lowering {
     int prefetch_op = 0;  // its copy back starts with this operator's backward (the next layer's first)
   };
 
-  static std::string ScopeOf(const std::string& name) {
-    const size_t slash = name.find('/');
-    return slash == std::string::npos ? std::string() : name.substr(0, slash);
-  }
+  // A layer's name scope: the text before the first '/' (the whole name when there is none).
+  static std::string ScopeOf(const std::string& name) { return name.substr(0, name.find('/')); }
 
   void FindOffloadGroups() {
     const int n = static_cast<int>(graph_.operators().size());

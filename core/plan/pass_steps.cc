@@ -31,9 +31,9 @@ std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, si
     const int index = static_cast<int>(i);
     if (t.after_host_copies) open_for_compute = false;
     if (t.pcie_copy && t.overlapped) {
-      // A copy starts a step (joining one that has done nothing yet).
-      const bool joins = !steps.empty() && open_for_compute && steps.back().compute_seconds == 0 &&
-                         steps.back().collectives.empty();
+      // A copy starts a step, or joins one still waiting for compute (an
+      // overlapped collective's, or another copy's).
+      const bool joins = !steps.empty() && open_for_compute && steps.back().compute_seconds == 0;
       if (!joins) steps.push_back({index, index, 0, {}});
       steps.back().waits_for_copies |= t.after_host_copies;
       steps.back().copy_seconds += t.seconds;

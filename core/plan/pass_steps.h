@@ -44,6 +44,21 @@ struct CopyStream {
 std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, size_t end,
                                 const std::vector<bool>& break_after = {});
 
+// A pass in closed form from time 0, the copy stream's waits included:
+// calls `each(step, end)` with each step's end time and returns the pass's
+// duration (its last copy's end included).
+template <typename Each>
+double ClosedFormPass(const std::vector<PassStep>& steps, const std::vector<Task>& tasks, Each each) {
+  CopyStream copies;
+  double t = 0;
+  for (const PassStep& step : steps) {
+    t += copies.Start(step, t);
+    t += step.ClosedFormSeconds(tasks);
+    each(step, t);
+  }
+  return t + copies.Drain(t);
+}
+
 // break_after for a stage's backward tasks: where its gradient buckets become ready.
 std::vector<bool> BucketBreaks(const StageProgram& stage);
 

@@ -18,14 +18,10 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // Backward-pass offsets after which each backward task is done, as the engines step through it.
 std::vector<double> BackwardTaskEnds(const StageProgram& stage, double* backward) {
   std::vector<double> ends(stage.backward.size(), 0);
-  *backward = 0;
-  CopyStream copies;
-  for (const PassStep& step : PassSteps(stage.backward, 0, stage.backward.size(), BucketBreaks(stage))) {
-    *backward += copies.Start(step, *backward);
-    *backward += step.ClosedFormSeconds(stage.backward);
-    for (int i = step.first_task; i < step.end_task; ++i) ends[i] = *backward;
-  }
-  *backward += copies.Drain(*backward);
+  *backward = ClosedFormPass(PassSteps(stage.backward, 0, stage.backward.size(), BucketBreaks(stage)), stage.backward,
+                             [&](const PassStep& step, double end) {
+                               for (int i = step.first_task; i < step.end_task; ++i) ends[i] = end;
+                             });
   return ends;
 }
 

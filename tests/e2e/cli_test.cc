@@ -122,6 +122,36 @@ TEST_CASE("activation offloading steps alike on both engines and is refused besi
   CHECK(refused.rc == 1);
   CHECK_THAT(refused.err, Catch::Contains("/parallel/cpu_offloading_num_layers") &&
                               Catch::Contains("use one of cpu_offloading_num_layers and recompute"));
+  CHECK_THAT(Run(run + " --set parallel.recompute=false --set simulation.pipeline_schedule=interleaved "
+                       "--set simulation.virtual_pipeline_chunks=2")
+                 .err,
+             Catch::Contains("not built with the interleaved pipeline schedule"));
+  CHECK_THAT(Run("simulate configs/runs/resnet50-ascend-8.json --set parallel.cpu_offloading_num_layers=1").err,
+             Catch::Contains("has no repeated transformer layers to offload"));
+
+  // Servers of 4 devices: the tensor-parallel groups of 8 cross servers, so
+  // SimGrid runs every pass step by step (flows, copy waits as timers), and
+  // copies at 8 GB/s outlast the compute beside them.
+  const fs::path file = fs::path(SHARDLAB_SOURCE_DIR) / "configs/runs/llama2-70b-h100-1024.json";
+  nlohmann::json doc = nlohmann::json::parse(Slurp(file));
+  nlohmann::json cluster =
+      nlohmann::json::parse(Slurp((file.parent_path() / doc.at("cluster").get<std::string>()).lexically_normal()));
+  cluster["servers"] = 1024;
+  cluster["devices_per_server"] = 4;
+  cluster["inter_server"]["nics_per_server"] = 4;
+  cluster["host"]["pcie_bandwidth"] = "8 GB/s";
+  doc["cluster"] = cluster;
+  doc["model"] = (file.parent_path() / doc.at("model").get<std::string>()).lexically_normal().string();
+  doc["parallel"]["recompute"] = false;
+  doc["parallel"]["cpu_offloading_num_layers"] = 10;
+  const fs::path narrow = ScratchDir() / "offload-4-per-server.json";
+  std::ofstream(narrow) << doc.dump(2);
+  const CliResult slow_a = Run("simulate '" + narrow.string() + "' --engine analytical --json");
+  const CliResult slow_s = Run("simulate '" + narrow.string() + "' --engine simgrid --json");
+  REQUIRE(slow_a.rc == 0);
+  REQUIRE(slow_s.rc == 0);
+  CHECK(nlohmann::json::parse(slow_a.out)["result"]["step_seconds"].get<double>() ==
+        Approx(nlohmann::json::parse(slow_s.out)["result"]["step_seconds"].get<double>()).epsilon(0.005));
 }
 
 TEST_CASE("simulate search compare and tune-fusion change run-file keys with set options") {

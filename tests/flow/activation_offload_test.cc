@@ -59,23 +59,30 @@ TEST_CASE("offloaded layers keep their activations in host memory, copied out an
 }
 
 TEST_CASE("offload copies hide behind the next layer's compute unless the host link is too slow") {
-  const RunSpec base = Llama70b(0);
-  RunSpec fast = Llama70b(10), slow = Llama70b(10);
-  fast.cluster.host.pcie_bandwidth = 1e15;
-  slow.cluster.host.pcie_bandwidth = 1e9;  // 1 GB/s: each layer's copy far outlasts its neighbour's compute
   auto step = [](const RunSpec& run) {
     const PreparedRun p = Prepare(run);
     return Summarize(p.plan, RunAnalytical(p.plan)).step_seconds;
   };
-  const double without = step(base), hidden = step(fast), exposed = step(slow);
-  CHECK(hidden == Approx(without).epsilon(0.001));
+  const double without = step(Llama70b(0));
+  // At the DGX H100's 64 GB/s each layer's 2.8 ms copy hides behind the next
+  // layer's 2.5 ms forward (and the copy stream catches up on the layers kept)
+  // and 4 ms backward; run on the compute stream, the copies would add a third.
+  const PreparedRun offloaded = Prepare(Llama70b(10));
+  double copies = 0;
+  for (const auto* pass : {&offloaded.plan.stages[1].forward, &offloaded.plan.stages[1].backward})
+    for (const Task& t : *pass) copies += t.pcie_copy ? t.seconds : 0;
+  copies *= static_cast<double>(offloaded.plan.micro_batches);
+  CHECK(copies > 0.3 * without);
+  CHECK(Summarize(offloaded.plan, RunAnalytical(offloaded.plan)).step_seconds == Approx(without).epsilon(0.001));
   // At 1 GB/s the copies set the pace: 2 x 10 copies per micro-batch, one after another.
+  RunSpec slow = Llama70b(10);
+  slow.cluster.host.pcie_bandwidth = 1e9;
   const PreparedRun p = Prepare(slow);
-  const double copies = Copies(p.plan.stages[1].forward, "device_to_host").front()->seconds;
-  CHECK(exposed > without + 0.5 * 20 * copies * static_cast<double>(p.plan.micro_batches));
+  const double copy = Copies(p.plan.stages[1].forward, "device_to_host").front()->seconds;
+  CHECK(step(slow) > without + 0.5 * 20 * copy * static_cast<double>(p.plan.micro_batches));
 }
 
-TEST_CASE("activation offloading refuses recompute and stages it would empty") {
+TEST_CASE("activation offloading refuses operators marked for recompute and stages it would empty") {
   RunSpec run = Llama70b(10);
   run.parallel.recompute = true;
   CHECK_THROWS_WITH(Prepare(run), Catch::Contains("is marked both recompute and offload_activations"));

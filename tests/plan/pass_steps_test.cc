@@ -34,6 +34,57 @@ TEST_CASE("a pass merges compute runs and blocks on its collectives") {
   CHECK(broken[0].end_task == 1);
 }
 
+Task CopyTask(const std::string& name, double seconds) {
+  Task t = ComputeTask(name, seconds);
+  t.pcie_copy = true;
+  t.overlapped = true;
+  return t;
+}
+
+TEST_CASE("host copies run on the copy stream beside whatever follows, and a waiting step waits for them") {
+  // Forward: layer 0 computes, its copy out runs beside layer 1's compute and a blocking collective.
+  const std::vector<Task> forward = {ComputeTask("layer0", 2), CopyTask("layer0/out", 3), ComputeTask("layer1", 1),
+                                     CollectiveTask("x", 1), ComputeTask("layer2", 2)};
+  const auto steps = PassSteps(forward, 0, forward.size());
+  REQUIRE(steps.size() == 4);
+  CHECK(steps[1].copy_seconds == 3);
+  CHECK(steps[1].compute_seconds == 1);  // layer 1 joins the step the copy starts
+  CHECK(steps[1].first_task == 1);
+  std::vector<double> ends;
+  const double pass = ClosedFormPass(steps, forward, [&](const PassStep&, double end) { ends.push_back(end); });
+  CHECK(ends == std::vector<double>{2, 3, 4, 6});  // the copy, done at 5, never holds the compute up
+  CHECK(pass == 6);
+  // A copy longer than all that follows holds the pass's end.
+  std::vector<Task> slow = forward;
+  slow[1].seconds = 7;
+  CHECK(ClosedFormPass(PassSteps(slow, 0, slow.size()), slow, [](const PassStep&, double) {}) == 9);
+
+  // Backward: layer 1's backward sends for layer 0's activations; layer 0's backward waits for them.
+  std::vector<Task> backward = {CopyTask("layer0/in", 3), ComputeTask("layer1", 2), ComputeTask("layer0", 2)};
+  backward[2].after_host_copies = true;
+  const auto back = PassSteps(backward, 0, backward.size());
+  REQUIRE(back.size() == 2);
+  CHECK(back[1].waits_for_copies);
+  CHECK(ClosedFormPass(back, backward, [](const PassStep&, double) {}) == 5);  // waits 1 for the copy
+  // A copy issued by the waiting task itself is not waited for: the next layer's prefetch.
+  backward[2] = CopyTask("layer_before/in", 3);
+  backward[2].after_host_copies = true;
+  backward.push_back(ComputeTask("layer0", 2));
+  const auto chained = PassSteps(backward, 0, backward.size());
+  REQUIRE(chained.size() == 2);
+  CHECK(chained[1].waits_for_copies);
+  CHECK(chained[1].copy_seconds == 3);
+  CHECK(ClosedFormPass(chained, backward, [](const PassStep&, double) {}) == 3 + 3);  // compute to 5, copy to 6
+
+  // A copy right after an overlapped collective joins its step: both wait for the compute after them.
+  Task overlapped = CollectiveTask("y", 2);
+  overlapped.overlapped = true;
+  const std::vector<Task> joined = {overlapped, CopyTask("out", 1), ComputeTask("next", 2)};
+  const auto one = PassSteps(joined, 0, joined.size());
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].ClosedFormSeconds(joined) == 2);
+}
+
 TEST_CASE("MicroBatchInterleaved overlaps one slice's collective with the next slice's compute") {
   const std::vector<Task> tasks = {ComputeTask("c0", 4), CollectiveTask("x0", 2), ComputeTask("c1", 4),
                                    CollectiveTask("x1", 2)};
