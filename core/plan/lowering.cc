@@ -1078,19 +1078,22 @@ class Lowering {
     }
     // Offloaded layers' activations live in host memory between their
     // forward and backward; on the device, the layer computing and the one
-    // copying (out in forward, back in backward). A tensor the device keeps
-    // anyway (the next layer reads it) stays there.
-    double offloaded_bytes = 0, largest_offloaded = 0;
-    for (SavedActivations& layer : offloaded) {
+    // copying (out in forward, back in backward), when both are offloaded. A
+    // tensor the device keeps anyway (the next layer reads it) stays there.
+    double offloaded_bytes = 0, largest_offloaded = 0, offloaded_layers = 0;
+    for (SavedActivations& layer : offloaded) {  // empty for the other stages' layers
       for (const auto& [tensor, bytes] : device.tensors) layer.tensors.erase(tensor);
+      if (layer.Bytes() == 0) continue;
       offloaded_bytes += layer.Bytes();
       largest_offloaded = std::max(largest_offloaded, layer.Bytes());
+      ++offloaded_layers;
     }
+    const double offload_buffers = std::min(2.0, offloaded_layers) * largest_offloaded;
     const double kept = device.Bytes(), host_kept = host.Bytes() + offloaded_bytes;
     if (plan.training) {
       m.activations_per_micro_batch = kept;
       m.micro_batches_in_flight = MicroBatchesInFlight(plan, stage.stage);
-      m.activations = kept * m.micro_batches_in_flight + largest_segment + 2 * largest_offloaded;
+      m.activations = kept * m.micro_batches_in_flight + largest_segment + offload_buffers;
       m.host += host_kept * m.micro_batches_in_flight;
     } else {
       m.activations_per_micro_batch = 2 * largest_output;  // inference frees what it has consumed
