@@ -2,7 +2,7 @@
 # Rewrites the figures of README.md and docs/ from what the programs print now:
 # every output block (a `$ shardlab ...` line with its output) and every figure
 # in prose listed in docs/figures.json, then docs/validation.md. ctest's
-# docs/figures fails while they differ (timings within a factor of 4).
+# docs/figures fails while they differ (timings within docs/figures.json's timing_factor).
 # Review `git diff README.md docs` before committing. Timings come from the
 # build given (default build/test); run it alone on the machine.
 # Usage: scripts/update-docs.sh [build dir]

@@ -478,10 +478,13 @@ class ViewsTest : public QObject {
   void CancelStopsTheWorker() {
     MainWindow window;
     window.OpenRun(Path("configs/runs/gpt3-175b-ascend-4096.json"));
-    const RunSpec run = window.view()->run;
+    // Every device simulated: seconds of work, so the cancel lands while the child runs
+    // (the folded run can finish in under 0.2 s).
+    RunSpec run = window.view()->run;
+    run.simulation.symmetry = Symmetry::kOff;
     QSignalSpy cancelled(window.worker(), &SimulationWorker::cancelled);
     QVERIFY(window.worker()->Start(run, Engine::kSimGrid));
-    QTest::qWait(300);
+    QTest::qWait(100);
     window.worker()->Cancel();
     QVERIFY(cancelled.wait(20000));
     QCOMPARE(window.view()->run.name, run.name);
