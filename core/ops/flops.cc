@@ -108,4 +108,16 @@ OpWork ComputeOpWork(const Graph& graph, const Operator& op) {
   return ComputeOpWork(op, in, out);
 }
 
+ModelFlops ComputeModelFlops(const Graph& graph, const Operator& op) {
+  const OpWork w = ComputeOpWork(graph, op);
+  if (op.type != "FlashAttentionScore") return {w.forward_flops, w.backward_flops};
+  const AttentionDims a = FlashAttentionDims(op);
+  const auto& q = graph.tensor(op.inputs[0]).shape;
+  const auto& k = graph.tensor(op.inputs[1]).shape;
+  const auto& v = graph.tensor(op.inputs[2]).shape;
+  const double pairs = static_cast<double>(q[a.batch] * q[a.heads] * q[a.seq]) * static_cast<double>(k[a.seq]);
+  const double forward = 2.0 * pairs * static_cast<double>(q[a.head_dim] + v[a.head_dim]);
+  return {forward, 2.0 * forward};
+}
+
 }  // namespace shardlab

@@ -70,9 +70,9 @@ class Lowering {
     if (values.count("seq_length")) plan.tokens_per_step = p_.global_batch_size * run_.model.params.Int("seq_length");
     plan.peak_flops = PeakFlops(run_.cluster.device, ComputeDType(run_.model));
     for (size_t i = 0; i < graph_.operators().size(); ++i) {
-      const OpWork w = ComputeOpWork(graph_, graph_.op(static_cast<int>(i)));
-      const double backward = BackwardShare(static_cast<int>(i)) * w.backward_flops;  // none for frozen weights
-      plan.model_flops += (plan.training ? w.forward_flops + backward : w.forward_flops);
+      const ModelFlops f = ComputeModelFlops(graph_, graph_.op(static_cast<int>(i)));
+      const double backward = BackwardShare(static_cast<int>(i)) * f.backward;  // none for frozen weights
+      plan.model_flops += (plan.training ? f.forward + backward : f.forward);
     }
     plan.model_flops *= static_cast<double>(p_.micro_batch_num);
 

@@ -151,7 +151,7 @@ struct Plan {
   int64_t devices_per_stage = 1;
   double device_memory = 0;
   double peak_flops = 0;   // per device, for the model's dtype
-  double model_flops = 0;  // useful FLOPs of one step (no recompute), for MFU
+  double model_flops = 0;  // model FLOPs of one step (ComputeModelFlops: no recompute, attention dense), for MFU
   int64_t samples_per_step = 0;
   int64_t tokens_per_step = 0;  // 0 when the model has no sequence
   // global_rank: the device whose timeline stands for its stage in the

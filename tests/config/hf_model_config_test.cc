@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "core/flow/prepared_run.h"
 #include "core/ops/flops.h"
 #include "core/report/graph_summary.h"
 #include "core/util/json_reader.h"
@@ -78,6 +79,10 @@ TEST_CASE("latent attention costs the query's 192-wide and the value's 128-wide 
     const OpWork work = ComputeOpWork(graph, op);
     CHECK(work.forward_flops == 2 * (192 + 128) * pairs);
     CHECK(work.backward_flops == 2 * (3 * 192 + 2 * 128) * pairs);  // dQ, dK, Q·Kᵀ at 192; dV, dP at 128
+    // Model FLOPs (TFLOP/s, MFU) count every pair and a backward of twice the forward.
+    const ModelFlops model_flops = ComputeModelFlops(graph, op);
+    CHECK(model_flops.forward == 2 * (192 + 128) * (2 * pairs));
+    CHECK(model_flops.backward == 2 * model_flops.forward);
     CHECK(graph.tensor(op.outputs[0]).shape == Shape{1, 128, 4096, 128});
   }
   REQUIRE(found == 1);
@@ -143,6 +148,21 @@ TEST_CASE("a LLaMA forward pass costs 2 FLOPs per weight per token plus causal a
   // Norms, RoPE, SiLU, products and the loss add well under 1%.
   CHECK(s.forward_flops > formula);
   CHECK(s.forward_flops < 1.01 * formula);
+}
+
+TEST_CASE("a step's model FLOPs are Megatron-LM's num_floating_point_operations") {
+  // LLaMA-2 70B as Megatron counts it, 12 s L h^2 ((1 + groups/heads + s/h) + 3/2 ffn/h) + 6 s h V
+  // per sequence, written out per token: 6 FLOPs per weight of the query and output
+  // projections, the grouped keys and values and the SwiGLU MLP; attention's 12 s h per layer
+  // (every query-key pair, backward twice forward); the LM head's 6 h V.
+  const PreparedRun prepared = Prepare(LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json")));
+  const double s = 4096, h = 8192, kv = 8 * 128, layers = 80, ffn = 28672, vocab = 32000;
+  const double per_layer_weights = 2 * h * h + 2 * h * kv + 3 * h * ffn;
+  const double per_token = 6 * per_layer_weights * layers + 12 * s * h * layers + 6 * h * vocab;
+  const double megatron = per_token * s * 1024;  // global batch 1024 sequences
+  // Norms, RoPE, SiLU, products and the loss add well under 1%.
+  CHECK(prepared.plan.model_flops > megatron);
+  CHECK(prepared.plan.model_flops < 1.01 * megatron);
 }
 
 TEST_CASE("Hugging Face configs shardlab cannot build are one-line errors at the key") {

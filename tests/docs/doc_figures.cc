@@ -2,7 +2,8 @@
 // programs print today.
 //
 //   doc_figures --check  SOURCE BUILD   every difference, one line each; exit 1 if any
-//   doc_figures --update SOURCE BUILD   rewrites the documents with what the programs print
+//   doc_figures --update SOURCE BUILD   rewrites the figures that changed (timings within the
+//                                      factor and measurements of the same shape stay)
 //
 // Two kinds of figure:
 //  - Output blocks. In a fenced block, a line `$ shardlab ARGS` followed by
@@ -507,7 +508,9 @@ int Process(const fs::path& source, bool update) {
     if (update) {
       std::sort(replacements.begin(), replacements.end(),
                 [](const auto& a, const auto& b) { return a.begin > b.begin; });
-      for (const auto& r : replacements) text.replace(r.begin, r.end - r.begin, r.value.text);
+      // A timing within the factor stays as documented: an update rewrites what changed.
+      for (const auto& r : replacements)
+        if (!figures.Agrees(r.documented, r.value)) text.replace(r.begin, r.end - r.begin, r.value.text);
     }
 
     // Then output blocks, on the (possibly updated) lines.
@@ -519,25 +522,30 @@ int Process(const fs::path& source, bool update) {
       const Output output = runner.Run(block->command);
       std::vector<std::string> out = SplitLines(output.text);
       for (std::string& line : out) line = RightTrim(line);
+      const bool measured = figures.Measured(block->command);
+      // Timings within the factor and live measurements of the same shape stay as documented.
+      auto agrees = [&](const std::string& doc, const std::string& now) {
+        return doc == now || figures.timings().Match(doc, now) ||
+               (measured && figures.MeasuredShape(doc) == figures.MeasuredShape(now));
+      };
       if (update && !HasGap(*block)) {
+        for (size_t i = 0; i < out.size() && i < block->lines.size(); ++i)
+          if (agrees(RightTrim(block->lines[i]), out[i])) out[i] = RightTrim(block->lines[i]);
         lines.erase(lines.begin() + block->first_line, lines.begin() + block->first_line + block->lines.size());
         lines.insert(lines.begin() + block->first_line, out.begin(), out.end());
         continue;
       }
-      const bool measured = figures.Measured(block->command);
       std::vector<Problem> block_problems;
       const std::vector<size_t> aligned = Align(*block, out, block_problems);
       for (size_t i = 0; i < aligned.size(); ++i) {
         if (aligned[i] == std::string::npos) continue;
         const std::string doc = RightTrim(block->lines[i]);
         const std::string& now = out[aligned[i]];
-        if (doc == now) continue;
+        if (agrees(doc, now)) continue;
         if (update && Skeleton(doc) == Skeleton(now)) {
           lines[block->first_line + i] = now;
           continue;
         }
-        if (figures.timings().Match(doc, now) || (measured && figures.MeasuredShape(doc) == figures.MeasuredShape(now)))
-          continue;
         block_problems.push_back({block->first_line + i + 1, "`" + block->command + "` now prints\n    " + now +
                                                                  "\n  where the document shows\n    " + doc});
       }

@@ -57,7 +57,8 @@ TEST_CASE("offloaded layers keep their activations in host memory, copied out an
   CHECK(b.memory.host - a.memory.host == Approx(10 * layer * in_flight).epsilon(0.01));
   CHECK(b.memory.peak < a.memory.peak);
   // One layer offloaded: the layer computing beside its copy is a kept one, already counted.
-  const StageProgram& one = Prepare(Llama70b(1)).plan.stages[1];
+  const PreparedRun one_layer = Prepare(Llama70b(1));
+  const StageProgram& one = one_layer.plan.stages[1];
   CHECK(one.memory.activations == Approx(a.memory.activations - layer * in_flight + layer).epsilon(0.01));
 }
 
