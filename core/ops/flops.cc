@@ -31,6 +31,11 @@ std::pair<double, double> PerElement(const std::string& type) {
   return {0, 0};  // data movement only: Cast, Gather, Transpose, OneHot, MoeDispatch, Concat, BroadcastTo
 }
 
+// Every (query, key) pair of a FlashAttentionScore, a causal mask's skipped ones too.
+double AttentionPairs(const AttentionDims& a, const Shape& q, const Shape& k) {
+  return static_cast<double>(q[a.batch] * q[a.heads] * q[a.seq]) * static_cast<double>(k[a.seq]);
+}
+
 }  // namespace
 
 OpWork ComputeOpWork(const Operator& op, const std::vector<TensorType>& in, const std::vector<TensorType>& out) {
@@ -55,9 +60,8 @@ OpWork ComputeOpWork(const Operator& op, const std::vector<TensorType>& in, cons
     // causal triangle (Megatron's 2 x cp chunks), so half of its pairs still count.
     const AttentionDims a = FlashAttentionDims(op);
     const auto& q = in[0].shape;
-    const auto& k = in[1].shape;
     const auto& v = in[2].shape;
-    const double pairs = static_cast<double>(q[a.batch] * q[a.heads] * q[a.seq]) * static_cast<double>(k[a.seq]);
+    const double pairs = AttentionPairs(a, q, in[1].shape);
     const double causal = op.IntAttr("sparse_mode", 0) == 0 ? 1.0 : 0.5;
     const auto qd = static_cast<double>(q[a.head_dim]), vd = static_cast<double>(v[a.head_dim]);
     w.forward_flops = 2.0 * pairs * (qd + vd) * causal;
@@ -109,15 +113,16 @@ OpWork ComputeOpWork(const Graph& graph, const Operator& op) {
 }
 
 ModelFlops ComputeModelFlops(const Graph& graph, const Operator& op) {
+  if (op.type == "FlashAttentionScore") {
+    const AttentionDims a = FlashAttentionDims(op);
+    const Shape& q = graph.tensor(op.inputs[0]).shape;
+    const Shape& v = graph.tensor(op.inputs[2]).shape;
+    const double forward = 2.0 * AttentionPairs(a, q, graph.tensor(op.inputs[1]).shape) *
+                           static_cast<double>(q[a.head_dim] + v[a.head_dim]);
+    return {forward, 2.0 * forward};
+  }
   const OpWork w = ComputeOpWork(graph, op);
-  if (op.type != "FlashAttentionScore") return {w.forward_flops, w.backward_flops};
-  const AttentionDims a = FlashAttentionDims(op);
-  const auto& q = graph.tensor(op.inputs[0]).shape;
-  const auto& k = graph.tensor(op.inputs[1]).shape;
-  const auto& v = graph.tensor(op.inputs[2]).shape;
-  const double pairs = static_cast<double>(q[a.batch] * q[a.heads] * q[a.seq]) * static_cast<double>(k[a.seq]);
-  const double forward = 2.0 * pairs * static_cast<double>(q[a.head_dim] + v[a.head_dim]);
-  return {forward, 2.0 * forward};
+  return {w.forward_flops, w.backward_flops};
 }
 
 }  // namespace shardlab

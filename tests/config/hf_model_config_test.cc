@@ -155,11 +155,12 @@ TEST_CASE("a step's model FLOPs are Megatron-LM's num_floating_point_operations"
   // per sequence, written out per token: 6 FLOPs per weight of the query and output
   // projections, the grouped keys and values and the SwiGLU MLP; attention's 12 s h per layer
   // (every query-key pair, backward twice forward); the LM head's 6 h V.
-  const PreparedRun prepared = Prepare(LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json")));
+  const RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json"));
+  const PreparedRun prepared = Prepare(run);
   const double s = 4096, h = 8192, kv = 8 * 128, layers = 80, ffn = 28672, vocab = 32000;
   const double per_layer_weights = 2 * h * h + 2 * h * kv + 3 * h * ffn;
   const double per_token = 6 * per_layer_weights * layers + 12 * s * h * layers + 6 * h * vocab;
-  const double megatron = per_token * s * 1024;  // global batch 1024 sequences
+  const double megatron = per_token * s * static_cast<double>(run.parallel.global_batch_size);
   // Norms, RoPE, SiLU, products and the loss add well under 1%.
   CHECK(prepared.plan.model_flops > megatron);
   CHECK(prepared.plan.model_flops < 1.01 * megatron);

@@ -478,8 +478,8 @@ class ViewsTest : public QObject {
   void CancelStopsTheWorker() {
     MainWindow window;
     window.OpenRun(Path("configs/runs/gpt3-175b-ascend-4096.json"));
-    // Every device simulated: seconds of work, so the cancel lands while the child runs
-    // (the folded run can finish in under 0.2 s).
+    // Every device simulated: about a second of work, so the cancel lands while the child
+    // runs (the folded run can finish in under 0.2 s).
     RunSpec run = window.view()->run;
     run.simulation.symmetry = Symmetry::kOff;
     QSignalSpy cancelled(window.worker(), &SimulationWorker::cancelled);
