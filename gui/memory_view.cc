@@ -13,13 +13,16 @@ namespace shardlab::gui {
 namespace {
 
 constexpr double kMargin = 10;
-constexpr MemoryPart kStacked[] = {MemoryPart::kParameters, MemoryPart::kOptimizerStates, MemoryPart::kGradients,
-                                   MemoryPart::kActivations, MemoryPart::kBuffers};
+constexpr MemoryPart kStacked[] = {MemoryPart::kParameters, MemoryPart::kGatheredWeights,
+                                   MemoryPart::kOptimizerStates, MemoryPart::kGradients,
+                                   MemoryPart::kActivations,  MemoryPart::kBuffers};
 
 const char* NameOf(MemoryPart part) {
   switch (part) {
     case MemoryPart::kParameters:
       return "parameters";
+    case MemoryPart::kGatheredWeights:
+      return "gathered weights";
     case MemoryPart::kOptimizerStates:
       return "optimizer states";
     case MemoryPart::kGradients:
@@ -35,7 +38,9 @@ const char* NameOf(MemoryPart part) {
 double BytesOf(const MemoryBreakdown& m, MemoryPart part) {
   switch (part) {
     case MemoryPart::kParameters:
-      return m.parameters;
+      return m.parameters - m.gathered_weights;
+    case MemoryPart::kGatheredWeights:
+      return m.gathered_weights;
     case MemoryPart::kOptimizerStates:
       return m.optimizer_states;
     case MemoryPart::kGradients:
@@ -52,9 +57,13 @@ QString Bytes(double bytes) { return FormatValue(bytes, AxisUnit::kBytes, 3); }
 
 QColor CapacityColor() { return {200, 30, 30}; }
 
-std::vector<LegendItem> Legend() {
+// The parts' legend; gathered weights only where some stage has them.
+std::vector<LegendItem> Legend(const std::vector<StageResult>& stages) {
+  const bool gathered = std::any_of(stages.begin(), stages.end(),
+                                    [](const StageResult& s) { return s.memory.gathered_weights > 0; });
   std::vector<LegendItem> items;
-  for (MemoryPart part : kStacked) items.push_back({NameOf(part), MemoryColor(part)});
+  for (MemoryPart part : kStacked)
+    if (part != MemoryPart::kGatheredWeights || gathered) items.push_back({NameOf(part), MemoryColor(part)});
   items.push_back({"device memory", CapacityColor(), LegendMark::kDashed});
   return items;
 }
@@ -76,7 +85,8 @@ void MemoryView::SetResult(const StepResult& result, double capacity) {
 bool MemoryView::PeakApart(size_t bar) const {
   const MemoryBreakdown& m = stages_[bar].memory;
   const double sum = m.parameters + m.optimizer_states + m.gradients + m.activations + m.communication_buffers;
-  return std::min(m.gradients, m.activations) > 0 && m.peak < sum - 0.5 * std::min(m.gradients, m.activations);
+  const double freed = std::min(m.gradients, m.gathered_weights + m.activations);
+  return freed > 0 && m.peak < sum - 0.5 * freed;
 }
 
 QString MemoryView::HeaderText() const {
@@ -98,7 +108,7 @@ MemoryView::Frame MemoryView::FrameOf() const {
   const QFontMetrics m = fontMetrics();
   Frame f;
   f.legend = kMargin + HeaderHeight(m, width() - 2 * kMargin, HeaderText()) + 6;
-  f.top = DrawLegend(nullptr, m, QRectF(kMargin, f.legend, width() - 2 * kMargin, 0), Legend()) + 2 * m.height();
+  f.top = DrawLegend(nullptr, m, QRectF(kMargin, f.legend, width() - 2 * kMargin, 0), Legend(stages_)) + 2 * m.height();
   f.left = kMargin + m.height() + 8 + m.horizontalAdvance("000.0 GiB");
   f.right = width() - kMargin - 8;
   f.bottom = height() - kMargin - 2 * m.height() - 10;  // the stages' labels and the axis name below
@@ -127,22 +137,40 @@ QRectF MemoryView::PartRect(size_t bar, MemoryPart part) const {
   const MemoryBreakdown& m = stages_[bar].memory;
   const bool apart = PeakApart(bar);
   double below = 0;
-  for (MemoryPart p : kStacked) {
-    if (p == part) break;
-    // Side by side, activations start where the gradients do.
-    if (apart && p == MemoryPart::kGradients) {
-      if (part == MemoryPart::kActivations) continue;
-      below += std::max(m.gradients, m.activations);
-      continue;
+  if (!apart) {
+    for (MemoryPart p : kStacked) {
+      if (p == part) break;
+      below += BytesOf(m, p);
     }
-    if (apart && p == MemoryPart::kActivations) continue;
-    below += BytesOf(m, p);
+  } else {
+    // The parameters kept and the optimizer states, then the gradients
+    // (left) beside what the backward frees as it makes them (right: the
+    // gathered weights, the activations), then the buffers on the taller.
+    const double kept = BytesOf(m, MemoryPart::kParameters);
+    const double base = kept + m.optimizer_states;
+    switch (part) {
+      case MemoryPart::kParameters:
+        break;
+      case MemoryPart::kOptimizerStates:
+        below = kept;
+        break;
+      case MemoryPart::kGradients:
+      case MemoryPart::kGatheredWeights:
+        below = base;
+        break;
+      case MemoryPart::kActivations:
+        below = base + m.gathered_weights;
+        break;
+      case MemoryPart::kBuffers:
+        below = base + std::max(m.gradients, m.gathered_weights + m.activations);
+        break;
+    }
   }
   const double bytes = BytesOf(m, part);
   if (bytes <= 0) return {};
   QRectF r(x, YOf(below + bytes), width, YOf(below) - YOf(below + bytes));
   if (apart && part == MemoryPart::kGradients) r.setWidth(width / 2);
-  if (apart && part == MemoryPart::kActivations) r.setLeft(x + width / 2);
+  if (apart && (part == MemoryPart::kGatheredWeights || part == MemoryPart::kActivations)) r.setLeft(x + width / 2);
   return r;
 }
 
@@ -158,7 +186,11 @@ QString MemoryView::ToolTipAt(QPoint pos) const {
         text += fmt::format("  activations: {} per micro-batch, {:.4g} micro-batch{} in flight\n",
                             Bytes(m.activations_per_micro_batch).toStdString(), m.micro_batches_in_flight,
                             m.micro_batches_in_flight == 1 ? "" : "es");
-        if (PeakApart(b)) text += "  gradients and activations are not held at once: the peak counts the larger\n";
+        if (PeakApart(b))
+          text += m.gathered_weights > 0
+                      ? "  gradients and what the backward frees (gathered weights, activations) are not held at "
+                        "once: the peak counts the larger\n"
+                      : "  gradients and activations are not held at once: the peak counts the larger\n";
         if (m.host > 0) text += fmt::format("  in host memory: {}\n", Bytes(m.host).toStdString());
         text += fmt::format("peak {}", Bytes(m.peak).toStdString());
         if (capacity_ > 0)
@@ -175,7 +207,7 @@ void MemoryView::paintEvent(QPaintEvent*) {
   DrawHeader(p, QRectF(kMargin, kMargin, width() - 2 * kMargin, 0), HeaderText());
   const Frame f = FrameOf();
   const QFontMetrics m = p.fontMetrics();
-  DrawLegend(&p, m, QRectF(kMargin, f.legend, width() - 2 * kMargin, 0), Legend());
+  DrawLegend(&p, m, QRectF(kMargin, f.legend, width() - 2 * kMargin, 0), Legend(stages_));
   if (stages_.empty()) return;
   DrawVerticalAxis(p, f.left, f.bottom, f.top, 0, AxisMax(), AxisUnit::kBytes, "memory per device", kMargin);
   p.setPen(QColor(90, 90, 90));

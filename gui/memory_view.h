@@ -3,8 +3,9 @@
 // activations, communication buffers) against the device's memory, drawn as
 // the out-of-memory line. Where the stack frees activations as it makes the
 // gradients (one micro-batch without a kept gradient buffer), the two stand
-// side by side at the height of the larger, as the peak counts them. Hover a
-// bar for its figures.
+// side by side at the height of the larger, as the peak counts them (with
+// MindSpore's gathered weights, which the backward frees too). Hover a bar
+// for its figures.
 #pragma once
 
 #include <QWidget>
@@ -30,7 +31,7 @@ class MemoryView : public QWidget {
   QRectF PartRect(size_t bar, MemoryPart part) const;
   // The y of `bytes` on the axis.
   double YOf(double bytes) const;
-  // Whether gradients and activations stand side by side in bar `bar`.
+  // Whether gradients and what the backward frees stand side by side in bar `bar`.
   bool PeakApart(size_t bar) const;
   QString ToolTipAt(QPoint p) const;
   QSize sizeHint() const override { return {900, 560}; }

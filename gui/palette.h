@@ -85,12 +85,21 @@ inline QColor TextOn(const QColor& background) {
 }
 
 // The parts of a device's memory, in the order the memory view stacks them.
-enum class MemoryPart { kParameters, kOptimizerStates, kGradients, kActivations, kBuffers };
+enum class MemoryPart {
+  kParameters,       // the parameters the device keeps (a sharded weight's shard)
+  kGatheredWeights,  // MindSpore's gathered copies of optimizer-sharded weights
+  kOptimizerStates,
+  kGradients,
+  kActivations,
+  kBuffers,  // communication buffers
+};
 
 inline QColor MemoryColor(MemoryPart part) {
   switch (part) {
     case MemoryPart::kParameters:
       return {66, 133, 244};
+    case MemoryPart::kGatheredWeights:
+      return {150, 188, 250};
     case MemoryPart::kOptimizerStates:
       return {251, 188, 5};
     case MemoryPart::kGradients:

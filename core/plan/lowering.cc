@@ -1047,6 +1047,12 @@ class Lowering {
       m.parameters += parameters;
       m.gradients += gradients;
       m.optimizer_states += states;
+      // MindSpore stores a sharded weight as its shard and gathers the rest
+      // into a graph tensor that lives until its backward's last read
+      // (Megatron's distributed optimizer gathers into the persistent
+      // parameter buffer instead).
+      if (share.shards > 1 && share.mirror && !sharded_weight && !run_.stack.flat_optimizer_sharding)
+        m.gathered_weights += (slice - owned) * dtype;
     }
     // Activations kept for backward: what each operator's backward reads
     // (SavedForBackward), each tensor once however many operators read it.
@@ -1119,13 +1125,15 @@ class Lowering {
     }
     // Without a gradient buffer kept across the step (MindSpore's kParameter
     // with one micro-batch), gradients appear during the backward as it frees
-    // the activations it has consumed: the two peak apart, at the backward's
-    // start and at its end (layers alike: in between lies on the line).
+    // the activations and the gathered weights it has consumed: the two peak
+    // apart, at the backward's start and at its end (layers alike: in between
+    // lies on the line).
     const bool transient_gradients =
         p_.micro_batch_num == 1 && run_.stack.gradient_buffer == GradientBuffer::kParameter;
-    const double backward_peak =
-        transient_gradients ? std::max(m.gradients, m.activations) : m.gradients + m.activations;
-    m.peak = m.parameters + m.optimizer_states + backward_peak + m.communication_buffers;
+    const double backward_peak = transient_gradients ? std::max(m.gradients, m.gathered_weights + m.activations)
+                                                     : m.gradients + m.activations;
+    m.peak = m.parameters - (transient_gradients ? m.gathered_weights : 0) + m.optimizer_states + backward_peak +
+             m.communication_buffers;
     const std::pair<double, const char*> parts[] = {{m.parameters, "parameters"},
                                                     {m.gradients, "gradients"},
                                                     {m.optimizer_states, "optimizer states"},

@@ -39,6 +39,7 @@ int64_t Plan::RepresentativeRank(int64_t stage) const {
 
 nlohmann::json ToJson(const MemoryBreakdown& m) {
   return {{"parameters", m.parameters},
+          {"gathered_weights", m.gathered_weights},
           {"gradients", m.gradients},
           {"optimizer_states", m.optimizer_states},
           {"activations_per_micro_batch", m.activations_per_micro_batch},

@@ -104,6 +104,9 @@ struct GradientBucket {
 
 struct MemoryBreakdown {
   double parameters = 0;
+  // Of the parameters: MindSpore's gathered copies of its optimizer-sharded
+  // weights, graph tensors the backward frees as it last reads them.
+  double gathered_weights = 0;
   double gradients = 0;
   double optimizer_states = 0;
   double activations_per_micro_batch = 0;

@@ -69,10 +69,12 @@ std::string FormatStepReport(const RunSpec& run, const Plan& plan, const StepRes
   const StageResult* peak = &r.stages.front();
   for (const auto& s : r.stages)
     if (s.memory.peak > peak->memory.peak) peak = &s;
+  const std::string gathered =
+      peak->memory.gathered_weights > 0 ? fmt::format(" ({} gathered)", Bytes(peak->memory.gathered_weights)) : "";
   out += fmt::format(
-      "  memory     peak {} of {} on stage {}: parameters {}, gradients {}, optimizer {}, "
+      "  memory     peak {} of {} on stage {}: parameters {}{}, gradients {}, optimizer {}, "
       "activations {} ({:.4g} micro-batch{} in flight)\n",
-      Bytes(peak->memory.peak), Bytes(plan.device_memory), peak->stage, Bytes(peak->memory.parameters),
+      Bytes(peak->memory.peak), Bytes(plan.device_memory), peak->stage, Bytes(peak->memory.parameters), gathered,
       Bytes(peak->memory.gradients), Bytes(peak->memory.optimizer_states), Bytes(peak->memory.activations),
       peak->memory.micro_batches_in_flight, peak->memory.micro_batches_in_flight == 1 ? "" : "es");
   out += fmt::format("  slowest    stage {}: {}\n", r.slowest_stage, r.slowest_reason);

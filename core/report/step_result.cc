@@ -237,6 +237,7 @@ StageResult StageResultFromJson(const nlohmann::json& s) {
   st.end_seconds = s.at("end_seconds");
   const auto& m = s.at("memory");
   st.memory.parameters = m.at("parameters");
+  st.memory.gathered_weights = m.value("gathered_weights", 0.0);  // result.json files written before it was counted
   st.memory.gradients = m.at("gradients");
   st.memory.optimizer_states = m.at("optimizer_states");
   st.memory.activations_per_micro_batch = m.at("activations_per_micro_batch");

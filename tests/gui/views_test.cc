@@ -233,8 +233,8 @@ class ViewsTest : public QObject {
     for (size_t b = 0; b < memory.Bars(); ++b) {
       // The bar's top is the stage's peak, its parts touch without gaps.
       double top = memory.YOf(0), bottom = memory.YOf(0);
-      for (MemoryPart part : {MemoryPart::kParameters, MemoryPart::kOptimizerStates, MemoryPart::kGradients,
-                              MemoryPart::kActivations, MemoryPart::kBuffers}) {
+      for (MemoryPart part : {MemoryPart::kParameters, MemoryPart::kGatheredWeights, MemoryPart::kOptimizerStates,
+                              MemoryPart::kGradients, MemoryPart::kActivations, MemoryPart::kBuffers}) {
         const QRectF r = memory.PartRect(b, part);
         if (r.isEmpty()) continue;
         if (!memory.PeakApart(b)) QVERIFY(std::abs(r.bottom() - top) < 0.01);
@@ -269,6 +269,34 @@ class ViewsTest : public QObject {
     QVERIFY(std::abs(g.bottom() - a.bottom()) < 0.01);
     QVERIFY(g.right() <= a.left() + 0.01);
     QVERIFY(memory.ToolTipAt(a.center().toPoint()).contains("not held at once"));
+  }
+
+  void MemoryViewStandsGatheredWeightsWithWhatTheBackwardFrees() {
+    // MindSpore's parallel optimizer with one micro-batch: the gathered
+    // copies of the sharded weights go as the gradients come, like the activations.
+    RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/gpt3-175b-h100-4096.json"));
+    run.model.params.Set("layers", int64_t{16});
+    run.parallel.pipeline_stages = 1;
+    run.parallel.micro_batch_num = 1;
+    const RunView view = SimulateForView(run);
+    const MemoryBreakdown& m = view.result.stages[0].memory;
+    QVERIFY(m.gathered_weights > 0);
+    MemoryView memory;
+    memory.resize(900, 560);
+    memory.SetResult(view.result, run.cluster.device.memory_bytes);
+    QVERIFY(memory.PeakApart(0));
+    const QRectF kept = memory.PartRect(0, MemoryPart::kParameters), g = memory.PartRect(0, MemoryPart::kGradients),
+                 w = memory.PartRect(0, MemoryPart::kGatheredWeights),
+                 a = memory.PartRect(0, MemoryPart::kActivations);
+    QVERIFY(std::abs(kept.height() - (memory.YOf(0) - memory.YOf(m.parameters - m.gathered_weights))) < 0.5);
+    QVERIFY(std::abs(g.bottom() - w.bottom()) < 0.01);  // side by side
+    QVERIFY(g.right() <= w.left() + 0.01);
+    QVERIFY(std::abs(w.top() - a.bottom()) < 0.01);  // the activations on the gathered weights
+    // The taller side, plus the buffers, reaches the peak.
+    const QRectF buffers = memory.PartRect(0, MemoryPart::kBuffers);
+    const double top = buffers.isEmpty() ? std::min(g.top(), a.top()) : buffers.top();
+    QVERIFY(std::abs(top - memory.YOf(m.peak)) < 0.5);
+    QVERIFY(memory.ToolTipAt(w.center().toPoint()).startsWith("stage 0: gathered weights"));
   }
 
   void SelectingAnOperatorUpdatesTheOtherViews() {

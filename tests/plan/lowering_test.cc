@@ -430,11 +430,22 @@ TEST_CASE("gradients kept in no buffer peak apart from the activations they repl
   const MemoryBreakdown transient = PlanFor(run).stages[0].memory;
   REQUIRE(transient.gradients > 0);
   REQUIRE(transient.activations > 0);
+  // The parallel optimizer stores a weight as its shard (1/32 here, where 32
+  // divides its first dimension); the gathered rest is freed by the backward
+  // as it reads it for the last time.
+  CHECK(transient.gathered_weights > 0.8 * transient.parameters);
+  CHECK(transient.gathered_weights < transient.parameters * 31 / 32 + 1);
+  const double owned = transient.parameters - transient.gathered_weights;
   CHECK(transient.peak ==
-        Approx(transient.parameters + transient.optimizer_states +
-               std::max(transient.gradients, transient.activations) + transient.communication_buffers));
+        Approx(owned + transient.optimizer_states +
+               std::max(transient.gradients, transient.gathered_weights + transient.activations) +
+               transient.communication_buffers));
+  CHECK(transient.peak < transient.parameters + transient.optimizer_states +
+                             std::max(transient.gradients, transient.activations));
   run.stack.gradient_buffer = GradientBuffer::kReduce;  // Megatron's buffer lives through the step
+  run.stack.flat_optimizer_sharding = true;             // and its weights in the persistent parameter buffer
   const MemoryBreakdown buffered = PlanFor(run).stages[0].memory;
+  CHECK(buffered.gathered_weights == 0);
   CHECK(buffered.peak == Approx(SumOfParts(buffered)));
 }
 
