@@ -38,7 +38,7 @@ const std::vector<OpTypeInfo>& OpTypes() {
       {"Gather", 2, 2, "gather", {"axis", "batch_local"}},
       {"Reshape", 1, 1, "reshape", {"shape"}},
       {"Flatten", 1, 1, "reshape", {}},
-      {"Transpose", 1, 1, "transpose", {"perm"}},
+      {"Transpose", 1, 1, "transpose", {"perm", "context_exchange"}},
       {"SplitV", 1, 1, "softmax", {"size_splits", "split_dim"}},
       {"TopK", 1, 1, "softmax", {"k"}},
       {"Concat", 1, 8, "concat", {"axis"}},

@@ -9,7 +9,8 @@
 //   output dimension after j (which must lie inside i) by the rest: the
 //   device dimension becomes two;
 // - input dimensions i and i+1 both split, i into single elements, that
-//   merge into one output dimension: their device dimensions become one.
+//   merge (with unsplit dimensions after them) into one output dimension:
+//   their device dimensions become one.
 // A split that cannot carry over is gathered: an AllGather along it.
 #include "core/ops/op_family.h"
 
@@ -74,10 +75,15 @@ BaseLayout Infer(const OpContext& ctx, const Strategy& s) {
       named[split_from + 1] = {static_cast<int>(i), 1};
       continue;
     }
-    const int merged =
-        i + 1 < n && split == in[i] && s[0][i + 1] > 1
-            ? find_output([&](size_t j) { return Inner(target, out_period, j) == Inner(in, in_period, i + 1); })
-            : -1;
+    // Output dimension j spans i, i+1 and only unsplit dimensions after them.
+    const int merged = i + 1 < n && split == in[i] && s[0][i + 1] > 1 ? find_output([&](size_t j) {
+      const int64_t inner = Inner(target, out_period, j);
+      if (inner > Inner(in, in_period, i + 1)) return false;
+      for (size_t k = i + 2; k < n; ++k)
+        if (s[0][k] > 1 && Inner(in, in_period, k) >= inner) return false;
+      return true;
+    })
+                                                                      : -1;
     if (merged >= 0) {
       merged_into_previous[i + 1] = 1;
       named[merged] = {static_cast<int>(i), 0};

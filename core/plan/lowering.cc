@@ -351,6 +351,9 @@ class Lowering {
           tasks.back().dimension = CommDimension::kContext;
           tasks.back().overlapped = op.BoolAttr("enable_ring_attention", false);
         }
+        // Ulysses: sequence exchanged for heads around attention.
+        if (op.BoolAttr("context_exchange", false) && rop.collective() == shardlab::Collective::kAllToAll)
+          tasks.back().dimension = CommDimension::kContext;
       }
     }
     return tasks;

@@ -1,8 +1,8 @@
 // Context parallelism through the whole flow (run -> strategies -> plan ->
 // analytical step) on LLaMA-2 70B: each sequence split over cp devices, the
-// keys and values gathered over them for attention, everything else split
-// like extra data parallelism; the ring variant hides the exchange behind the
-// attention compute.
+// keys and values gathered over them for attention (or the sequence
+// exchanged for heads, Ulysses), everything else split like extra data
+// parallelism; the ring variant hides the exchange behind the attention compute.
 #include <set>
 
 #include <catch2/catch.hpp>
@@ -28,6 +28,15 @@ RunSpec Llama70b(int64_t cp, bool ring = false) {
   run.parallel.device_num = 512 * cp;
   run.parallel.global_batch_size = 16 * run.parallel.micro_batch_num;
   run.model.params.Set("batch", int64_t{16});
+  return run;
+}
+
+// `run` with context_parallel_algo `algo` (and ulysses_degree_in_cp
+// `degree` for hybrid_cp), its AlltoAlls allowed.
+RunSpec Ulysses(RunSpec run, const std::string& algo, int64_t degree = 1) {
+  run.model.params.Set("context_parallel_algo", algo);
+  run.model.params.Set("ulysses_degree_in_cp", degree);
+  run.parallel.enable_alltoall = true;
   return run;
 }
 
@@ -154,6 +163,65 @@ TEST_CASE("ring attention passes the same bytes beside the attention compute") {
   CHECK(y.step_seconds < x.step_seconds);
 }
 
+TEST_CASE("Ulysses exchanges sequence for heads by AlltoAll around attention") {
+  const PreparedRun gather = Prepare(Llama70b(2)), ulysses = Prepare(Ulysses(Llama70b(2), "ulysses_cp"));
+  const StageProgram& s = ulysses.plan.stages[1];
+  const int layers = 20;
+  // Queries, keys and values in, the context out: an AlltoAll each over the
+  // pair 8 ranks apart, of the device's [1, 2048, 8, 128] bf16 slice (the 8
+  // key/value heads repeated to the 64 query heads: 8 per model-parallel
+  // device cannot split over 2 more); the same four back in the backward.
+  for (const auto* pass : {&s.forward, &s.backward}) {
+    const auto tasks = ContextTasks(*pass);
+    REQUIRE(tasks.size() == 4 * layers);
+    for (const Task* t : tasks) {
+      CHECK(t->collective == Collective::kAllToAll);
+      CHECK(t->comm_bytes == 2048.0 * 8 * 128 * 2);
+      CHECK(FirstGroup(s.groups[t->group]) == std::vector<int64_t>{0, 8});
+    }
+  }
+  // No other communication moves heads: the tensor-parallel collectives are
+  // the gathering run's.
+  auto tensor_tasks = [](const StageProgram& stage) {
+    size_t n = 0;
+    for (const Task& t : stage.forward) n += t.kind == Task::Kind::kCollective && t.dimension == CommDimension::kTensor;
+    return n;
+  };
+  CHECK(tensor_tasks(s) == tensor_tasks(gather.plan.stages[1]));
+  // Attention sees whole sequences, a quarter of the heads per device (64
+  // over 2 x 8), the same FLOPs as the gathering run's half-sequence queries.
+  const int flash = *ulysses.sharded.graph.FindOperator("layer20/attention/flash");
+  CHECK(ulysses.sharded.layouts[flash].inputs[0].SliceShape() == Shape{1, 4096, 4, 128});
+  CHECK(ulysses.sharded.layouts[flash].inputs[1].SliceShape() == Shape{1, 4096, 4, 128});
+  CHECK(Flops(s) == Approx(Flops(gather.plan.stages[1])).epsilon(1e-6));
+}
+
+TEST_CASE("hybrid context parallel runs Ulysses inside and gathers keys and values across") {
+  // context_parallel 4 = 2 (gathering, outer) x 2 (Ulysses, inner).
+  const PreparedRun run = Prepare(Ulysses(Llama70b(4), "hybrid_cp", 2));
+  const StageProgram& s = run.plan.stages[1];
+  const int layers = 20;
+  const auto forward = ContextTasks(s.forward);
+  size_t exchanges = 0, gathers = 0;
+  for (const Task* t : forward) {
+    const auto members = FirstGroup(s.groups[t->group]);
+    if (t->collective == Collective::kAllToAll) {
+      ++exchanges;
+      CHECK(members == std::vector<int64_t>{0, 8});
+    } else {
+      ++gathers;
+      CHECK(t->collective == Collective::kAllGather);
+      CHECK(members == std::vector<int64_t>{0, 16});
+      // The keys after the exchange: the ring part's 2048 tokens, 4 repeated heads.
+      CHECK(t->comm_bytes == 2048.0 * 4 * 128 * 2);
+    }
+  }
+  CHECK(exchanges == 4 * layers);
+  CHECK(gathers == 2 * layers);
+  const int flash = *run.sharded.graph.FindOperator("layer20/attention/flash");
+  CHECK(run.sharded.layouts[flash].inputs[0].SliceShape() == Shape{1, 2048, 4, 128});
+}
+
 TEST_CASE("context parallel refuses what it cannot split") {
   RunSpec run = Llama70b(2);
   run.model.params.Set("attention", std::string("eager"));
@@ -166,9 +234,16 @@ TEST_CASE("context parallel refuses what it cannot split") {
   run.model.params.Set("use_seq_parallel", false);
   run.model.params.Set("seq_length", int64_t{4094});
   CHECK_THROWS_WITH(Prepare(run), Catch::Contains("2 x 2 chunks"));
-  run = Llama70b(2);
-  run.model.params.Set("context_parallel_algo", std::string("ulysses_cp"));
-  CHECK_THROWS_WITH(Prepare(run), Catch::Contains("\"ulysses_cp\" is not built"));
+  run = Ulysses(Llama70b(2), "ulysses_cp");
+  run.model.params.Set("heads", int64_t{24});  // 24 heads over 2 x 8 devices
+  run.model.params.Set("head_dim", int64_t{128});
+  CHECK_THROWS_WITH(Prepare(run), Catch::Contains("heads 24 must divide into 2 x model_parallel 8"));
+  run = Ulysses(Llama70b(4), "hybrid_cp", 3);
+  CHECK_THROWS_WITH(Prepare(run), Catch::Contains("ulysses_degree_in_cp 3 does not divide context_parallel 4"));
+  run = Ulysses(Llama70b(1), "hybrid_cp", 2);
+  CHECK_THROWS_WITH(Prepare(run), Catch::Contains("set context_parallel > 1"));
+  run = Ulysses(Llama70b(2, true), "ulysses_cp");
+  CHECK_THROWS_WITH(Prepare(run), Catch::Contains("which context_parallel_algo \"ulysses_cp\" does not have"));
   run = Llama70b(1, true);
   CHECK_THROWS_WITH(Prepare(run), Catch::Contains("set context_parallel > 1"));
   run = Llama70b(2);

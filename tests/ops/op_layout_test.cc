@@ -403,6 +403,21 @@ TEST_CASE("Reshape splits a device dimension over batch and sequence and merges 
   CHECK(l.forward_comm[0].type == Collective::kAllGather);
 }
 
+TEST_CASE("Reshape merges a whole split and the split after it into one dimension with the rest") {
+  // Ulysses' heads after the exchange: [batch, seq, ulysses 2, mp 4, heads 3, head_dim 8], the
+  // two group axes split whole -> [batch, seq, 24 heads, head_dim]: each device 3 consecutive heads.
+  const Case heads("Reshape", {{2, 16, 2, 4, 3, 8}}, {{"shape", std::vector<int64_t>{2, 16, 24, 8}}});
+  const OpLayout l = heads.Layout({{1, 1, 2, 4, 1, 1}}, 8);
+  CHECK(l.forward_comm.empty());
+  CHECK(l.outputs[0].device_arrangement() == Shape{1, 1, 8, 1, 1});
+  CHECK(l.outputs[0].tensor_map() == TensorMap{-1, -1, 2, -1});
+  CHECK(l.outputs[0].SliceShape() == Shape{2, 16, 3, 8});
+  // The rest split too: not one block of heads, gathered.
+  const OpLayout split_rest = heads.Layout({{1, 1, 2, 2, 3, 1}}, 12);
+  REQUIRE(split_rest.forward_comm.size() == 1);
+  CHECK(split_rest.forward_comm[0].type == Collective::kAllGather);
+}
+
 TEST_CASE("CrossEntropyLoss splits the vocabulary and AllReduces its per-row partials") {
   const Case ce("CrossEntropyLoss", {{64, 1000}, {64}});
   const OpLayout l = ce.Layout({{2, 4}, {2}}, 8);

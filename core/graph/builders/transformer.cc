@@ -26,6 +26,11 @@ struct Dims {
   // Context parallel: each sequence split over cp devices outside attention
   // (tokens split dp x cp), the keys and values gathered for it.
   int64_t cp;
+  // Of cp, the devices that exchange heads for sequence by AlltoAll around
+  // attention (Ulysses: cp for ulysses_cp, ulysses_degree_in_cp for
+  // hybrid_cp, 1 for colossalai_cp); the other cp / ulysses gather the keys
+  // and values (ring), Ulysses innermost as MindFormers lays them out.
+  int64_t ulysses;
   bool ring_attention;     // the keys and values passed around the cp group beside the attention compute
   bool sharded;            // place MindFormers strategies
   bool all_ops;            // on every operator (false: on the weight MatMuls only, for sharding_propagation)
@@ -93,6 +98,8 @@ Dims ReadDims(const BuilderParams& p) {
   d.dp = p.Int("data_parallel");
   d.mp = p.Int("model_parallel");
   d.cp = p.Int("context_parallel");
+  const std::string& cp_algo = p.String("context_parallel_algo");
+  d.ulysses = cp_algo == "ulysses_cp" ? d.cp : cp_algo == "hybrid_cp" ? p.Int("ulysses_degree_in_cp") : 1;
   d.ring_attention = p.Bool("use_ring_attention");
   d.sharded = d.dp * d.mp * d.cp > 1;
   d.all_ops = p.String("shard_scope") == "all";
@@ -156,10 +163,15 @@ Dims ReadDims(const BuilderParams& p) {
                      ", which does not divide it");
   if (d.cp > 1) {
     const std::string cp = "context_parallel " + Text(d.cp);
-    if (p.String("context_parallel_algo") != "colossalai_cp")
-      throw GraphError("context_parallel_algo \"" + p.String("context_parallel_algo") +
-                       "\" is not built: the keys and values are gathered over the context-parallel group "
-                       "(colossalai_cp), with use_ring_attention passing them around it instead");
+    if (d.ulysses < 1 || d.cp % d.ulysses != 0)
+      throw GraphError("ulysses_degree_in_cp " + Text(d.ulysses) + " does not divide " + cp);
+    if (d.ulysses > 1 && d.heads % (d.ulysses * d.mp) != 0)
+      throw GraphError(cp + " exchanges heads for sequence over " + Text(d.ulysses) +
+                       " devices (Ulysses): heads " + Text(d.heads) + " must divide into " + Text(d.ulysses) +
+                       " x model_parallel " + Text(d.mp));
+    if (d.ulysses == d.cp && d.ring_attention)
+      throw GraphError("use_ring_attention passes keys and values around the ring part of " + cp +
+                       ", which context_parallel_algo \"ulysses_cp\" does not have");
     if (!d.flash) throw GraphError(cp + " needs attention \"flash\" (MindFormers use_flash_attention)");
     if (d.kv_lora > 0) throw GraphError(cp + " is not built for multi-head latent attention");
     if (d.experts > 0) throw GraphError(cp + " is not built for mixture-of-experts layers");
@@ -176,6 +188,9 @@ Dims ReadDims(const BuilderParams& p) {
                        "micro-batch must be one sequence: batch " +
                        Text(d.batch) + " is " + Text(d.batch / d.dp) + " per data_parallel " + Text(d.dp) +
                        " (set global_batch_size / micro_batch_num to data_parallel)");
+  } else if (p.String("context_parallel_algo") == "hybrid_cp" && p.Int("ulysses_degree_in_cp") > 1) {
+    throw GraphError("ulysses_degree_in_cp " + Text(p.Int("ulysses_degree_in_cp")) +
+                     " splits a context-parallel group; set context_parallel > 1");
   } else if (d.ring_attention) {
     throw GraphError(
         "use_ring_attention passes keys and values around a context-parallel group; set "
@@ -249,10 +264,15 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
       {"context_parallel_algo",
        std::string("colossalai_cp"),
        "MindFormers context_parallel_algo: colossalai_cp (keys and values gathered over the context-parallel "
-       "group); ulysses_cp and hybrid_cp are not built",
+       "group), ulysses_cp (sequence exchanged for heads by AlltoAll around attention) or hybrid_cp (Ulysses "
+       "over ulysses_degree_in_cp devices, keys and values gathered over the rest)",
        0,
        0,
        {"colossalai_cp", "ulysses_cp", "hybrid_cp"}},
+      {"ulysses_degree_in_cp", int64_t{1},
+       "MindFormers ulysses_degree_in_cp (context_parallel_algo hybrid_cp): the devices of the context-parallel "
+       "group that exchange heads for sequence (innermost); the rest gather the keys and values",
+       1, 4096},
       {"use_ring_attention", false,
        "ring attention (MindFormers use_ring_attention, Megatron cp_comm_type p2p; decoder only): keys and values "
        "passed around the context-parallel group beside the attention compute instead of gathered before it"},
@@ -506,6 +526,48 @@ int LatentAttention(GraphBuilder& b, const Dims& d, int x) {
   return Linear(b, d, "attention/projection", flat, d.hidden, false, d.bias_rest);
 }
 
+// Ulysses (context_parallel_algo ulysses_cp, hybrid_cp): `t` [batch, seq,
+// n heads, head_dim], its sequence split over cp and its heads over mp, comes
+// out with the sequence split over the ring part of cp only and the heads over
+// ulysses x mp. As MindFormers writes it: the heads grouped [mp, ulysses, rest]
+// and the two group axes swapped in place (no communication), then a
+// Transpose in place whose strategy moves the ulysses split from the sequence
+// to the heads: an AlltoAll over the ulysses devices.
+int UlyssesToHeads(GraphBuilder& b, const Dims& d, const std::string& name, int t, int64_t n) {
+  const Shard shard{d.sharded && d.all_ops};
+  const int64_t u = d.ulysses, ring = d.cp / u;
+  t = b.Reshape("attention/" + name + "_head_groups", t, {d.batch, d.seq, d.mp, u, n / (d.mp * u), d.head_dim});
+  t = b.Transpose("attention/" + name + "_ulysses_order", t, {0, 1, 3, 2, 4, 5}, shard({{d.dp, d.cp, d.mp, 1, 1, 1}}));
+  t = b.Transpose("attention/" + name + "_ulysses_exchange", t, {0, 1, 2, 3, 4, 5},
+                  shard({{d.dp, ring, u, d.mp, 1, 1}}));
+  b.SetProducerAttr(t, "context_exchange", true);
+  return b.Reshape("attention/" + name + "_ulysses_heads", t, {d.batch, d.seq, n, d.head_dim});
+}
+
+// The way back for attention's output [batch, seq, heads, head_dim]: the
+// AlltoAll returns the heads' ulysses split to the sequence, then the group
+// axes go back to [mp, ulysses, rest], the heads split over mp alone.
+int UlyssesToSequence(GraphBuilder& b, const Dims& d, int t) {
+  const Shard shard{d.sharded && d.all_ops};
+  const int64_t u = d.ulysses;
+  t = b.Reshape("attention/context_head_groups", t, {d.batch, d.seq, u, d.mp, d.heads / (d.mp * u), d.v_dim});
+  t = b.Transpose("attention/context_ulysses_exchange", t, {0, 1, 2, 3, 4, 5}, shard({{d.dp, d.cp, 1, d.mp, 1, 1}}));
+  b.SetProducerAttr(t, "context_exchange", true);
+  return b.Transpose("attention/context_ulysses_order", t, {0, 1, 3, 2, 4, 5}, shard({{d.dp, d.cp, 1, d.mp, 1, 1}}));
+}
+
+// Grouped-query keys or values [batch, seq, kv_heads, head_dim] repeated over
+// their groups of query heads, for a Ulysses exchange the key/value heads
+// cannot be split for (MindFormers repeats them when kv_heads < ulysses x mp).
+int RepeatKvHeads(GraphBuilder& b, const Dims& d, const std::string& name, int t) {
+  const Shard shard{d.sharded && d.all_ops};
+  const int64_t group = d.heads / d.kv_heads;
+  t = b.Reshape("attention/" + name + "_groups", t, {d.batch, d.seq, d.kv_heads, 1, d.head_dim});
+  t = b.BroadcastTo("attention/" + name + "_repeat", t, {d.batch, d.seq, d.kv_heads, group, d.head_dim},
+                    shard({{d.dp, d.cp, d.mp, 1, 1}}));
+  return b.Reshape("attention/" + name + "_repeated", t, {d.batch, d.seq, d.heads, d.head_dim});
+}
+
 // Self-attention on x [tokens, hidden]; returns the projected output.
 // `causal` masks future positions (decoders); the eager form adds `mask`.
 // Under context parallel the heads stay [batch, seq, heads, head_dim]
@@ -544,7 +606,7 @@ int Attention(GraphBuilder& b, const Dims& d, int x, int mask, bool causal) {
   };
   // Eager attention multiplies by the keys transposed: [batch, heads, head_dim, seq].
   const std::vector<int64_t> key_perm = d.flash ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{0, 2, 3, 1};
-  const int qh = heads("query", q, d.heads, {0, 2, 1, 3}, true);
+  int qh = heads("query", q, d.heads, {0, 2, 1, 3}, true);
   int kh = heads("key", k, d.kv_heads, key_perm, true);
   int vh = heads("value", v, d.kv_heads, {0, 2, 1, 3}, false);
   if (!d.flash && d.kv_heads < d.heads) {
@@ -564,9 +626,24 @@ int Attention(GraphBuilder& b, const Dims& d, int x, int mask, bool causal) {
   }
   int context;
   if (bsnd) {
-    const std::vector<int64_t> kv = {dp, 1, mp, 1};
-    context = b.FlashAttention("attention/flash", qh, kh, vh, causal, shard(Strategy{heads4[0], kv, kv}), "BSND");
+    // The queries split by sequence over the ring part of cp, the heads over
+    // the Ulysses part and mp; the keys and values gathered over the ring part.
+    const int64_t u = d.ulysses;
+    int64_t kv_heads = d.kv_heads;
+    if (u > 1) {
+      if (kv_heads % (u * mp) != 0) {
+        kh = RepeatKvHeads(b, d, "key", kh);
+        vh = RepeatKvHeads(b, d, "value", vh);
+        kv_heads = d.heads;
+      }
+      qh = UlyssesToHeads(b, d, "query", qh, d.heads);
+      kh = UlyssesToHeads(b, d, "key", kh, kv_heads);
+      vh = UlyssesToHeads(b, d, "value", vh, kv_heads);
+    }
+    const std::vector<int64_t> q = {dp, cp / u, u * mp, 1}, kv = {dp, 1, u * mp, 1};
+    context = b.FlashAttention("attention/flash", qh, kh, vh, causal, shard(Strategy{q, kv, kv}), "BSND");
     if (d.ring_attention) b.SetProducerAttr(context, "enable_ring_attention", true);
+    if (u > 1) context = UlyssesToSequence(b, d, context);
     return Linear(b, d, "attention/projection", b.Reshape("attention/merge", context, {d.tokens(), d.q_width()}),
                   d.hidden, false, d.bias_rest);
   }
