@@ -21,6 +21,10 @@ constexpr EnumNames<GradientBuffer, 2> kGradientBuffers({"parameter", "reduce"})
 
 const char* ToString(GradientBuffer buffer) { return kGradientBuffers[buffer]; }
 
+constexpr EnumNames<WeightGather, 2> kWeightGathers({"operator", "layer"});
+
+const char* ToString(WeightGather gather) { return kWeightGathers[gather]; }
+
 std::vector<std::string> StackPresetNames() { return {"mindspore", "megatron"}; }
 
 SoftwareStack PresetStack(StackPreset preset) {
@@ -30,6 +34,7 @@ SoftwareStack PresetStack(StackPreset preset) {
   stack.flat_optimizer_sharding = preset == StackPreset::kMegatron;
   stack.master_weights = preset == StackPreset::kMegatron;
   stack.gradient_buffer = preset == StackPreset::kMegatron ? GradientBuffer::kReduce : GradientBuffer::kParameter;
+  stack.weight_gather = preset == StackPreset::kMegatron ? WeightGather::kLayer : WeightGather::kOperator;
   return stack;
 }
 
@@ -53,6 +58,8 @@ SoftwareStack ReadSoftwareStack(const JsonNode& node) {
   stack.master_weights = r.Bool("master_weights", stack.master_weights);
   stack.gradient_buffer = kGradientBuffers.Parse(
       r.Enum("gradient_buffer", ToString(stack.gradient_buffer), kGradientBuffers.All()), "gradient_buffer");
+  stack.weight_gather = kWeightGathers.Parse(
+      r.Enum("weight_gather", ToString(stack.weight_gather), kWeightGathers.All()), "weight_gather");
   r.Finish();
   return stack;
 }
@@ -65,7 +72,8 @@ nlohmann::json ToJson(const SoftwareStack& stack) {
           {"overlap_grad_reduce", stack.overlap_grad_reduce},
           {"overlap_param_gather", stack.overlap_param_gather},
           {"master_weights", stack.master_weights},
-          {"gradient_buffer", ToString(stack.gradient_buffer)}};
+          {"gradient_buffer", ToString(stack.gradient_buffer)},
+          {"weight_gather", ToString(stack.weight_gather)}};
 }
 
 }  // namespace shardlab

@@ -34,6 +34,17 @@ enum class GradientBuffer {
   kReduce,
 };
 
+// How optimizer_level "level3" gathers the sharded weights before a pass uses them.
+enum class WeightGather {
+  // Each operator's weights just before it, prefetched beside the operator
+  // before it (MindSpore's per-parameter AllGather) ("operator").
+  kOperator,
+  // A layer's weights in one AllGather per group, prefetched beside the
+  // layer before it (FSDP's and Megatron-FSDP's units: one transformer
+  // layer) ("layer").
+  kLayer,
+};
+
 struct SoftwareStack {
   StackPreset preset = StackPreset::kMindSpore;
   // Chains of element-wise operators (bias, activation, dropout, residual
@@ -69,12 +80,14 @@ struct SoftwareStack {
   // float32 one is its own master).
   bool master_weights = false;
   GradientBuffer gradient_buffer = GradientBuffer::kParameter;
+  WeightGather weight_gather = WeightGather::kOperator;
 
   bool operator==(const SoftwareStack&) const = default;
 };
 
 const char* ToString(StackPreset preset);
 const char* ToString(GradientBuffer buffer);
+const char* ToString(WeightGather gather);
 std::vector<std::string> StackPresetNames();
 SoftwareStack PresetStack(StackPreset preset);
 

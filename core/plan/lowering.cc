@@ -831,27 +831,10 @@ class Lowering {
                                       std::vector<int>* index_map) {
     // Gathers to insert before task i.
     std::vector<std::vector<Task>> before(tasks.size() + 1);
-    std::vector<bool> gathered(graph_.operators().size(), false);
-    int previous_compute = -1;
-    for (size_t i = 0; i < tasks.size(); ++i) {
-      const Task& t = tasks[i];
-      if (t.kind != Task::Kind::kCompute || t.pcie_copy || t.op < 0) continue;
-      if (!gathered[t.op]) {
-        gathered[t.op] = true;
-        for (const ParamShare* share : ShardedWeightsOf(t.op)) {
-          const int group = Group(stage, layouts_[share->first_user].device_matrix, share->mirror->device_dims);
-          const double bytes = share->slice_elements *
-                               static_cast<double>(DTypeBytes(graph_.tensor(share->tensor).dtype)) /
-                               static_cast<double>(stage.groups[group].size);
-          Task gather = Collective(stage, fmt::format("{}/{}.weight_gather", graph_.op(t.op).name, pass), t.op,
-                                   shardlab::Collective::kAllGather, group, bytes);
-          gather.overlapped = previous_compute >= 0;
-          gather.dimension = CommDimension::kData;
-          before[previous_compute >= 0 ? previous_compute : i].push_back(std::move(gather));
-        }
-      }
-      previous_compute = static_cast<int>(i);
-    }
+    if (run_.stack.weight_gather == WeightGather::kLayer)
+      LayerGathers(stage, tasks, pass, before);
+    else
+      OperatorGathers(stage, tasks, pass, before);
     std::vector<Task> out;
     out.reserve(tasks.size());
     if (index_map) index_map->assign(tasks.size(), 0);
@@ -861,6 +844,75 @@ class Lowering {
       out.push_back(tasks[i]);
     }
     return out;
+  }
+
+  // The optimizer-shard group `share` is gathered over, and each device's shard of it in bytes.
+  std::pair<int, double> GatherGroup(StageProgram& stage, const ParamShare& share) {
+    const int group = Group(stage, layouts_[share.first_user].device_matrix, share.mirror->device_dims);
+    return {group, share.slice_elements * static_cast<double>(DTypeBytes(graph_.tensor(share.tensor).dtype)) /
+                       static_cast<double>(stage.groups[group].size)};
+  }
+
+  Task GatherTask(StageProgram& stage, const std::string& name, int op, int group, double bytes, bool prefetched) {
+    Task gather = Collective(stage, name, op, shardlab::Collective::kAllGather, group, bytes);
+    gather.dimension = CommDimension::kData;
+    gather.overlapped = prefetched;
+    return gather;
+  }
+
+  // weight_gather "layer": the layers in the order the pass first computes
+  // in them, each layer's weights in one AllGather per group, issued when
+  // the layer before it starts (blocking only for the first).
+  void LayerGathers(StageProgram& stage, const std::vector<Task>& tasks, const char* pass,
+                    std::vector<std::vector<Task>>& before) {
+    struct Layer {
+      std::string scope;
+      size_t first = 0;                 // its first compute task
+      std::map<int, double> bytes;      // per group: the bytes of its weights each device holds
+    };
+    std::vector<Layer> layers;
+    std::map<std::string, size_t> index_of;
+    std::vector<bool> seen(graph_.operators().size(), false);
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      const Task& t = tasks[i];
+      if (t.kind != Task::Kind::kCompute || t.pcie_copy || t.op < 0) continue;
+      const std::string scope = ScopeOf(graph_.op(t.op).name);
+      const auto [at, fresh] = index_of.emplace(scope, layers.size());
+      if (fresh) layers.push_back({scope, i, {}});
+      if (seen[t.op]) continue;
+      seen[t.op] = true;
+      for (const ParamShare* share : ShardedWeightsOf(t.op)) {
+        const auto [group, bytes] = GatherGroup(stage, *share);
+        layers[at->second].bytes[group] += bytes;
+      }
+    }
+    for (size_t k = 0; k < layers.size(); ++k)
+      for (const auto& [group, bytes] : layers[k].bytes)
+        before[k > 0 ? layers[k - 1].first : layers[k].first].push_back(
+            GatherTask(stage, fmt::format("{}/{}.weight_gather", layers[k].scope, pass),
+                         tasks[layers[k].first].op, group, bytes, k > 0));
+  }
+
+  // weight_gather "operator": each operator's weights before its first
+  // compute task, issued when the compute task before it starts.
+  void OperatorGathers(StageProgram& stage, const std::vector<Task>& tasks, const char* pass,
+                       std::vector<std::vector<Task>>& before) {
+    std::vector<bool> gathered(graph_.operators().size(), false);
+    int previous_compute = -1;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      const Task& t = tasks[i];
+      if (t.kind != Task::Kind::kCompute || t.pcie_copy || t.op < 0) continue;
+      if (!gathered[t.op]) {
+        gathered[t.op] = true;
+        for (const ParamShare* share : ShardedWeightsOf(t.op)) {
+          const auto [group, bytes] = GatherGroup(stage, *share);
+          before[previous_compute >= 0 ? previous_compute : i].push_back(
+              GatherTask(stage, fmt::format("{}/{}.weight_gather", graph_.op(t.op).name, pass), t.op, group, bytes,
+                           previous_compute >= 0));
+        }
+      }
+      previous_compute = static_cast<int>(i);
+    }
   }
 
   // How many ways the parallel optimizer shards a parameter (1: not at all).
@@ -1115,14 +1167,22 @@ class Lowering {
       // Level3: the gathered weights of the operator computing and of the
       // one being prefetched; under recompute a segment's weights, gathered
       // for its recomputed forward, stay until their backwards have run.
+      // By layer (weight_gather "layer"): the layer computing and the next.
       double largest = 0, segment = 0, largest_segment = 0;
+      std::map<std::string, double> by_layer;
       for (size_t i = 0; i < graph_.operators().size(); ++i) {
         const int op = static_cast<int>(i);
         if (graph_.op(op).pipeline_stage != stage.stage) continue;
         const double gathered = GatheredWeightBytes(op);
+        by_layer[ScopeOf(graph_.op(op).name)] += gathered;
         largest = std::max(largest, gathered);
         segment = (i > 0 && SameSegment(op - 1, op) ? segment : 0) + gathered;
         largest_segment = std::max(largest_segment, segment);
+      }
+      if (run_.stack.weight_gather == WeightGather::kLayer) {
+        largest = 0;
+        for (const auto& [scope, bytes] : by_layer) largest = std::max(largest, bytes);
+        largest_segment = largest;
       }
       m.communication_buffers = std::max(m.communication_buffers, std::max(2 * largest, largest_segment + largest));
     }

@@ -77,6 +77,44 @@ TEST_CASE("optimizer_level level3 gathers each weight before each pass and keeps
   CHECK(StepSeconds(three) > StepSeconds(one));
 }
 
+TEST_CASE("weight_gather layer gathers each layer's weights in one AllGather, prefetched beside the layer before") {
+  RunSpec run = Llama70b(OptimizerLevel::kLevel3);
+  const PreparedRun each = Prepare(run);
+  run.stack.weight_gather = WeightGather::kLayer;
+  const PreparedRun layer = Prepare(run);
+  const StageProgram &a = each.plan.stages[1], &b = layer.plan.stages[1];
+  // The same bytes, one gather per layer and pass (the stage's 20 layers,
+  // their weights sharded over one group), named for the layer.
+  for (const bool forward : {true, false}) {
+    const std::vector<Task>&x = forward ? a.forward : a.backward, &y = forward ? b.forward : b.backward;
+    CHECK(GatheredBytes(y) == Approx(GatheredBytes(x)).epsilon(1e-9));
+    std::vector<const Task*> gathers;
+    for (const Task& t : y)
+      if (t.name.find("weight_gather") != std::string::npos) gathers.push_back(&t);
+    REQUIRE(gathers.size() == 20);
+    CHECK(gathers.front()->name == (forward ? "layer20/forward.weight_gather" : "layer39/backward.weight_gather"));
+    CHECK_FALSE(gathers.front()->overlapped);
+    for (size_t i = 1; i < gathers.size(); ++i) CHECK(gathers[i]->overlapped);
+  }
+  // Layer 21's gather is issued before layer 20's first compute.
+  const auto at = [&](const std::string& name) {
+    for (size_t i = 0; i < b.forward.size(); ++i)
+      if (b.forward[i].name == name) return i;
+    return b.forward.size();
+  };
+  size_t first_compute = 0;
+  while (b.forward[first_compute].kind != Task::Kind::kCompute) ++first_compute;
+  CHECK(at("layer21/forward.weight_gather") < first_compute);
+  // Buffers: two layers' gathered weights (the one computing, the next):
+  // each gather carries a device's 1/32 of its layer.
+  double largest = 0;
+  for (const Task& t : b.forward)
+    if (t.name.find("weight_gather") != std::string::npos) largest = std::max(largest, t.comm_bytes);
+  CHECK(b.memory.communication_buffers == Approx(2 * kDataParallel * largest));
+  // Twenty collectives per pass where there were a hundred: less latency, a shorter step.
+  CHECK(StepSeconds(layer) < StepSeconds(each));
+}
+
 TEST_CASE("adam_offload keeps the optimizer states in host memory and moves gradients and weights over PCIe") {
   RunSpec run = Llama70b(OptimizerLevel::kLevel1);
   const PreparedRun device = Prepare(run);
