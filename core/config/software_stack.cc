@@ -60,6 +60,9 @@ SoftwareStack ReadSoftwareStack(const JsonNode& node) {
       r.Enum("gradient_buffer", ToString(stack.gradient_buffer), kGradientBuffers.All()), "gradient_buffer");
   stack.weight_gather = kWeightGathers.Parse(
       r.Enum("weight_gather", ToString(stack.weight_gather), kWeightGathers.All()), "weight_gather");
+  stack.fp8_param_gather = r.Bool("fp8_param_gather", stack.fp8_param_gather);
+  stack.optimizer_dtype = *ParseDType(
+      r.Enum("optimizer_dtype", ToString(stack.optimizer_dtype), {"float32", "bfloat16", "float16"}));
   r.Finish();
   return stack;
 }
@@ -73,7 +76,9 @@ nlohmann::json ToJson(const SoftwareStack& stack) {
           {"overlap_param_gather", stack.overlap_param_gather},
           {"master_weights", stack.master_weights},
           {"gradient_buffer", ToString(stack.gradient_buffer)},
-          {"weight_gather", ToString(stack.weight_gather)}};
+          {"weight_gather", ToString(stack.weight_gather)},
+          {"fp8_param_gather", stack.fp8_param_gather},
+          {"optimizer_dtype", ToString(stack.optimizer_dtype)}};
 }
 
 }  // namespace shardlab

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/graph/dtype.h"
+
 namespace shardlab {
 
 class JsonNode;
@@ -81,6 +83,16 @@ struct SoftwareStack {
   bool master_weights = false;
   GradientBuffer gradient_buffer = GradientBuffer::kParameter;
   WeightGather weight_gather = WeightGather::kOperator;
+  // The weights of FP8 GEMMs are kept in FP8 as the model's parameters, a
+  // byte per element instead of their dtype plus an FP8 copy, and the
+  // parallel optimizer gathers them in FP8 (Megatron's --fp8-param-gather,
+  // NeMo's fp8_params); the master copy stays with the optimizer.
+  bool fp8_param_gather = false;
+  // The dtype of the optimizer's states: its moments and, with
+  // master_weights, the master copy (float32; bfloat16 for NeMo's
+  // distributed_fused_adam with dtype bf16, Megatron's precision-aware
+  // optimizer with bf16 moments).
+  DType optimizer_dtype = DType::kFloat32;
 
   bool operator==(const SoftwareStack&) const = default;
 };

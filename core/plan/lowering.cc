@@ -31,14 +31,15 @@ double SliceBytes(const TensorLayout& layout, DType dtype) {
 // Optimizer state bytes per parameter element, with an fp32 master copy of
 // low-precision weights where the stack keeps one (mixed precision).
 double OptimizerBytesPerElement(Optimizer optimizer, DType param_dtype, const SoftwareStack& stack) {
-  const double master = stack.master_weights && DTypeBytes(param_dtype) < 4 ? 4 : 0;
+  const double state = static_cast<double>(DTypeBytes(stack.optimizer_dtype));
+  const double master = stack.master_weights && DTypeBytes(param_dtype) < 4 ? state : 0;
   switch (optimizer) {
     case Optimizer::kAdam:
     case Optimizer::kLamb:
     case Optimizer::kAdamOffload:
-      return 8 + master;
+      return 2 * state + master;
     case Optimizer::kMomentum:
-      return 4 + master;
+      return state + master;
     case Optimizer::kSgd:
       break;
   }
@@ -689,7 +690,7 @@ class Lowering {
         bytes.push_back(slice * (p_.gradient_fp32_sync || p_.force_fp32_communication ? 4.0 : dtype));
         // Level3 gathers device weights at each use; host weights still once per step.
         const bool at_use = GathersWeightsJustInTime() && !host_only_[share.tensor];
-        weight_bytes.push_back(at_use ? 0.0 : slice * dtype / static_cast<double>(stage.groups[group].size));
+        weight_bytes.push_back(at_use ? 0.0 : slice * StoredBytes(share) / static_cast<double>(stage.groups[group].size));
       }
       auto split = [&](const std::vector<double>& sizes, const FusionSetting& setting) {
         std::vector<std::pair<size_t, size_t>> ranges;
@@ -809,9 +810,18 @@ class Lowering {
   // The bytes of operator `op`'s sharded weights once gathered (its slices).
   double GatheredWeightBytes(int op) const {
     double bytes = 0;
-    for (const ParamShare* share : ShardedWeightsOf(op))
-      bytes += share->slice_elements * static_cast<double>(DTypeBytes(graph_.tensor(share->tensor).dtype));
+    for (const ParamShare* share : ShardedWeightsOf(op)) bytes += share->slice_elements * StoredBytes(*share);
     return bytes;
+  }
+
+  // Whether the weight of `share` feeds an FP8 GEMM.
+  bool Fp8Weight(const ParamShare& share) const { return Fp8GemmDType(graph_.op(share.first_user), false).has_value(); }
+
+  // The bytes per element a device keeps of the weight (and gathers): its
+  // dtype's, or one where the stack keeps FP8 GEMMs' weights in FP8.
+  double StoredBytes(const ParamShare& share) const {
+    if (run_.stack.fp8_param_gather && Fp8Weight(share)) return 1;
+    return static_cast<double>(DTypeBytes(graph_.tensor(share.tensor).dtype));
   }
 
   // optimizer_level "level3" (ZeRO-3): a sharded weight is gathered before
@@ -849,8 +859,7 @@ class Lowering {
   // The optimizer-shard group `share` is gathered over, and each device's shard of it in bytes.
   std::pair<int, double> GatherGroup(StageProgram& stage, const ParamShare& share) {
     const int group = Group(stage, layouts_[share.first_user].device_matrix, share.mirror->device_dims);
-    return {group, share.slice_elements * static_cast<double>(DTypeBytes(graph_.tensor(share.tensor).dtype)) /
-                       static_cast<double>(stage.groups[group].size)};
+    return {group, share.slice_elements * StoredBytes(share) / static_cast<double>(stage.groups[group].size)};
   }
 
   Task GatherTask(StageProgram& stage, const std::string& name, int op, int group, double bytes, bool prefetched) {
@@ -1077,9 +1086,10 @@ class Lowering {
       // counted below, as buffers).
       const bool sharded_weight =
           GathersWeightsJustInTime() && share.shards > 1 && share.mirror && !host_only_[share.tensor];
-      double parameters = (sharded_weight ? owned : slice) * dtype, gradients = 0, states = 0;
-      // An FP8 GEMM's weight is also kept cast to FP8 for the step (one byte per element).
-      if (Fp8GemmDType(graph_.op(share.first_user), false) && !sharded_weight) parameters += slice;
+      double parameters = (sharded_weight ? owned : slice) * StoredBytes(share), gradients = 0, states = 0;
+      // An FP8 GEMM's weight is also kept cast to FP8 for the step (one byte
+      // per element), unless FP8 is how it is kept.
+      if (Fp8Weight(share) && !sharded_weight && !run_.stack.fp8_param_gather) parameters += slice;
       if (plan.training && tensor.requires_grad) {
         // Gradients live in the stack's gradient buffer: the parameter's
         // dtype (MindSpore's accumulation clones), or the dtype they are
@@ -1107,7 +1117,7 @@ class Lowering {
       // (Megatron's distributed optimizer gathers into the persistent
       // parameter buffer instead).
       if (share.shards > 1 && share.mirror && !sharded_weight && !run_.stack.flat_optimizer_sharding)
-        m.gathered_weights += (slice - owned) * dtype;
+        m.gathered_weights += (slice - owned) * StoredBytes(share);
     }
     // Activations kept for backward: what each operator's backward reads
     // (SavedForBackward), each tensor once however many operators read it.

@@ -414,6 +414,39 @@ TEST_CASE("mixed precision keeps what the stack keeps: a float32 master copy and
   CHECK(PlanFor(reduce).stages[1].memory.gradients == Approx(mindspore.gradients));
 }
 
+TEST_CASE("the stack's optimizer dtype sizes the moments and the master copy") {
+  RunSpec run = Shipped("gpt3-175b-h100-4096");
+  run.model.params.Set("layers", int64_t{16});
+  run.stack.master_weights = true;  // 4 + 8 bytes per float16 element
+  const MemoryBreakdown fp32 = PlanFor(run).stages[1].memory;
+  run.stack.optimizer_dtype = DType::kBFloat16;  // 2 + 4 (NeMo's distributed_fused_adam with dtype bf16)
+  CHECK(PlanFor(run).stages[1].memory.optimizer_states == Approx(fp32.optimizer_states / 2).epsilon(0.01));
+}
+
+TEST_CASE("fp8_param_gather keeps FP8 GEMMs' weights in FP8 and gathers them so") {
+  RunSpec run = Shipped("gpt3-175b-h100-4096");
+  run.model.params.Set("layers", int64_t{16});
+  run.model.params.Set("fp8", std::string("hybrid"));
+  run.stack = PresetStack(StackPreset::kMegatron);
+  const Plan cast = PlanFor(run);
+  run.stack.fp8_param_gather = true;
+  const Plan fp8 = PlanFor(run);
+  const MemoryBreakdown &a = cast.stages[1].memory, &b = fp8.stages[1].memory;
+  // The layers' GEMM weights: float16 plus an FP8 copy (3 bytes) become FP8
+  // (1 byte); the norms and biases stay float16. The optimizer's master copy
+  // and moments do not change.
+  CHECK(b.parameters < a.parameters / 2.9);
+  CHECK(b.parameters > a.parameters / 3.1);
+  CHECK(b.optimizer_states == Approx(a.optimizer_states));
+  // The step-start weight gathers carry a byte per element.
+  auto gathered = [](const StageProgram& s) {
+    double bytes = 0;
+    for (const Task& t : s.step_start) bytes += t.comm_bytes;
+    return bytes;
+  };
+  CHECK(gathered(fp8.stages[1]) < 0.51 * gathered(cast.stages[1]));
+}
+
 // Every part of a stage's memory added up.
 double SumOfParts(const MemoryBreakdown& m) {
   return m.parameters + m.gradients + m.optimizer_states + m.activations + m.communication_buffers;
