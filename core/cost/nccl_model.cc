@@ -237,13 +237,18 @@ double RankingMicros(Collective c, Algo a, Proto pr, double buffer, const Topolo
   return tuned->latency + buffer / (1000 * tuned->algbw);
 }
 
-NcclEstimate Estimate(Algo a, Proto pr, double buffer, const Tuned& tuned) {
+NcclEstimate Estimate(Algo a, Proto pr, double buffer, const Tuned& tuned, const Topology& t) {
   NcclEstimate e;
   e.algorithm = kAlgorithmOf[a];
   e.protocol = kProtocolOf[pr];
   e.latency = tuned.latency * 1e-6;
   e.algbw = tuned.algbw * 1e9;
-  e.fill = buffer * kPipelineFillBytes / (buffer + kPipelineFillBytes) / e.algbw;
+  // LL inside a server stores each 8-byte word with its flag, which the
+  // receiver polls for: no chunks to fill a pipeline with (nccl-tests on one
+  // DGX H100 meets the tuner's LL time at 512 KiB and 1 MiB; LL128's
+  // 128-byte lines and Simple's chunks do fill one).
+  const bool flagged = pr == kLL && t.nodes == 1;
+  e.fill = flagged ? 0 : buffer * kPipelineFillBytes / (buffer + kPipelineFillBytes) / e.algbw;
   e.seconds = e.latency + buffer / e.algbw + e.fill;
   e.available = true;
   return e;
@@ -261,7 +266,7 @@ NcclEstimate Cheapest(Collective c, const std::vector<Algo>& algos, double buffe
       const double micros = RankingMicros(c, a, static_cast<Proto>(pr), buffer, t, &tuned);
       if (micros < 0 || micros >= best) continue;
       best = micros;
-      out = Estimate(a, static_cast<Proto>(pr), buffer, tuned);
+      out = Estimate(a, static_cast<Proto>(pr), buffer, tuned, t);
     }
   return out;
 }

@@ -79,5 +79,23 @@ TEST_CASE("NCCL's model with its pipeline fill follows a published DGX H100 nccl
   CHECK(*std::max_element(errors.begin(), errors.end()) < 0.10);
 }
 
+TEST_CASE("LL inside a server has no pipeline to fill: the tuner's time at 512 KiB and 1 MiB") {
+  // The same sweep below 2 MiB, where NCCL runs ring LL: 20.66 and 27.37 us
+  // measured. With the fill it would be 28 and 40 us.
+  const ClusterSpec h100 = testing::ShippedCluster("dgx-h100-ndr");
+  const GroupPlacement node = PlaceStridedGroup(0, 8, 1, h100);
+  for (const auto& [bytes, micros] : std::vector<std::pair<double, double>>{{524288, 20.66}, {1048576, 27.37}}) {
+    const NcclEstimate e = NcclChoose(Collective::kAllReduce, bytes, node, h100);
+    CHECK(e.protocol == Protocol::kLL);
+    CHECK(e.fill == 0);
+    CHECK(e.seconds * 1e6 == Approx(micros).epsilon(0.05));
+  }
+  // Across servers LL goes through the network's chunked buffers: filled.
+  const GroupPlacement two = PlaceStridedGroup(0, 16, 1, h100);
+  const NcclEstimate across = NcclTime(Collective::kAllReduce, CollectiveAlgorithm::kRing, 1 << 16, two, h100);
+  CHECK(across.protocol == Protocol::kLL);
+  CHECK(across.fill > 0);
+}
+
 }  // namespace
 }  // namespace shardlab
