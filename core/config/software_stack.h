@@ -53,6 +53,12 @@ struct SoftwareStack {
   // add, cast, and a softmax at a chain's end) run as one kernel: the tensors
   // between them are never written to memory and only the first launches.
   bool fuse_elementwise = false;
+  // The vocabulary-parallel cross entropy runs as one kernel over its
+  // logits (MindSpore's CrossEntropyLoss; Megatron's
+  // --cross-entropy-loss-fusion, Megatron-Bridge's default). Off, it runs as
+  // Megatron-Core's unfused float32 passes: cast, max, subtract, exp, sum and
+  // divide forward, multiply and cast back in the backward.
+  bool fuse_cross_entropy = true;
   // Tensor-parallel and sequence-parallel collectives run on the
   // communication stream beside the compute that follows them instead of
   // blocking it (Megatron's --tp-comm-overlap: Transformer Engine's

@@ -28,6 +28,20 @@ double SliceBytes(const TensorLayout& layout, DType dtype) {
 std::vector<FusedKernel> PlanKernelFusion(const Graph& graph, const std::vector<OpLayout>& layouts,
                                           const SoftwareStack& stack) {
   std::vector<FusedKernel> fused(graph.operators().size());
+  if (!stack.fuse_cross_entropy)
+    for (size_t c = 0; c < graph.operators().size(); ++c) {
+      const Operator& op = graph.op(static_cast<int>(c));
+      if (op.type != "CrossEntropyLoss" || op.OnHost()) continue;
+      // Over the E logits of the slice: forward the cast to float32 (write
+      // 4E), max (read 4E), subtract, exp, divide in place (read and write
+      // 8E each) and sum (read 4E); backward the multiply in place (8E) and
+      // the cast back (read 4E, write b E). Its work counts a read of the
+      // logits forward (b E) and twice that backward.
+      const double e = static_cast<double>(ElementCount(layouts[c].inputs[0].SliceShape()));
+      const double b = static_cast<double>(DTypeBytes(graph.tensor(op.inputs[0]).dtype));
+      fused[c].extra_forward_bytes = 36 * e;
+      fused[c].extra_backward_bytes = std::max(0.0, 12 * e - b * e);
+    }
   if (!stack.fuse_elementwise) return fused;
   for (size_t c = 0; c < graph.operators().size(); ++c) {
     const Operator& consumer = graph.op(static_cast<int>(c));

@@ -2,7 +2,8 @@
 // before them, and the memory traffic that saves: an element-wise chain
 // (bias+GeLU, bias+dropout+add, scale+mask+softmax, SiLU(gate)*up) reads its
 // inputs once and writes its last output once, and only its first operator
-// launches a kernel.
+// launches a kernel. And the other way: an operator run unfused, as several
+// kernels over its input (Megatron-Core's float32 cross entropy).
 #pragma once
 
 #include <algorithm>
@@ -22,6 +23,10 @@ struct FusedKernel {
   // never kept for the backward either (the fused backward recomputes them
   // from what the chain read, as Megatron's fused bias-GeLU and SwiGLU do).
   std::vector<int> register_inputs;
+  // An operator the stack runs as several kernels (Megatron-Core's unfused
+  // cross entropy): per device, the traffic beyond what its work counts.
+  double extra_forward_bytes = 0;
+  double extra_backward_bytes = 0;
 
   bool InRegisters(int input) const {
     return std::find(register_inputs.begin(), register_inputs.end(), input) != register_inputs.end();

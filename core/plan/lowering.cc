@@ -504,7 +504,8 @@ class Lowering {
     for (Task& t : HostTransfers(index, false)) tasks.push_back(std::move(t));
     Task compute =
         Compute(op.name + (recompute ? "/recompute" : "/forward"), index, layout.work.forward_flops,
-                std::max(0.0, layout.work.forward_bytes - fusion_[static_cast<size_t>(index)].saved_forward_bytes),
+                std::max(0.0, layout.work.forward_bytes - fusion_[static_cast<size_t>(index)].saved_forward_bytes) +
+                    fusion_[static_cast<size_t>(index)].extra_forward_bytes,
                 PassDType(graph_, op, false), op.OnHost(), KernelOf(index, false));
     compute.recompute = recompute;
     tasks.push_back(compute);
@@ -570,7 +571,8 @@ class Lowering {
     const double share = BackwardShare(index);
     stage.backward.push_back(Compute(
         op.name + "/backward", index, share * layout.work.backward_flops,
-        share * std::max(0.0, layout.work.backward_bytes - fusion_[static_cast<size_t>(index)].saved_backward_bytes),
+        share * (std::max(0.0, layout.work.backward_bytes - fusion_[static_cast<size_t>(index)].saved_backward_bytes) +
+                 fusion_[static_cast<size_t>(index)].extra_backward_bytes),
         PassDType(graph_, op, true), op.OnHost(), KernelOf(index, true)));
     for (const OpComm& c : layout.backward_comm) {
       const Tensor& input = graph_.tensor(op.inputs[c.input]);

@@ -334,6 +334,30 @@ TEST_CASE("the megatron stack runs element-wise chains as one kernel and reshape
       if (t.kind == Task::Kind::kCompute && t.op >= 0 && graph.op(t.op).type == "Reshape") CHECK(t.seconds == 0);
 }
 
+TEST_CASE("Megatron-Core's unfused cross entropy makes its float32 passes over the logits") {
+  RunSpec run = Shipped("gpt3-175b-h100-4096");
+  run.model.params.Set("layers", int64_t{16});
+  run.model.params.Set("loss", std::string("vocab_parallel"));
+  run.stack = PresetStack(StackPreset::kMegatron);
+  CHECK_FALSE(run.stack.fuse_cross_entropy);
+  const Plan unfused = PlanFor(run);
+  run.stack.fuse_cross_entropy = true;
+  const Plan fused = PlanFor(run);
+  auto loss = [](const Plan& plan, bool backward) -> const Task* {
+    const StageProgram& last = plan.stages.back();
+    for (const Task& t : backward ? last.backward : last.forward)
+      if (t.kind == Task::Kind::kCompute && t.name.find("cross_entropy/") != std::string::npos) return &t;
+    return nullptr;
+  };
+  REQUIRE(loss(unfused, false));
+  REQUIRE(loss(fused, false));
+  // 36 bytes more per logit forward (the float32 copy and five passes), 10 backward (bfloat16 logits).
+  const double elements = loss(fused, false)->bytes / 2;
+  CHECK(loss(unfused, false)->bytes == Approx(loss(fused, false)->bytes + 36 * elements).epsilon(1e-3));
+  CHECK(loss(unfused, true)->bytes == Approx(loss(fused, true)->bytes + 10 * elements).epsilon(1e-3));
+  CHECK(loss(unfused, false)->seconds > 10 * loss(fused, false)->seconds);
+}
+
 TEST_CASE("a run's stack is a preset name or an object that overrides its keys") {
   testing::Doc name(R"("megatron")");
   CHECK(ReadSoftwareStack(name.root()) == PresetStack(StackPreset::kMegatron));
