@@ -59,7 +59,8 @@ nlohmann::json SimulateDocument(const RunSpec& run, Engine engine) {
 
 RunSpec EditRun(const RunSpec& run, const nlohmann::json& changes) {
   nlohmann::json doc = ToJson(run);
-  if (changes.contains("parallel")) doc["parallel"] = changes["parallel"];
+  for (const char* section : {"parallel", "simulation", "stack"})
+    if (changes.contains(section)) doc[section] = changes[section];
   // A file chosen in the panel replaces the inline model or cluster.
   for (const char* part : {"model", "cluster"})
     if (changes.contains(part)) doc[part] = std::filesystem::absolute(changes[part].get<std::string>()).string();

@@ -35,7 +35,8 @@ RunView SimulateForView(const RunSpec& run);
 // "run" and "result"; the timeline from the file's events when it has them).
 RunView LoadForView(const std::string& path);
 
-// The run with its parallel section replaced ({"parallel": {...}}) and, when
+// The run with its parallel, simulation and stack sections replaced where
+// given ({"parallel": {...}, "stack": {...}}) and, when
 // given, its model or cluster read from another file ({"model": "path"}),
 // checked as a run file is (errors name the key).
 RunSpec EditRun(const RunSpec& run, const nlohmann::json& changes);

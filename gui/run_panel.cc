@@ -26,9 +26,11 @@ class WheelOnlyWhenFocused : public QObject {
   }
 };
 
-// The closed vocabularies among the parallel keys, by the key's last part.
-std::vector<std::string> VocabularyOf(const std::string& key) {
+// The closed vocabularies among a section's keys, by the key's last part.
+std::vector<std::string> VocabularyOf(const std::string& section, const std::string& key) {
   const std::string leaf = key.substr(key.rfind('.') + 1);
+  if (section == "stack") return StackKeyVocabulary(leaf);
+  if (section == "simulation") return SimulationKeyVocabulary(leaf);
   std::vector<std::string> names;
   if (leaf == "parallel_mode")
     for (int i = 0; i <= static_cast<int>(ParallelMode::kHybridParallel); ++i)
@@ -97,7 +99,7 @@ RunPanel::RunPanel(QWidget* parent)
   message_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(files);
-  layout->addWidget(new QLabel("parallel settings", this));
+  layout->addWidget(new QLabel("parallel, stack and simulation settings", this));
   layout->addWidget(scroll, 1);
   layout->addLayout(buttons);
   layout->addWidget(progress_);
@@ -107,15 +109,18 @@ RunPanel::RunPanel(QWidget* parent)
   SetBusy(false);
 }
 
-void RunPanel::AddFields(const nlohmann::json& section, const std::string& prefix) {
-  for (const auto& [name, value] : section.items()) {
+void RunPanel::AddFields(const nlohmann::json& values, const std::string& section, const std::string& prefix) {
+  const std::string named = section == "parallel" ? "" : section + ".";
+  for (const auto& [name, value] : values.items()) {
     const std::string key = prefix + name;
     if (value.is_object() && !value.empty()) {
-      AddFields(value, key + ".");
+      AddFields(value, section, key + ".");
       continue;
     }
+    // The panel's own engine list chooses the engine.
+    if (section == "simulation" && key == "engine") continue;
     QWidget* widget = nullptr;
-    const std::vector<std::string> vocabulary = VocabularyOf(key);
+    const std::vector<std::string> vocabulary = VocabularyOf(section, key);
     if (value.is_boolean()) {
       auto* box = new QCheckBox(fields_host_);
       box->setChecked(value.get<bool>());
@@ -136,14 +141,17 @@ void RunPanel::AddFields(const nlohmann::json& section, const std::string& prefi
       edit->setText(QString::fromStdString(value.is_string() ? value.get<std::string>() : value.dump()));
       widget = edit;
     }
-    widget->setObjectName(QString::fromStdString(key));
+    widget->setObjectName(QString::fromStdString(named + key));
     if (qobject_cast<QSpinBox*>(widget) || qobject_cast<QComboBox*>(widget)) {
       widget->setFocusPolicy(Qt::StrongFocus);
       widget->installEventFilter(wheel_filter_);
     }
-    fields_->addRow(QString::fromStdString(key), widget);
-    by_key_[key] = {value, widget};
-    order_.push_back(key);
+    fields_->addRow(QString::fromStdString(named + key), widget);
+    std::string pointer = "/" + key;  // "a.b" is section["a"]["b"]
+    for (char& c : pointer)
+      if (c == '.') c = '/';
+    by_key_[named + key] = {section, pointer, value, widget};
+    order_.push_back(named + key);
   }
 }
 
@@ -151,7 +159,8 @@ void RunPanel::SetRun(const RunSpec& run) {
   while (fields_->rowCount() > 0) fields_->removeRow(0);
   by_key_.clear();
   order_.clear();
-  AddFields(ToJson(run).at("parallel"), "");
+  const nlohmann::json doc = ToJson(run);
+  for (const char* section : {"parallel", "stack", "simulation"}) AddFields(doc.at(section), section, "");
   model_original_ = QString::fromStdString(run.model_file);
   cluster_original_ = QString::fromStdString(run.cluster_file);
   model_->setText(model_original_);
@@ -184,20 +193,27 @@ nlohmann::json RunPanel::ValueOf(const std::string& key, const FieldSpec& field)
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception&) {
-    throw std::runtime_error("parallel." + key + ": \"" + text + "\" is not JSON; expected a value like " +
-                             field.original.dump());
+    const std::string name = field.section == "parallel" ? "parallel." + key : key;
+    throw std::runtime_error(name + ": \"" + text + "\" is not JSON; expected a value like " + field.original.dump());
   }
 }
 
 nlohmann::json RunPanel::Changes() const {
-  nlohmann::json parallel = nlohmann::json::object();
+  nlohmann::json changes = {{"parallel", nlohmann::json::object()}, {"simulation", nlohmann::json::object()}};
+  // The stack: its preset and the keys changed, so that a new preset brings its own keys.
+  nlohmann::json stack = nlohmann::json::object();
+  bool stack_changed = false;
   for (const auto& [key, field] : by_key_) {
-    std::string pointer = "/" + key;  // "a.b" is parallel["a"]["b"]
-    for (char& c : pointer)
-      if (c == '.') c = '/';
-    parallel[nlohmann::json::json_pointer(pointer)] = ValueOf(key, field);
+    const nlohmann::json value = ValueOf(key, field);
+    const nlohmann::json::json_pointer pointer(field.pointer);
+    if (field.section != "stack") {
+      changes[field.section][pointer] = value;
+    } else if (field.pointer == "/preset" || value != field.original) {
+      stack[pointer] = value;
+      stack_changed |= value != field.original;
+    }
   }
-  nlohmann::json changes = {{"parallel", parallel}};
+  if (stack_changed) changes["stack"] = stack;
   if (model_->text() != model_original_) changes["model"] = model_->text().trimmed().toStdString();
   if (cluster_->text() != cluster_original_) changes["cluster"] = cluster_->text().trimmed().toStdString();
   return changes;

@@ -1,8 +1,10 @@
 // The side panel that edits a run and runs it: one field for every key of
 // the run's "parallel" section (nested sections as dotted names, such as
 // parallel_optimizer_config.optimizer_level; booleans as check boxes, integers
-// as spin boxes, closed vocabularies as lists, lists as JSON text), the model
-// and cluster files, and the engine. Edits are checked by the run-file reader
+// as spin boxes, closed vocabularies as lists, lists as JSON text), of its
+// software "stack" and of its "simulation" options (named stack.* and
+// simulation.*), the model and cluster files, and the engine. A changed stack
+// preset brings that preset's keys, except those changed beside it. Edits are checked by the run-file reader
 // when Run is pressed, so a refused edit shows the reader's own message.
 // Run and Cancel buttons, a progress bar while the worker runs, and the
 // outcome or error.
@@ -32,9 +34,10 @@ class RunPanel : public QWidget {
 
   // Builds the fields from a run.
   void SetRun(const RunSpec& run);
-  // The edited run document's parts for EditRun: {"parallel": {...}, and
-  // "model" / "cluster" file paths when they were changed}. Throws naming the
-  // key when a list field is not JSON.
+  // The edited run document's parts for EditRun: {"parallel": {...},
+  // "simulation": {...}, "stack" when a stack key changed (its preset and
+  // the changed keys), and "model" / "cluster" file paths when they were
+  // changed}. Throws naming the key when a list field is not JSON.
   nlohmann::json Changes() const;
   // "micro_batch_num=16, recompute=false": the keys that differ from the run set by SetRun.
   QString ChangeSummary() const;
@@ -43,7 +46,8 @@ class RunPanel : public QWidget {
   void SetMessage(const QString& text);
   void SetElapsed(double seconds);
 
-  // The field of a parallel key ("pipeline_stages", "parallel_optimizer_config.optimizer_level"), null for none.
+  // The field of a key ("pipeline_stages", "parallel_optimizer_config.optimizer_level",
+  // "stack.preset", "simulation.pipeline_schedule"), null for none.
   QWidget* Field(const std::string& key) const;
   // Sets a field from text as a user would type or pick it; false for an unknown key.
   bool SetField(const std::string& key, const QString& value);
@@ -60,12 +64,14 @@ class RunPanel : public QWidget {
   void cancelRequested();
 
  private:
-  // One field per leaf of the parallel section, by dotted key.
+  // One field per leaf of a section, by dotted key.
   struct FieldSpec {
+    std::string section;   // "parallel", "stack" or "simulation"
+    std::string pointer;   // the key's JSON pointer inside its section
     nlohmann::json original;
     QWidget* widget = nullptr;
   };
-  void AddFields(const nlohmann::json& section, const std::string& prefix);
+  void AddFields(const nlohmann::json& values, const std::string& section, const std::string& prefix);
   nlohmann::json ValueOf(const std::string& key, const FieldSpec& field) const;
 
   QWidget* fields_host_;

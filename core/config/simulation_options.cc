@@ -36,6 +36,16 @@ Fidelity ParseFidelity(const std::string& name) { return kFidelities.Parse(name,
 Symmetry ParseSymmetry(const std::string& name) { return kSymmetries.Parse(name, "symmetry"); }
 std::vector<std::string> SymmetryNames() { return kSymmetries.All(); }
 
+std::vector<std::string> SimulationKeyVocabulary(const std::string& key) {
+  if (key == "engine") return kEngines.All();
+  if (key == "mode") return kModes.All();
+  if (key == "pipeline_schedule") return kSchedules.All();
+  if (key == "fidelity") return kFidelities.All();
+  if (key == "symmetry") return kSymmetries.All();
+  if (key == "optimizer") return kOptimizers.All();
+  return {};
+}
+
 SimulationOptions ReadSimulation(const JsonNode& node) {
   ObjectReader r(node);
   SimulationOptions s;

@@ -72,6 +72,9 @@ PipelineSchedule ParsePipelineSchedule(const std::string& name);
 Fidelity ParseFidelity(const std::string& name);
 Symmetry ParseSymmetry(const std::string& name);
 std::vector<std::string> SymmetryNames();
+// The accepted values of a closed-vocabulary key of the "simulation" section
+// ("pipeline_schedule", ...); empty for any other key.
+std::vector<std::string> SimulationKeyVocabulary(const std::string& key);
 
 struct SimulationOptions {
   Engine engine = Engine::kSimGrid;

@@ -27,6 +27,18 @@ const char* ToString(WeightGather gather) { return kWeightGathers[gather]; }
 
 std::vector<std::string> StackPresetNames() { return {"mindspore", "megatron"}; }
 
+namespace {
+const std::vector<std::string> kOptimizerDTypes = {"float32", "bfloat16", "float16"};
+}  // namespace
+
+std::vector<std::string> StackKeyVocabulary(const std::string& key) {
+  if (key == "preset") return StackPresetNames();
+  if (key == "gradient_buffer") return kGradientBuffers.All();
+  if (key == "weight_gather") return kWeightGathers.All();
+  if (key == "optimizer_dtype") return kOptimizerDTypes;
+  return {};
+}
+
 SoftwareStack PresetStack(StackPreset preset) {
   SoftwareStack stack;
   stack.preset = preset;
@@ -64,7 +76,7 @@ SoftwareStack ReadSoftwareStack(const JsonNode& node) {
       r.Enum("weight_gather", ToString(stack.weight_gather), kWeightGathers.All()), "weight_gather");
   stack.fp8_param_gather = r.Bool("fp8_param_gather", stack.fp8_param_gather);
   stack.optimizer_dtype = *ParseDType(
-      r.Enum("optimizer_dtype", ToString(stack.optimizer_dtype), {"float32", "bfloat16", "float16"}));
+      r.Enum("optimizer_dtype", ToString(stack.optimizer_dtype), kOptimizerDTypes));
   r.Finish();
   return stack;
 }

@@ -107,6 +107,9 @@ const char* ToString(StackPreset preset);
 const char* ToString(GradientBuffer buffer);
 const char* ToString(WeightGather gather);
 std::vector<std::string> StackPresetNames();
+// The accepted values of a closed-vocabulary key of a "stack" object
+// ("preset", "gradient_buffer", ...); empty for any other key.
+std::vector<std::string> StackKeyVocabulary(const std::string& key);
 SoftwareStack PresetStack(StackPreset preset);
 
 // "megatron", or {"preset": "megatron", "fuse_elementwise": false}.

@@ -422,7 +422,12 @@ class ViewsTest : public QObject {
           }
         };
     std::vector<std::string> expected;
-    leaves(ToJson(window.view()->run).at("parallel"), "", &expected);
+    const nlohmann::json doc = ToJson(window.view()->run);
+    leaves(doc.at("parallel"), "", &expected);
+    leaves(doc.at("stack"), "stack.", &expected);
+    nlohmann::json simulation = doc.at("simulation");
+    simulation.erase("engine");  // the panel's engine list
+    leaves(simulation, "simulation.", &expected);
     QCOMPARE(panel->Keys(), expected);
     QVERIFY(panel->Keys().size() >= 20);
     QCOMPARE(panel->ChangeSummary(), QString("unchanged"));
@@ -453,6 +458,44 @@ class ViewsTest : public QObject {
         QVERIFY(!window.worker()->running());
       }
     QVERIFY(has_list);
+  }
+
+  void SidePanelEditsTheStackAndTheSimulation() {
+    MainWindow window;
+    window.OpenRun(Path("configs/runs/pangu-alpha-13b-ascend-512.json"));
+    RunPanel* panel = window.panel();
+    const RunSpec& run = window.view()->run;
+    QCOMPARE(run.stack.preset, StackPreset::kMindSpore);
+    // Closed vocabularies are lists.
+    auto* preset = qobject_cast<QComboBox*>(panel->Field("stack.preset"));
+    QVERIFY(preset);
+    QCOMPARE(preset->count(), 2);
+    auto* schedule = qobject_cast<QComboBox*>(panel->Field("simulation.pipeline_schedule"));
+    QVERIFY(schedule);
+    QCOMPARE(schedule->count(), 3);
+    QVERIFY(qobject_cast<QCheckBox*>(panel->Field("stack.fuse_elementwise")));
+    QVERIFY(!panel->Field("simulation.engine"));
+    // Unchanged, the stack stays the run's.
+    QVERIFY(!panel->Changes().contains("stack"));
+    // A new preset brings its own keys; a key changed beside it overrides it.
+    QVERIFY(panel->SetField("stack.preset", "megatron"));
+    RunSpec edited = EditRun(run, panel->Changes());
+    QVERIFY(edited.stack == PresetStack(StackPreset::kMegatron));
+    QVERIFY(panel->SetField("stack.overlap_grad_reduce", "true"));
+    edited = EditRun(run, panel->Changes());
+    QVERIFY(edited.stack.fuse_elementwise);
+    QVERIFY(edited.stack.overlap_grad_reduce);
+    // The simulation's schedule and chunks reach the run, and a refused one says why.
+    QVERIFY(panel->SetField("simulation.pipeline_schedule", "interleaved"));
+    QVERIFY(panel->SetField("simulation.virtual_pipeline_chunks", "2"));
+    edited = EditRun(run, panel->Changes());
+    QCOMPARE(edited.simulation.pipeline_schedule, PipelineSchedule::kInterleaved);
+    QCOMPARE(edited.simulation.virtual_pipeline_chunks, int64_t{2});
+    QVERIFY2(panel->ChangeSummary().contains("stack.preset=megatron"), qPrintable(panel->ChangeSummary()));
+    QVERIFY(panel->SetField("simulation.virtual_pipeline_chunks", "0"));
+    window.RunFromPanel();
+    QVERIFY2(panel->message()->text().contains("virtual_pipeline_chunks"), qPrintable(panel->message()->text()));
+    QVERIFY(!window.worker()->running());
   }
 
   void CompareShowsNResultsAndRefusesToMixEnginesUnlessAsked() {
