@@ -1,5 +1,6 @@
 #include "gui/device_matrix_view.h"
 
+#include <QEvent>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QWheelEvent>
@@ -368,6 +369,14 @@ void DeviceMatrixView::mouseMoveEvent(QMouseEvent* event) {
 
 bool DeviceMatrixView::event(QEvent* e) {
   return ShowToolTip(this, e, [this](QPoint p) { return ToolTipAt(p); }) || QWidget::event(e);
+}
+
+void DeviceMatrixView::changeEvent(QEvent* e) {
+  if (e->type() == QEvent::FontChange || e->type() == QEvent::StyleChange) {
+    frame_width_ = -1;
+    update();
+  }
+  QWidget::changeEvent(e);
 }
 
 }  // namespace shardlab::gui

@@ -47,6 +47,8 @@ class DeviceMatrixView : public QWidget {
 
  protected:
   void paintEvent(QPaintEvent* event) override;
+  // A new font or style measures the frame again (its margins follow the text).
+  void changeEvent(QEvent* event) override;
   void wheelEvent(QWheelEvent* event) override;
   void mousePressEvent(QMouseEvent* event) override;
   void mouseMoveEvent(QMouseEvent* event) override;

@@ -1,5 +1,6 @@
 #include "gui/memory_view.h"
 
+#include <QEvent>
 #include <QPainter>
 #include <algorithm>
 #include <cmath>
@@ -244,6 +245,14 @@ void MemoryView::paintEvent(QPaintEvent*) {
 
 bool MemoryView::event(QEvent* e) {
   return ShowToolTip(this, e, [this](QPoint p) { return ToolTipAt(p); }) || QWidget::event(e);
+}
+
+void MemoryView::changeEvent(QEvent* e) {
+  if (e->type() == QEvent::FontChange || e->type() == QEvent::StyleChange) {
+    frame_width_ = -1;
+    update();
+  }
+  QWidget::changeEvent(e);
 }
 
 }  // namespace shardlab::gui

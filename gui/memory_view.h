@@ -38,6 +38,8 @@ class MemoryView : public QWidget {
 
  protected:
   void paintEvent(QPaintEvent* event) override;
+  // A new font or style measures the frame again (its margins follow the text).
+  void changeEvent(QEvent* event) override;
   bool event(QEvent* event) override;
 
  private:

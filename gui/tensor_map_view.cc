@@ -1,5 +1,6 @@
 #include "gui/tensor_map_view.h"
 
+#include <QEvent>
 #include <QPainter>
 #include <algorithm>
 #include <cmath>
@@ -258,6 +259,14 @@ void TensorMapView::paintEvent(QPaintEvent*) {
 
 bool TensorMapView::event(QEvent* e) {
   return ShowToolTip(this, e, [this](QPoint p) { return ToolTipAt(p); }) || QWidget::event(e);
+}
+
+void TensorMapView::changeEvent(QEvent* e) {
+  if (e->type() == QEvent::FontChange || e->type() == QEvent::StyleChange) {
+    frame_width_ = -1;
+    update();
+  }
+  QWidget::changeEvent(e);
 }
 
 }  // namespace shardlab::gui

@@ -271,6 +271,25 @@ class ViewsTest : public QObject {
     QVERIFY(memory.ToolTipAt(a.center().toPoint()).contains("not held at once"));
   }
 
+  void ViewsMeasureTheirFrameAgainWhenTheFontChanges() {
+    const RunView view = LoadForView(testing::SourcePath("configs/runs/gpt3-175b-h100-4096.json"));
+    MemoryView memory;
+    memory.resize(900, 560);
+    memory.SetResult(view.result, view.run.cluster.device.memory_bytes);
+    const QRectF before = memory.PartRect(0, MemoryPart::kParameters);  // measures and caches the frame
+    QFont font = memory.font();
+    font.setPointSizeF(font.pointSizeF() * 2);
+    memory.setFont(font);  // a FontChange event: the header, legend and axis labels grow
+    const QRectF after = memory.PartRect(0, MemoryPart::kParameters);
+    // The axis labels on the left and the stage labels below take more room.
+    QVERIFY2(after.left() > before.left() && after.bottom() < before.bottom(),
+             qPrintable(QString("before %1,%2 after %3,%4")
+                            .arg(before.left())
+                            .arg(before.bottom())
+                            .arg(after.left())
+                            .arg(after.bottom())));
+  }
+
   void MemoryViewStandsGatheredWeightsWithWhatTheBackwardFrees() {
     // MindSpore's parallel optimizer with one micro-batch: the gathered
     // copies of the sharded weights go as the gradients come, like the activations.
