@@ -59,8 +59,10 @@ nlohmann::json SimulateDocument(const RunSpec& run, Engine engine) {
 
 RunSpec EditRun(const RunSpec& run, const nlohmann::json& changes) {
   nlohmann::json doc = ToJson(run);
-  for (const char* section : {"parallel", "simulation", "stack"})
-    if (changes.contains(section)) doc[section] = changes[section];
+  if (changes.contains("parallel")) doc["parallel"] = changes["parallel"];
+  if (changes.contains("stack")) doc["stack"] = changes["stack"];  // a preset and the keys changed beside it
+  // The panel has no field for the engine (its own list chooses it): the run keeps its own.
+  if (changes.contains("simulation")) doc["simulation"].update(changes["simulation"]);
   // A file chosen in the panel replaces the inline model or cluster.
   for (const char* part : {"model", "cluster"})
     if (changes.contains(part)) doc[part] = std::filesystem::absolute(changes[part].get<std::string>()).string();

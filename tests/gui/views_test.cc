@@ -494,6 +494,10 @@ class ViewsTest : public QObject {
     QCOMPARE(schedule->count(), 3);
     QVERIFY(qobject_cast<QCheckBox*>(panel->Field("stack.fuse_elementwise")));
     QVERIFY(!panel->Field("simulation.engine"));
+    // The run's own engine survives the panel's edits (the panel's list chooses what runs).
+    RunSpec analytical = run;
+    analytical.simulation.engine = Engine::kAnalytical;
+    QCOMPARE(EditRun(analytical, panel->Changes()).simulation.engine, Engine::kAnalytical);
     // Unchanged, the stack stays the run's.
     QVERIFY(!panel->Changes().contains("stack"));
     // A new preset brings its own keys; a key changed beside it overrides it.
