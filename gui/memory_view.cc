@@ -14,9 +14,8 @@ namespace shardlab::gui {
 namespace {
 
 constexpr double kMargin = 10;
-constexpr MemoryPart kStacked[] = {MemoryPart::kParameters, MemoryPart::kGatheredWeights,
-                                   MemoryPart::kOptimizerStates, MemoryPart::kGradients,
-                                   MemoryPart::kActivations,  MemoryPart::kBuffers};
+constexpr MemoryPart kStacked[] = {MemoryPart::kParameters, MemoryPart::kGatheredWeights, MemoryPart::kOptimizerStates,
+                                   MemoryPart::kGradients,  MemoryPart::kActivations,     MemoryPart::kBuffers};
 
 const char* NameOf(MemoryPart part) {
   switch (part) {
@@ -60,8 +59,8 @@ QColor CapacityColor() { return {200, 30, 30}; }
 
 // The parts' legend; gathered weights only where some stage has them.
 std::vector<LegendItem> Legend(const std::vector<StageResult>& stages) {
-  const bool gathered = std::any_of(stages.begin(), stages.end(),
-                                    [](const StageResult& s) { return s.memory.gathered_weights > 0; });
+  const bool gathered =
+      std::any_of(stages.begin(), stages.end(), [](const StageResult& s) { return s.memory.gathered_weights > 0; });
   std::vector<LegendItem> items;
   for (MemoryPart part : kStacked)
     if (part != MemoryPart::kGatheredWeights || gathered) items.push_back({NameOf(part), MemoryColor(part)});

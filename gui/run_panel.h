@@ -66,8 +66,8 @@ class RunPanel : public QWidget {
  private:
   // One field per leaf of a section, by dotted key.
   struct FieldSpec {
-    std::string section;   // "parallel", "stack" or "simulation"
-    std::string pointer;   // the key's JSON pointer inside its section
+    std::string section;  // "parallel", "stack" or "simulation"
+    std::string pointer;  // the key's JSON pointer inside its section
     nlohmann::json original;
     QWidget* widget = nullptr;
   };

@@ -106,12 +106,13 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
                     root.file(), run.model.params.Int("expert_parallel")));
   const std::string cp_algo =
       values.count("context_parallel_algo") ? run.model.params.String("context_parallel_algo") : "colossalai_cp";
-  if (cp_algo != "colossalai_cp" && values.count("context_parallel") &&
-      run.model.params.Int("context_parallel") > 1 && !p.enable_alltoall)
-    Warn(fmt::format("{}: context_parallel_algo {} without parallel.enable_alltoall: the Ulysses exchange runs as "
-                     "AllGather and a local slice, as MindSpore redistributes by default (MindFormers sets "
-                     "enable_alltoall for it)",
-                     root.file(), cp_algo));
+  if (cp_algo != "colossalai_cp" && values.count("context_parallel") && run.model.params.Int("context_parallel") > 1 &&
+      !p.enable_alltoall)
+    Warn(
+        fmt::format("{}: context_parallel_algo {} without parallel.enable_alltoall: the Ulysses exchange runs as "
+                    "AllGather and a local slice, as MindSpore redistributes by default (MindFormers sets "
+                    "enable_alltoall for it)",
+                    root.file(), cp_algo));
   if (values.count("data_parallel") && values.count("model_parallel")) {
     const int64_t dp = run.model.params.Int("data_parallel"), mp = run.model.params.Int("model_parallel");
     const int64_t cp = values.count("context_parallel") ? run.model.params.Int("context_parallel") : 1;

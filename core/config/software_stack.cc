@@ -75,8 +75,7 @@ SoftwareStack ReadSoftwareStack(const JsonNode& node) {
   stack.weight_gather = kWeightGathers.Parse(
       r.Enum("weight_gather", ToString(stack.weight_gather), kWeightGathers.All()), "weight_gather");
   stack.fp8_param_gather = r.Bool("fp8_param_gather", stack.fp8_param_gather);
-  stack.optimizer_dtype = *ParseDType(
-      r.Enum("optimizer_dtype", ToString(stack.optimizer_dtype), kOptimizerDTypes));
+  stack.optimizer_dtype = *ParseDType(r.Enum("optimizer_dtype", ToString(stack.optimizer_dtype), kOptimizerDTypes));
   r.Finish();
   return stack;
 }

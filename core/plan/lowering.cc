@@ -692,7 +692,8 @@ class Lowering {
         bytes.push_back(slice * (p_.gradient_fp32_sync || p_.force_fp32_communication ? 4.0 : dtype));
         // Level3 gathers device weights at each use; host weights still once per step.
         const bool at_use = GathersWeightsJustInTime() && !host_only_[share.tensor];
-        weight_bytes.push_back(at_use ? 0.0 : slice * StoredBytes(share) / static_cast<double>(stage.groups[group].size));
+        weight_bytes.push_back(at_use ? 0.0
+                                      : slice * StoredBytes(share) / static_cast<double>(stage.groups[group].size));
       }
       auto split = [&](const std::vector<double>& sizes, const FusionSetting& setting) {
         std::vector<std::pair<size_t, size_t>> ranges;
@@ -878,8 +879,8 @@ class Lowering {
                     std::vector<std::vector<Task>>& before) {
     struct Layer {
       std::string scope;
-      size_t first = 0;                 // its first compute task
-      std::map<int, double> bytes;      // per group: the bytes of its weights each device holds
+      size_t first = 0;             // its first compute task
+      std::map<int, double> bytes;  // per group: the bytes of its weights each device holds
     };
     std::vector<Layer> layers;
     std::map<std::string, size_t> index_of;
@@ -900,8 +901,8 @@ class Lowering {
     for (size_t k = 0; k < layers.size(); ++k)
       for (const auto& [group, bytes] : layers[k].bytes)
         before[k > 0 ? layers[k - 1].first : layers[k].first].push_back(
-            GatherTask(stage, fmt::format("{}/{}.weight_gather", layers[k].scope, pass),
-                         tasks[layers[k].first].op, group, bytes, k > 0));
+            GatherTask(stage, fmt::format("{}/{}.weight_gather", layers[k].scope, pass), tasks[layers[k].first].op,
+                       group, bytes, k > 0));
   }
 
   // weight_gather "operator": each operator's weights before its first
@@ -919,7 +920,7 @@ class Lowering {
           const auto [group, bytes] = GatherGroup(stage, *share);
           before[previous_compute >= 0 ? previous_compute : i].push_back(
               GatherTask(stage, fmt::format("{}/{}.weight_gather", graph_.op(t.op).name, pass), t.op, group, bytes,
-                           previous_compute >= 0));
+                         previous_compute >= 0));
         }
       }
       previous_compute = static_cast<int>(i);
@@ -1178,25 +1179,28 @@ class Lowering {
     if (GathersWeightsJustInTime()) {
       // Level3: the gathered weights of the operator computing and of the
       // one being prefetched; under recompute a segment's weights, gathered
-      // for its recomputed forward, stay until their backwards have run.
-      // By layer (weight_gather "layer"): the layer computing and the next.
-      double largest = 0, segment = 0, largest_segment = 0;
-      std::map<std::string, double> by_layer;
-      for (size_t i = 0; i < graph_.operators().size(); ++i) {
-        const int op = static_cast<int>(i);
-        if (graph_.op(op).pipeline_stage != stage.stage) continue;
-        const double gathered = GatheredWeightBytes(op);
-        by_layer[ScopeOf(graph_.op(op).name)] += gathered;
-        largest = std::max(largest, gathered);
-        segment = (i > 0 && SameSegment(op - 1, op) ? segment : 0) + gathered;
-        largest_segment = std::max(largest_segment, segment);
-      }
+      // for its recomputed forward, stay until their backwards have run. By
+      // layer (weight_gather "layer"): the layer computing and the next.
+      double buffers = 0;
       if (run_.stack.weight_gather == WeightGather::kLayer) {
-        largest = 0;
-        for (const auto& [scope, bytes] : by_layer) largest = std::max(largest, bytes);
-        largest_segment = largest;
+        std::map<std::string, double> by_layer;
+        for (size_t i = 0; i < graph_.operators().size(); ++i)
+          if (graph_.op(static_cast<int>(i)).pipeline_stage == stage.stage)
+            by_layer[ScopeOf(graph_.op(static_cast<int>(i)).name)] += GatheredWeightBytes(static_cast<int>(i));
+        for (const auto& [scope, bytes] : by_layer) buffers = std::max(buffers, 2 * bytes);
+      } else {
+        double largest = 0, segment = 0, largest_segment = 0;
+        for (size_t i = 0; i < graph_.operators().size(); ++i) {
+          const int op = static_cast<int>(i);
+          if (graph_.op(op).pipeline_stage != stage.stage) continue;
+          const double gathered = GatheredWeightBytes(op);
+          largest = std::max(largest, gathered);
+          segment = (i > 0 && SameSegment(op - 1, op) ? segment : 0) + gathered;
+          largest_segment = std::max(largest_segment, segment);
+        }
+        buffers = std::max(2 * largest, largest_segment + largest);
       }
-      m.communication_buffers = std::max(m.communication_buffers, std::max(2 * largest, largest_segment + largest));
+      m.communication_buffers = std::max(m.communication_buffers, buffers);
     }
     // Without a gradient buffer kept across the step (MindSpore's kParameter
     // with one micro-batch), gradients appear during the backward as it frees
@@ -1205,8 +1209,8 @@ class Lowering {
     // lies on the line).
     const bool transient_gradients =
         p_.micro_batch_num == 1 && run_.stack.gradient_buffer == GradientBuffer::kParameter;
-    const double backward_peak = transient_gradients ? std::max(m.gradients, m.gathered_weights + m.activations)
-                                                     : m.gradients + m.activations;
+    const double backward_peak =
+        transient_gradients ? std::max(m.gradients, m.gathered_weights + m.activations) : m.gradients + m.activations;
     m.peak = m.parameters - (transient_gradients ? m.gathered_weights : 0) + m.optimizer_states + backward_peak +
              m.communication_buffers;
     const std::pair<double, const char*> parts[] = {{m.parameters, "parameters"},

@@ -305,8 +305,7 @@ class ViewsTest : public QObject {
     memory.SetResult(view.result, run.cluster.device.memory_bytes);
     QVERIFY(memory.PeakApart(0));
     const QRectF kept = memory.PartRect(0, MemoryPart::kParameters), g = memory.PartRect(0, MemoryPart::kGradients),
-                 w = memory.PartRect(0, MemoryPart::kGatheredWeights),
-                 a = memory.PartRect(0, MemoryPart::kActivations);
+                 w = memory.PartRect(0, MemoryPart::kGatheredWeights), a = memory.PartRect(0, MemoryPart::kActivations);
     QVERIFY(std::abs(kept.height() - (memory.YOf(0) - memory.YOf(m.parameters - m.gathered_weights))) < 0.5);
     QVERIFY(std::abs(g.bottom() - w.bottom()) < 0.01);  // side by side
     QVERIFY(g.right() <= w.left() + 0.01);

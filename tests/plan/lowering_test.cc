@@ -493,12 +493,11 @@ TEST_CASE("gradients kept in no buffer peak apart from the activations they repl
   CHECK(transient.gathered_weights > 0.8 * transient.parameters);
   CHECK(transient.gathered_weights < transient.parameters * 31 / 32 + 1);
   const double owned = transient.parameters - transient.gathered_weights;
-  CHECK(transient.peak ==
-        Approx(owned + transient.optimizer_states +
-               std::max(transient.gradients, transient.gathered_weights + transient.activations) +
-               transient.communication_buffers));
-  CHECK(transient.peak < transient.parameters + transient.optimizer_states +
-                             std::max(transient.gradients, transient.activations));
+  CHECK(transient.peak == Approx(owned + transient.optimizer_states +
+                                 std::max(transient.gradients, transient.gathered_weights + transient.activations) +
+                                 transient.communication_buffers));
+  CHECK(transient.peak <
+        transient.parameters + transient.optimizer_states + std::max(transient.gradients, transient.activations));
   run.stack.gradient_buffer = GradientBuffer::kReduce;  // Megatron's buffer lives through the step
   run.stack.flat_optimizer_sharding = true;             // and its weights in the persistent parameter buffer
   const MemoryBreakdown buffered = PlanFor(run).stages[0].memory;

@@ -166,9 +166,8 @@ Dims ReadDims(const BuilderParams& p) {
     if (d.ulysses < 1 || d.cp % d.ulysses != 0)
       throw GraphError("ulysses_degree_in_cp " + Text(d.ulysses) + " does not divide " + cp);
     if (d.ulysses > 1 && d.heads % (d.ulysses * d.mp) != 0)
-      throw GraphError(cp + " exchanges heads for sequence over " + Text(d.ulysses) +
-                       " devices (Ulysses): heads " + Text(d.heads) + " must divide into " + Text(d.ulysses) +
-                       " x model_parallel " + Text(d.mp));
+      throw GraphError(cp + " exchanges heads for sequence over " + Text(d.ulysses) + " devices (Ulysses): heads " +
+                       Text(d.heads) + " must divide into " + Text(d.ulysses) + " x model_parallel " + Text(d.mp));
     if (d.ulysses == d.cp && d.ring_attention)
       throw GraphError("use_ring_attention passes keys and values around the ring part of " + cp +
                        ", which context_parallel_algo \"ulysses_cp\" does not have");
