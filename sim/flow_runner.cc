@@ -98,9 +98,13 @@ void FlowRunner::StartPhase(Running* r) {
 void FlowRunner::PhaseFinished(Running* r) {
   const Phase& phase = r->phases[r->phase];
   double extra = 0;
-  if (phase.library_latency > 0 && !phase.flows.empty())
-    extra =
-        std::max(0.0, phase.library_latency - platform_.RouteLatency(phase.flows.front().src, phase.flows.front().dst));
+  if (phase.library_latency > 0 && !phase.flows.empty()) {
+    // The library's latency less what the phase's flows already took on
+    // their way: the farthest flow's route (an AlltoAll's between servers).
+    double route = 0;
+    for (const Flow& f : phase.flows) route = std::max(route, platform_.RouteLatency(f.src, f.dst));
+    extra = std::max(0.0, phase.library_latency - route);
+  }
   if (phase.extra_latency_steps > 0 && !phase.flows.empty())
     extra += static_cast<double>(phase.extra_latency_steps) *
              platform_.RouteLatency(phase.flows.front().src, phase.flows.front().dst);

@@ -25,6 +25,10 @@ constexpr EnumNames<WeightGather, 2> kWeightGathers({"operator", "layer"});
 
 const char* ToString(WeightGather gather) { return kWeightGathers[gather]; }
 
+constexpr EnumNames<Fp8Scaling, 3> kFp8Scalings({"delayed", "current", "block"});
+
+const char* ToString(Fp8Scaling scaling) { return kFp8Scalings[scaling]; }
+
 std::vector<std::string> StackPresetNames() { return {"mindspore", "megatron"}; }
 
 namespace {
@@ -36,6 +40,7 @@ std::vector<std::string> StackKeyVocabulary(const std::string& key) {
   if (key == "gradient_buffer") return kGradientBuffers.All();
   if (key == "weight_gather") return kWeightGathers.All();
   if (key == "optimizer_dtype") return kOptimizerDTypes;
+  if (key == "fp8_scaling") return kFp8Scalings.All();
   return {};
 }
 
@@ -75,6 +80,8 @@ SoftwareStack ReadSoftwareStack(const JsonNode& node) {
   stack.weight_gather = kWeightGathers.Parse(
       r.Enum("weight_gather", ToString(stack.weight_gather), kWeightGathers.All()), "weight_gather");
   stack.fp8_param_gather = r.Bool("fp8_param_gather", stack.fp8_param_gather);
+  stack.fp8_scaling =
+      kFp8Scalings.Parse(r.Enum("fp8_scaling", ToString(stack.fp8_scaling), kFp8Scalings.All()), "fp8_scaling");
   stack.optimizer_dtype = *ParseDType(r.Enum("optimizer_dtype", ToString(stack.optimizer_dtype), kOptimizerDTypes));
   r.Finish();
   return stack;
@@ -92,6 +99,7 @@ nlohmann::json ToJson(const SoftwareStack& stack) {
           {"gradient_buffer", ToString(stack.gradient_buffer)},
           {"weight_gather", ToString(stack.weight_gather)},
           {"fp8_param_gather", stack.fp8_param_gather},
+          {"fp8_scaling", ToString(stack.fp8_scaling)},
           {"optimizer_dtype", ToString(stack.optimizer_dtype)}};
 }
 

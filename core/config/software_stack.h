@@ -47,6 +47,23 @@ enum class WeightGather {
   kLayer,
 };
 
+// How the stack scales FP8 tensors (Transformer Engine's recipes), which
+// sets what its cast kernels read per element.
+enum class Fp8Scaling {
+  // One scale per tensor from the amax history of earlier steps: the cast
+  // reads the tensor once and records its amax as it goes (DelayedScaling;
+  // Megatron's --fp8-recipe delayed, its default; NeMo 24.x) ("delayed").
+  kDelayed,
+  // One scale per tensor from the tensor's own amax: a pass that finds the
+  // amax, then the cast (Float8CurrentScaling; --fp8-recipe tensorwise;
+  // Megatron-Bridge's FP8-CS) ("current").
+  kCurrent,
+  // A scale per block of elements, found inside the cast's one pass (MXFP8's
+  // 32-element blocks on Blackwell, DeepSeek-V3's 1x128 and 128x128 blocks;
+  // --fp8-recipe mxfp8 or blockwise) ("block").
+  kBlock,
+};
+
 struct SoftwareStack {
   StackPreset preset = StackPreset::kMindSpore;
   // Chains of element-wise operators (bias, activation, dropout, residual
@@ -94,6 +111,7 @@ struct SoftwareStack {
   // parallel optimizer gathers them in FP8 (Megatron's --fp8-param-gather,
   // NeMo's fp8_params); the master copy stays with the optimizer.
   bool fp8_param_gather = false;
+  Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;
   // The dtype of the optimizer's states: its moments and, with
   // master_weights, the master copy (float32; bfloat16 for NeMo's
   // distributed_fused_adam with dtype bf16, Megatron's precision-aware
@@ -106,6 +124,7 @@ struct SoftwareStack {
 const char* ToString(StackPreset preset);
 const char* ToString(GradientBuffer buffer);
 const char* ToString(WeightGather gather);
+const char* ToString(Fp8Scaling scaling);
 std::vector<std::string> StackPresetNames();
 // The accepted values of a closed-vocabulary key of a "stack" object
 // ("preset", "gradient_buffer", ...); empty for any other key.

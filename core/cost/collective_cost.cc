@@ -133,11 +133,14 @@ Link InterServerLink(const GroupPlacement& p, const ClusterSpec& cluster, Collec
 }
 
 namespace {
+// `nccl_p2p`: the links at NCCL's point-to-point speed (NcclP2pBandwidth).
 double ClosedFormSeconds(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
-                         const ClusterSpec& cluster) {
-  const Link intra = IntraServerLink(p, cluster, c);
+                         const ClusterSpec& cluster, bool nccl_p2p = false) {
+  Link intra = IntraServerLink(p, cluster, c);
+  if (nccl_p2p) intra.bandwidth = std::min(intra.bandwidth, NcclP2pBandwidth(NetworkScope::kIntraServer, cluster));
   if (p.servers == 1) return FlatSeconds(c, a, bytes, p.size, intra);
-  const Link inter = InterServerLink(p, cluster, c);
+  Link inter = InterServerLink(p, cluster, c);
+  if (nccl_p2p) inter.bandwidth = std::min(inter.bandwidth, NcclP2pBandwidth(NetworkScope::kInterServer, cluster));
   const int64_t k = p.per_server, m = p.servers;
   if (a == CollectiveAlgorithm::kHierarchical && k > 1) {
     // Intra-server reduce-scatter, inter-server phase on 1/k of the data per
@@ -223,6 +226,19 @@ CollectiveTiming TimeCollective(Collective c, CollectiveAlgorithm a, double byte
     t.library.protocol = e.protocol;
     t.library.wire_factor = ring_transfer > 0 ? (e.seconds - e.latency) / ring_transfer : 1;
     t.library.latency = e.latency;
+    return t;
+  }
+  if (c == Collective::kAllToAll && UsesNcclModel(cluster) && !Calibrated(cluster, c, ScopeOf(p))) {
+    // NCCL's sends run below the links' line rate: the flows carry the
+    // bytes that make the platform's transfer take NCCL's.
+    const double latency = ClosedFormSeconds(c, a, 0, p, cluster);
+    const double platform = ClosedFormSeconds(c, a, bytes, p, cluster) - latency;
+    const double nccl = ClosedFormSeconds(c, a, bytes, p, cluster, /*nccl_p2p=*/true) - latency;
+    CollectiveTiming t;
+    t.seconds = latency + nccl;
+    t.library.timed = true;
+    t.library.wire_factor = platform > 0 ? nccl / platform : 1;
+    t.library.latency = latency;
     return t;
   }
   const double seconds = ClosedFormSeconds(c, a, bytes, p, cluster);

@@ -14,7 +14,7 @@
 namespace shardlab {
 
 // The product a GEMM-like operator runs per device: C[m,n] = A[m,k] B[k,n]
-// (batch dimensions folded into m when the second input is a matrix), `batch`
+// (leading dimensions of the first input that the second lacks folded into m), `batch`
 // of them in one batched kernel (a mixture of experts' experts). Zero for
 // operators that are not GEMMs.
 struct GemmShape {

@@ -283,6 +283,13 @@ bool NcclTunes(Collective c) {
          c == Collective::kBroadcast;
 }
 
+double NcclP2pBandwidth(NetworkScope scope, const ClusterSpec& cluster) {
+  const double cc = cluster.device.compute_capability;
+  if (scope == NetworkScope::kIntraServer)
+    return static_cast<double>(cluster.intra_server.nvlink_links) * NvlinkLinkBandwidth(cc) * 1e9;
+  return SpeedAtMost(InterSpeeds(ArchIndex(cc)), cluster.inter_server.nic_bandwidth / 1e9) * 1e9;
+}
+
 NcclEstimate NcclTime(Collective c, CollectiveAlgorithm algorithm, double buffer, const GroupPlacement& p,
                       const ClusterSpec& cluster) {
   for (int a = 0; a < kAlgos; ++a)

@@ -32,6 +32,15 @@ bool UsesNcclModel(const ClusterSpec& cluster);
 // AllToAll and SendRecv are point-to-point sends outside its tuner.
 bool NcclTunes(Collective c);
 
+// The bandwidth (bytes/s, each way) one GPU's point-to-point transfers
+// reach under NCCL, AllToAll's sends among them: inside a server its
+// topology's NVLink figure (links x NCCL's per-link speed: 371 GB/s on an
+// H100 of 450 GB/s line rate, the ~370 GB/s NCCL's maintainers quote as the
+// busbw of every operation but NVLS allreduce, nccl-tests#212); across
+// servers the speed its search gives the GPU's NIC (48 GB/s for a 400 Gb/s
+// NIC: one NIC per GPU, an AllToAll does not aggregate them, nccl-tests#267).
+double NcclP2pBandwidth(NetworkScope scope, const ClusterSpec& cluster);
+
 // `buffer`: nccl-tests' size, the whole buffer (AllGather's output,
 // ReduceScatter's input). `algorithm` kRing, kDoubleBinaryTree, kNvls or
 // kNvlsTree: the fastest protocol for it (not available: an estimate with

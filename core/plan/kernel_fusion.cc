@@ -3,6 +3,7 @@
 #include <set>
 #include <string>
 
+#include "core/graph/fp8_format.h"
 #include "core/graph/op_types.h"
 
 namespace shardlab {
@@ -71,6 +72,21 @@ std::vector<FusedKernel> PlanKernelFusion(const Graph& graph, const std::vector<
   }
   for (FusedKernel& f : fused) f.saved_backward_bytes = 2 * f.saved_forward_bytes;
   return fused;
+}
+
+double Fp8CastBytes(const Graph& graph, int index, const OpLayout& layout, const SoftwareStack& stack, bool backward,
+                    bool weight_gradient) {
+  const Operator& op = graph.op(index);
+  if (!Fp8GemmDType(op, backward) || op.OnHost()) return 0;
+  const Tensor& tensor = graph.tensor(backward ? op.outputs[0] : op.inputs[0]);
+  const TensorLayout& slice = backward ? layout.outputs[0] : layout.inputs[0];
+  const double b = static_cast<double>(DTypeBytes(tensor.dtype));
+  const double copies = weight_gradient ? 2 : 1;
+  const bool amax_pass = stack.fp8_scaling == Fp8Scaling::kCurrent;
+  const bool from_norm = !backward && tensor.producer >= 0 &&
+                         (graph.op(tensor.producer).type == "LayerNorm" || graph.op(tensor.producer).type == "RmsNorm");
+  const double per_element = from_norm && !amax_pass ? std::max(0.0, 1 + copies - b) : b + copies + (amax_pass ? b : 0);
+  return static_cast<double>(ElementCount(slice.SliceShape())) * per_element;
 }
 
 }  // namespace shardlab

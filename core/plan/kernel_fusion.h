@@ -3,7 +3,8 @@
 // (bias+GeLU, bias+dropout+add, scale+mask+softmax, SiLU(gate)*up) reads its
 // inputs once and writes its last output once, and only its first operator
 // launches a kernel. And the other way: an operator run unfused, as several
-// kernels over its input (Megatron-Core's float32 cross entropy).
+// kernels over its input (Megatron-Core's float32 cross entropy). And the
+// cast kernels around an FP8 GEMM.
 #pragma once
 
 #include <algorithm>
@@ -39,5 +40,19 @@ struct FusedKernel {
 // takes it in the layout the producer leaves (no redistribution between).
 std::vector<FusedKernel> PlanKernelFusion(const Graph& graph, const std::vector<OpLayout>& layouts,
                                           const SoftwareStack& stack);
+
+// The bytes per device of the cast kernel an FP8 GEMM's pass launches
+// before its product (0 for other operators): the forward quantizes the
+// GEMM's input, the backward its output's gradient, as Transformer Engine
+// does. Per element: read it, write a row-wise FP8 copy and, when the pass
+// computes the weight's gradient (`weight_gradient`: the weight is
+// trained), a column-wise (transposed) one for it; current scaling reads it
+// once more first for the amax. An input a LayerNorm or RMSNorm produces
+// leaves the norm's kernel already in FP8 under delayed or block scaling
+// (Transformer Engine's LayerNormLinear): only the column-wise copy is made
+// apart, less the bytes the norm's narrower write saves. Weights are cast
+// once a step (or kept in FP8): not counted.
+double Fp8CastBytes(const Graph& graph, int op, const OpLayout& layout, const SoftwareStack& stack, bool backward,
+                    bool weight_gradient);
 
 }  // namespace shardlab

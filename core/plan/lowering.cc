@@ -240,6 +240,12 @@ class Lowering {
     return t;
   }
 
+  double Fp8Cast(int index, bool backward) const {
+    const Operator& op = graph_.op(index);
+    return Fp8CastBytes(graph_, index, layouts_[index], run_.stack, backward,
+                        op.inputs.size() > 1 && !Frozen(op.inputs[1]));
+  }
+
   KernelShape KernelOf(int index, bool backward) const {
     return OperatorKernel(graph_.op(index), layouts_[index], backward,
                           fusion_[static_cast<size_t>(index)].follows_producer);
@@ -502,6 +508,12 @@ class Lowering {
         recompute ? ContextGathers(stage, index, ".recompute") : Redistributions(stage, index, false);
     for (Task& t : tasks) t.recompute = recompute;
     for (Task& t : HostTransfers(index, false)) tasks.push_back(std::move(t));
+    if (const double cast = Fp8Cast(index, false); cast > 0) {
+      Task t = Compute(op.name + (recompute ? "/recompute.fp8_cast" : "/fp8_cast"), index, 0, cast,
+                       graph_.tensor(op.inputs[0]).dtype, false);
+      t.recompute = recompute;
+      tasks.push_back(t);
+    }
     Task compute =
         Compute(op.name + (recompute ? "/recompute" : "/forward"), index, layout.work.forward_flops,
                 std::max(0.0, layout.work.forward_bytes - fusion_[static_cast<size_t>(index)].saved_forward_bytes) +
@@ -567,6 +579,8 @@ class Lowering {
                                             WireBytes(shardlab::Collective::kReduceScatter, c.bytes, OutputDType(op))));
     }
     for (Task& t : ContextGathers(stage, index, ".again")) stage.backward.push_back(std::move(t));
+    if (const double cast = Fp8Cast(index, true); cast > 0)
+      stage.backward.push_back(Compute(op.name + "/grad_fp8_cast", index, 0, cast, OutputDType(op), false));
     backward_task_of_op_[index] = static_cast<int>(stage.backward.size());
     const double share = BackwardShare(index);
     stage.backward.push_back(Compute(

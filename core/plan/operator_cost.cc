@@ -13,7 +13,12 @@ GemmShape GemmOf(const Operator& op, const OpLayout& layout) {
   const bool ta = op.BoolAttr("transpose_a", false), tb = op.BoolAttr("transpose_b", false);
   const size_t ra = a.size(), rb = b.size();
   GemmShape g{ta ? a[ra - 1] : a[ra - 2], tb ? b[rb - 2] : b[rb - 1], ta ? a[ra - 2] : a[ra - 1]};
-  for (size_t i = 0; i + 2 < ra; ++i) (rb == 2 ? g.m : g.batch) *= a[i];
+  // The first input's leading dimensions that the second lacks broadcast
+  // against one weight: their rows join m (a mixture of experts' groups:
+  // every group's tokens for an expert meet one expert's weight, as the
+  // stacks' grouped GEMMs run them). The shared ones are the batch.
+  const size_t broadcast = ra > rb ? ra - rb : 0;
+  for (size_t i = 0; i + 2 < ra; ++i) (i < broadcast ? g.m : g.batch) *= a[i];
   return g;
 }
 

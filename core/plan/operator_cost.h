@@ -15,8 +15,9 @@
 namespace shardlab {
 
 // The per-device kernel of an operator's forward or backward pass: a MatMul
-// or BatchMatMul's product from its input slices (batch dimensions of the
-// first input fold into m when the second is a matrix), a fused attention's
+// or BatchMatMul's product from its input slices (leading dimensions of the
+// first input that the second lacks fold into m: a matrix weight's, or each
+// expert's in a mixture of experts), a fused attention's
 // key length and head size. `fused`: it runs inside its producer's kernel.
 KernelShape OperatorKernel(const Operator& op, const OpLayout& layout, bool backward, bool fused = false);
 

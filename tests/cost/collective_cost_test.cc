@@ -49,6 +49,22 @@ TEST_CASE("NCCL picks the tree for small messages across nodes and the ring for 
         CollectiveAlgorithm::kRing);
 }
 
+TEST_CASE("NCCL's AllToAll sends at its point-to-point speed: 371 GB/s of NVLink, a 400 Gb/s NIC's 48 GB/s") {
+  const ClusterSpec gpu = testing::ShippedCluster("dgx-h100-ndr");
+  const double s = 1 << 30;
+  auto bus_bandwidth = [&](const GroupPlacement& p) {
+    const CollectiveTiming t = TimeCollective(Collective::kAllToAll, CollectiveAlgorithm::kPairwise, s, p, gpu);
+    CHECK(t.library.timed);
+    CHECK(t.library.wire_factor > 1);  // slower than the links' line rate
+    const double n = static_cast<double>(p.size);
+    return (n - 1) / n * s / (t.seconds - t.library.latency);
+  };
+  // Inside a server: 18 NVLinks at NCCL's 20.6 GB/s, not the 450 GB/s line rate.
+  CHECK(bus_bandwidth(PlaceStridedGroup(0, 8, 1, gpu)) == Approx(18 * 20.6e9));
+  // One GPU per server: each sends the rest through its own NIC.
+  CHECK(bus_bandwidth(PlaceStridedGroup(0, 16, 8, gpu)) == Approx(48e9));
+}
+
 TEST_CASE("HCCL runs a group inside one HCCS full mesh over all its links at once") {
   // Atlas 800T A2: 8 Ascend 910B in one full mesh of 28 GB/s links. A ring
   // would use one link per rank; the mesh sends S/8 to each of 7 peers at once.

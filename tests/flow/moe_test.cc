@@ -59,6 +59,22 @@ TEST_CASE("expert parallel sends tokens to their experts and back by AlltoAll in
   CHECK(reported);
 }
 
+TEST_CASE("each expert runs one product over every token routed to it, whatever group the token came from") {
+  const PreparedRun run = Prepare(Mixtral());
+  int products = 0;
+  for (const Task& t : run.plan.stages[0].forward) {
+    if (t.name != "layer0/moe/experts.gate_up/forward" && t.name != "layer0/moe/experts.projection/forward") continue;
+    INFO(t.name);
+    ++products;
+    // After the exchange a device holds its one expert's slots from the 8
+    // groups of its expert group: 8 x 1024 rows against one weight, as
+    // the stacks' grouped GEMMs gather them, not 8 products of 1024.
+    CHECK(t.kernel.gemm.m == 8 * 1024);
+    CHECK(t.kernel.gemm.batch == 1);
+  }
+  CHECK(products == 2);
+}
+
 TEST_CASE("MindSpore without enable_alltoall exchanges tokens by AllGather and a local slice") {
   RunSpec spec = Mixtral();
   spec.parallel.enable_alltoall = false;

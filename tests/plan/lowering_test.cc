@@ -385,6 +385,15 @@ TEST_CASE("a run's stack is a preset name or an object that overrides its keys")
   testing::Doc buffer(R"({"preset": "megatron", "gradient_buffer": "fp32"})", "run.json");
   const ConfigError b = testing::ExpectConfigError([&] { ReadSoftwareStack(buffer.root()); });
   CHECK(b.pointer() == "/gradient_buffer");
+  // FP8 scaling: delayed by default, named values only.
+  CHECK(PresetStack(StackPreset::kMegatron).fp8_scaling == Fp8Scaling::kDelayed);
+  testing::Doc current(R"({"preset": "megatron", "fp8_scaling": "current"})");
+  CHECK(ReadSoftwareStack(current.root()).fp8_scaling == Fp8Scaling::kCurrent);
+  CHECK(ToJson(ReadSoftwareStack(current.root()))["fp8_scaling"] == "current");
+  testing::Doc scaling(R"({"preset": "megatron", "fp8_scaling": "tensorwise"})", "run.json");
+  const ConfigError f = testing::ExpectConfigError([&] { ReadSoftwareStack(scaling.root()); });
+  CHECK(f.pointer() == "/fp8_scaling");
+  CHECK(std::string(f.what()).find("current") != std::string::npos);
 }
 
 TEST_CASE("the stack's TP overlap hides tensor-parallel collectives behind the compute after them") {
@@ -469,6 +478,58 @@ TEST_CASE("fp8_param_gather keeps FP8 GEMMs' weights in FP8 and gathers them so"
     return bytes;
   };
   CHECK(gathered(fp8.stages[1]) < 0.51 * gathered(cast.stages[1]));
+}
+
+TEST_CASE("an FP8 GEMM's passes launch their cast kernels: input forward, output gradient backward") {
+  RunSpec run = Shipped("gpt3-175b-h100-4096");
+  run.model.params.Set("layers", int64_t{16});
+  run.model.params.Set("fp8", std::string("hybrid"));
+  run.stack = PresetStack(StackPreset::kMegatron);
+  auto find = [](const std::vector<Task>& tasks, const std::string& name) -> const Task* {
+    for (const Task& t : tasks)
+      if (t.name == name) return &t;
+    return nullptr;
+  };
+  const std::string query = "layer5/attention/query", projection = "layer5/attention/projection";
+  auto check = [&](const Plan& plan, double norm_input, double other_input, double gradient) {
+    const auto holder = std::find_if(plan.stages.begin(), plan.stages.end(),
+                                     [&](const StageProgram& s) { return find(s.forward, projection + "/forward"); });
+    REQUIRE(holder != plan.stages.end());
+    const StageProgram& stage = *holder;
+    for (const std::string& gemm : {query, projection}) {
+      INFO(gemm);
+      const Task* forward = find(stage.forward, gemm + "/forward");
+      const Task* backward = find(stage.backward, gemm + "/backward");
+      const Task* cast = find(stage.forward, gemm + "/fp8_cast");
+      const Task* grad_cast = find(stage.backward, gemm + "/grad_fp8_cast");
+      REQUIRE(forward);
+      REQUIRE(backward);
+      REQUIRE(cast);
+      REQUIRE(grad_cast);
+      // Each runs just before its product, memory-bound, as its own kernel.
+      CHECK(&cast[1] == forward);
+      CHECK(&grad_cast[1] == backward);
+      CHECK(cast->flops == 0);
+      const GemmShape& g = forward->kernel.gemm;
+      const double input = static_cast<double>(g.m * g.k * g.batch), output = static_cast<double>(g.m * g.n * g.batch);
+      CHECK(cast->bytes == Approx((gemm == query ? norm_input : other_input) * input));
+      CHECK(grad_cast->bytes == Approx(gradient * output));
+      CHECK(cast->seconds > 0);
+    }
+  };
+  // Delayed scaling: read 2 bytes, write the row- and column-wise FP8
+  // copies; the query's input leaves its LayerNorm in FP8, so only
+  // its column-wise copy is apart (1 byte more).
+  check(PlanFor(run), 1, 4, 4);
+  // Current scaling reads each tensor once more for its amax, the norm's output too.
+  run.stack.fp8_scaling = Fp8Scaling::kCurrent;
+  check(PlanFor(run), 6, 6, 6);
+  run.stack.fp8_scaling = Fp8Scaling::kBlock;
+  check(PlanFor(run), 1, 4, 4);
+  // Without FP8 GEMMs there is nothing to cast.
+  run.model.params.Set("fp8", std::string("off"));
+  for (const StageProgram& stage : PlanFor(run).stages)
+    for (const Task& t : stage.forward) CHECK(t.name.find("fp8_cast") == std::string::npos);
 }
 
 // Every part of a stage's memory added up.

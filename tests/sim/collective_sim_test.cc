@@ -104,7 +104,8 @@ std::vector<double> SimulateInTurn(const ClusterSpec& cluster, int64_t devices,
 
 TEST_CASE("every NCCL algorithm's flows reproduce NCCL's time on an idle network") {
   // Every NCCL algorithm runs as its channels' rings over the links NCCL
-  // uses, scaled to NCCL's time: on an idle network SimGrid reproduces it.
+  // uses (AllToAll as its point-to-point sends), scaled to NCCL's time: on
+  // an idle network SimGrid reproduces it.
   struct Case {
     Collective c;
     CollectiveAlgorithm a;
@@ -117,7 +118,9 @@ TEST_CASE("every NCCL algorithm's flows reproduce NCCL's time on an idle network
                         {Collective::kAllReduce, CollectiveAlgorithm::kDoubleBinaryTree, 16, 8},
                         {Collective::kAllReduce, CollectiveAlgorithm::kRing, 32, 1},
                         {Collective::kAllReduce, CollectiveAlgorithm::kNvlsTree, 32, 1},
-                        {Collective::kBroadcast, CollectiveAlgorithm::kRing, 16, 8}};
+                        {Collective::kBroadcast, CollectiveAlgorithm::kRing, 16, 8},
+                        {Collective::kAllToAll, CollectiveAlgorithm::kPairwise, 8, 1},
+                        {Collective::kAllToAll, CollectiveAlgorithm::kPairwise, 32, 1}};
   const ClusterSpec h100 = testing::ShippedCluster("dgx-h100-ndr");
   std::vector<std::vector<Phase>> runs;
   std::vector<CollectiveTiming> timings;
