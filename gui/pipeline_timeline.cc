@@ -64,17 +64,21 @@ namespace {
 std::vector<PassTask> TasksOf(const std::vector<Task>& tasks, const std::vector<bool>& breaks) {
   std::vector<PassTask> out;
   double at = 0;
+  PrefetchStream prefetches;  // weight gathers ahead of use: only the waits for them take the pass's time
   for (const PassStep& step : PassSteps(tasks, 0, tasks.size(), breaks)) {
+    prefetches.Issue(step, tasks, at);
+    at += prefetches.Wait(step, at);
     const double begin = at;
     const bool overlapped = !step.collectives.empty() && tasks[step.collectives.front()].overlapped;
     for (int i = step.first_task; i < step.end_task; ++i) {
       const Task& t = tasks[i];
-      if (t.kind == Task::Kind::kCollective && overlapped) continue;
+      if ((t.kind == Task::Kind::kCollective && overlapped) || t.prefetch) continue;
       out.push_back({t.op, t.name, at, at + t.seconds});
       at += t.seconds;
     }
     at = std::max(at, begin + step.ClosedFormSeconds(tasks));
   }
+  at += prefetches.Drain(at);
   if (at > 0)
     for (PassTask& p : out) {
       p.begin /= at;

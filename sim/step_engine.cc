@@ -176,6 +176,7 @@ class Engine {
         d.rank = d.ranks.front();
         d.local = d.rank - s * D_;
         d.counters.assign(plan.stages[s].groups.size(), 0);
+        d.prefetch_counters.assign(plan.stages[s].groups.size(), 0);
         for (const GroupInstances& groups : shape_.groups[s])
           d.inside_lane.push_back(shape_.InsideLane(groups.MembersOf(d.local)));
         d.closed_passes = true;
@@ -301,6 +302,18 @@ class Engine {
     // The running pass's compute and collectives, for its timeline event.
     double pass_compute = 0, pass_communication = 0;
     CopyStream copies;  // the device's copy engine (activation offloading)
+    // The prefetch stream (weight gathers ahead of use, Task::prefetch):
+    // the running pass's prefetches queued with their sequence numbers,
+    // how many have ended, which steps have issued theirs, and whether a
+    // step (or the pass's end) waits for them. Closed passes keep it in
+    // closed form.
+    std::deque<std::pair<int, int64_t>> prefetch_queue;
+    bool prefetch_running = false;
+    int prefetches_done = 0;
+    size_t prefetches_issued_through = 0;  // steps [0, this) have queued theirs
+    bool waits_for_prefetches = false;
+    std::vector<int64_t> prefetch_counters;  // prefetches issued per group spec
+    PrefetchStream closed_prefetches;
   };
 
   static TraceEvent Event(const Device& d, Lane lane, EventKind kind, std::string name, double start, double duration) {
@@ -396,6 +409,9 @@ class Engine {
     d.step = 0;
     d.pass_start = Now();
     d.pass_compute = d.pass_communication = 0;
+    d.prefetches_done = 0;
+    d.prefetches_issued_through = 0;
+    d.closed_prefetches = {};
     if (plan_.training && p.final_backward[d.item]) QueueBuckets(d, item, d.item == p.last_final_backward);
     RunStep(d);
   }
@@ -407,9 +423,15 @@ class Engine {
     const ScheduleItem& item = p.order[d.item];
     const auto& steps = (item.forward ? p.forward : p.backward)[item.chunk];
     if (d.step == steps.size()) {
-      if (d.copies.Drain(Now()) > 0) {  // the pass ends with its last host copy
+      // The pass ends with its last host copy and its last prefetch.
+      const double drain = std::max(d.copies.Drain(Now()), d.closed_prefetches.Drain(Now()));
+      if (drain > 0) {
         ++timers_;
-        runner_.After(d.copies.Drain(Now()), [this, &d] { RunStep(d); });
+        runner_.After(drain, [this, &d] { RunStep(d); });
+        return;
+      }
+      if (d.prefetch_running || !d.prefetch_queue.empty()) {
+        d.waits_for_prefetches = true;
         return;
       }
       EndPass(d, item);
@@ -421,6 +443,15 @@ class Engine {
       return;
     }
     const PassStep& step = steps[d.step];
+    if (d.prefetches_issued_through <= d.step) {
+      d.prefetches_issued_through = d.step + 1;
+      for (int t : step.prefetches) d.prefetch_queue.push_back({t, -1 - d.prefetch_counters[tasks[t].group]++});
+      RunPrefetches(d, tasks);
+    }
+    if (d.prefetches_done < step.prefetches_needed) {
+      d.waits_for_prefetches = true;
+      return;
+    }
     if (step.waits_for_copies && d.copies.Drain(Now()) > 0) {
       ++timers_;
       runner_.After(d.copies.Drain(Now()), [this, &d] { RunStep(d); });
@@ -454,6 +485,9 @@ class Engine {
     size_t end = d.step;
     while (end < steps.size()) {
       const PassStep& step = steps[end++];
+      d.closed_prefetches.Issue(step, tasks, Now() + seconds);
+      seconds += d.closed_prefetches.Wait(step, Now() + seconds);
+      d.pass_communication += step.PrefetchSeconds(tasks);
       seconds += d.copies.Start(step, Now() + seconds);
       seconds += step.ClosedFormSeconds(tasks);
       d.pass_compute += step.compute_seconds;
@@ -466,6 +500,32 @@ class Engine {
       d.step = end;
       RunStep(d);
     });
+  }
+
+  // The prefetch stream: the next queued prefetch starts when the one
+  // before it ends; a step waiting for prefetches tries again as each ends.
+  // Prefetches number their collectives apart from the other collectives of
+  // their group (negative sequence numbers): they start when the stream
+  // frees, not in the pass's order.
+  void RunPrefetches(Device& d, const std::vector<Task>& tasks) {
+    if (d.prefetch_running || d.prefetch_queue.empty()) return;
+    const auto [t, sequence] = d.prefetch_queue.front();
+    d.prefetch_queue.pop_front();
+    d.prefetch_running = true;
+    const double begin = Now();
+    Collective(
+        d, tasks[t],
+        [this, &d, &tasks, begin] {
+          d.prefetch_running = false;
+          ++d.prefetches_done;
+          d.pass_communication += Now() - begin;
+          RunPrefetches(d, tasks);
+          if (d.waits_for_prefetches) {
+            d.waits_for_prefetches = false;
+            RunStep(d);
+          }
+        },
+        sequence);
   }
 
   void RunCollectives(Device& d, const std::vector<Task>& tasks, const std::vector<int>& collectives, size_t i,
@@ -555,8 +615,9 @@ class Engine {
       const std::vector<Task>& tasks = item.forward ? StageOf(d).forward : StageOf(d).backward;
       std::map<int32_t, double> bytes;
       for (const PassStep& step : (item.forward ? p.forward : p.backward)[item.chunk])
-        for (int t : step.collectives)
-          for (const auto& [link, b] : TaskTraffic(d, tasks[t]).link_bytes) bytes[link] += b;
+        for (const std::vector<int>* list : {&step.collectives, &step.prefetches})
+          for (int t : *list)
+            for (const auto& [link, b] : TaskTraffic(d, tasks[t]).link_bytes) bytes[link] += b;
       it->second = usage->Prepare({bytes.begin(), bytes.end()});
     }
     usage->AddClosedForm(it->second, d.pass_start, Now());

@@ -24,9 +24,10 @@ PassTimes Sum(const StageProgram& stage) {
   auto add = [](const std::vector<Task>& tasks, const std::vector<bool>& breaks, double* duration, double* compute,
                 double* communication, std::vector<double>* task_end) {
     if (task_end) task_end->assign(tasks.size(), 0);
-    *duration = ClosedFormPass(PassSteps(tasks, 0, tasks.size(), breaks), tasks, [&](const PassStep& step, double end) {
+    *duration = ClosedFormPass(PassSteps(tasks, 0, tasks.size(), breaks), tasks, [&](const PassStep& step, double end,
+                                                                                     double) {
       *compute += step.compute_seconds;
-      *communication += step.CommunicationSeconds(tasks);
+      *communication += step.CommunicationSeconds(tasks) + step.PrefetchSeconds(tasks);
       if (task_end)
         for (int i = step.first_task; i < step.end_task; ++i) (*task_end)[i] = end;
     });

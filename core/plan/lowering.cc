@@ -854,21 +854,34 @@ class Lowering {
       if (graph_.op(op).pipeline_stage == stage.stage) task = index_map[task];
   }
 
+  // A weight gather to insert before a task, and the task that first uses its weights.
+  struct PlacedGather {
+    Task gather;
+    size_t consumer = 0;
+  };
+
   std::vector<Task> WithWeightGathers(StageProgram& stage, const std::vector<Task>& tasks, const char* pass,
                                       std::vector<int>* index_map) {
     // Gathers to insert before task i.
-    std::vector<std::vector<Task>> before(tasks.size() + 1);
+    std::vector<std::vector<PlacedGather>> before(tasks.size() + 1);
     if (run_.stack.weight_gather == WeightGather::kLayer)
       LayerGathers(stage, tasks, pass, before);
     else
       OperatorGathers(stage, tasks, pass, before);
+    // Each prefetch's place on the prefetch stream, for the task that waits for it.
+    std::vector<int> needs(tasks.size(), 0);
+    int prefetches = 0;
     std::vector<Task> out;
     out.reserve(tasks.size());
     if (index_map) index_map->assign(tasks.size(), 0);
     for (size_t i = 0; i < tasks.size(); ++i) {
-      for (Task& g : before[i]) out.push_back(std::move(g));
+      for (PlacedGather& g : before[i]) {
+        if (g.gather.prefetch) needs[g.consumer] = std::max(needs[g.consumer], ++prefetches);
+        out.push_back(std::move(g.gather));
+      }
       if (index_map) (*index_map)[i] = static_cast<int>(out.size());
       out.push_back(tasks[i]);
+      out.back().prefetches_needed = needs[i];
     }
     return out;
   }
@@ -882,7 +895,7 @@ class Lowering {
   Task GatherTask(StageProgram& stage, const std::string& name, int op, int group, double bytes, bool prefetched) {
     Task gather = Collective(stage, name, op, shardlab::Collective::kAllGather, group, bytes);
     gather.dimension = CommDimension::kData;
-    gather.overlapped = prefetched;
+    gather.prefetch = prefetched;
     return gather;
   }
 
@@ -890,7 +903,7 @@ class Lowering {
   // in them, each layer's weights in one AllGather per group, issued when
   // the layer before it starts (blocking only for the first).
   void LayerGathers(StageProgram& stage, const std::vector<Task>& tasks, const char* pass,
-                    std::vector<std::vector<Task>>& before) {
+                    std::vector<std::vector<PlacedGather>>& before) {
     struct Layer {
       std::string scope;
       size_t first = 0;             // its first compute task
@@ -915,14 +928,15 @@ class Lowering {
     for (size_t k = 0; k < layers.size(); ++k)
       for (const auto& [group, bytes] : layers[k].bytes)
         before[k > 0 ? layers[k - 1].first : layers[k].first].push_back(
-            GatherTask(stage, fmt::format("{}/{}.weight_gather", layers[k].scope, pass), tasks[layers[k].first].op,
-                       group, bytes, k > 0));
+            {GatherTask(stage, fmt::format("{}/{}.weight_gather", layers[k].scope, pass), tasks[layers[k].first].op,
+                        group, bytes, k > 0),
+             layers[k].first});
   }
 
   // weight_gather "operator": each operator's weights before its first
   // compute task, issued when the compute task before it starts.
   void OperatorGathers(StageProgram& stage, const std::vector<Task>& tasks, const char* pass,
-                       std::vector<std::vector<Task>>& before) {
+                       std::vector<std::vector<PlacedGather>>& before) {
     std::vector<bool> gathered(graph_.operators().size(), false);
     int previous_compute = -1;
     for (size_t i = 0; i < tasks.size(); ++i) {
@@ -933,8 +947,9 @@ class Lowering {
         for (const ParamShare* share : ShardedWeightsOf(t.op)) {
           const auto [group, bytes] = GatherGroup(stage, *share);
           before[previous_compute >= 0 ? previous_compute : i].push_back(
-              GatherTask(stage, fmt::format("{}/{}.weight_gather", graph_.op(t.op).name, pass), t.op, group, bytes,
-                         previous_compute >= 0));
+              {GatherTask(stage, fmt::format("{}/{}.weight_gather", graph_.op(t.op).name, pass), t.op, group, bytes,
+                          previous_compute >= 0),
+               i});
         }
       }
       previous_compute = static_cast<int>(i);

@@ -10,6 +10,12 @@ double PassStep::CommunicationSeconds(const std::vector<Task>& tasks) const {
   return seconds;
 }
 
+double PassStep::PrefetchSeconds(const std::vector<Task>& tasks) const {
+  double seconds = 0;
+  for (int p : prefetches) seconds += tasks[p].seconds;
+  return seconds;
+}
+
 double PassStep::ClosedFormSeconds(const std::vector<Task>& tasks) const {
   return std::max(compute_seconds, CommunicationSeconds(tasks));
 }
@@ -18,6 +24,15 @@ double CopyStream::Start(const PassStep& step, double now) {
   const double wait = step.waits_for_copies ? std::max(0.0, busy_until - now) : 0.0;
   if (step.copy_seconds > 0) busy_until = std::max(busy_until, now + wait) + step.copy_seconds;
   return wait;
+}
+
+void PrefetchStream::Issue(const PassStep& step, const std::vector<Task>& tasks, double now) {
+  for (int p : step.prefetches) ends.push_back(std::max(ends.empty() ? now : ends.back(), now) + tasks[p].seconds);
+}
+
+double PrefetchStream::Wait(const PassStep& step, double now) const {
+  if (step.prefetches_needed <= 0) return 0;
+  return std::max(0.0, ends.at(static_cast<size_t>(step.prefetches_needed) - 1) - now);
 }
 
 std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, size_t end,
@@ -30,6 +45,26 @@ std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, si
     const Task& t = tasks[i];
     const int index = static_cast<int>(i);
     if (t.after_host_copies) open_for_compute = false;
+    if (t.prefetch) {
+      // A prefetch starts a step, or joins one still waiting for compute.
+      const bool joins = !steps.empty() && open_for_compute && steps.back().compute_seconds == 0;
+      if (!joins) steps.push_back({index, index, 0, {}});
+      steps.back().prefetches.push_back(index);
+      steps.back().end_task = index + 1;
+      open_for_compute = true;
+      continue;
+    }
+    if (t.prefetches_needed > 0) {
+      // A task that waits for prefetches starts a step (or joins one that so
+      // far only issues prefetches: it waits for the earlier ones at its start).
+      const bool joins = !steps.empty() && open_for_compute && steps.back().compute_seconds == 0 &&
+                         steps.back().collectives.empty() && steps.back().copy_seconds == 0 &&
+                         !steps.back().prefetches.empty();
+      if (!joins) steps.push_back({index, index, 0, {}});
+      steps.back().prefetches_needed = std::max(steps.back().prefetches_needed, t.prefetches_needed);
+      steps.back().end_task = index + 1;
+      open_for_compute = true;
+    }
     if (t.pcie_copy && t.overlapped) {
       // A copy starts a step, or joins one still waiting for compute (an
       // overlapped collective's, or another copy's).

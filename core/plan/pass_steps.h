@@ -2,8 +2,10 @@
 // steps a device runs: a run of compute tasks merged into one, a blocking
 // collective on its own, or an overlapped collective (MicroBatchInterleaved)
 // together with the compute that follows it, the two on separate streams.
-// Host copies of offloaded activations start a step and run on a third.
-// Both engines walk a pass by these steps, so they agree on what overlaps.
+// Host copies of offloaded activations start a step and run on a third;
+// prefetched weight gathers start a step and run on a fourth, until a later
+// step waits for them. Both engines walk a pass by these steps, so they
+// agree on what overlaps.
 #pragma once
 
 #include <algorithm>
@@ -24,9 +26,14 @@ struct PassStep {
   // (activation offloading). The pass ends when its last copy has.
   double copy_seconds = 0;
   bool waits_for_copies = false;  // starts only once every copy issued before it has ended
+  // Prefetched weight gathers issued as the step starts, on their own
+  // stream, one after another across the pass's steps (Task::prefetch).
+  std::vector<int> prefetches = {};
+  int prefetches_needed = 0;  // starts once the pass's first this many prefetches have ended
   // Closed-form duration: both streams start together, the step ends when both are done.
   double ClosedFormSeconds(const std::vector<Task>& tasks) const;
-  double CommunicationSeconds(const std::vector<Task>& tasks) const;
+  double CommunicationSeconds(const std::vector<Task>& tasks) const;  // the communication stream's
+  double PrefetchSeconds(const std::vector<Task>& tasks) const;       // the prefetches it issues
 };
 
 // The copy engine's clock through a pass: `Start` gives how long a step
@@ -44,19 +51,38 @@ struct CopyStream {
 std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, size_t end,
                                 const std::vector<bool>& break_after = {});
 
-// A pass in closed form from time 0, the copy stream's waits included:
-// calls `each(step, end)` with each step's end time and returns the pass's
-// duration (its last copy's end included).
+// The prefetch stream's clock through a pass: `Issue` queues a step's
+// prefetches at `now`; `Wait` gives how long the step then waits for the
+// prefetches it needs; `Drain` how long the pass's end waits for the last.
+struct PrefetchStream {
+  std::vector<double> ends;  // of each prefetch issued, in order
+  void Issue(const PassStep& step, const std::vector<Task>& tasks, double now);
+  double Wait(const PassStep& step, double now) const;
+  double Drain(double now) const { return ends.empty() ? 0.0 : std::max(0.0, ends.back() - now); }
+};
+
+// A pass in closed form from time 0, the copy and prefetch streams' waits
+// included: calls `each(step, end, waited)` with each step's end time and
+// how long it waited for prefetches, and returns the pass's duration (its
+// last copy's and prefetch's ends included; `drained`, when given, gets
+// how long the end waited for the prefetches).
 template <typename Each>
-double ClosedFormPass(const std::vector<PassStep>& steps, const std::vector<Task>& tasks, Each each) {
+double ClosedFormPass(const std::vector<PassStep>& steps, const std::vector<Task>& tasks, Each each,
+                      double* drained = nullptr) {
   CopyStream copies;
+  PrefetchStream prefetches;
   double t = 0;
   for (const PassStep& step : steps) {
+    prefetches.Issue(step, tasks, t);
+    const double waited = prefetches.Wait(step, t);
+    t += waited;
     t += copies.Start(step, t);
     t += step.ClosedFormSeconds(tasks);
-    each(step, t);
+    each(step, t, waited);
   }
-  return t + copies.Drain(t);
+  const double drain = std::max(copies.Drain(t), prefetches.Drain(t));
+  if (drained) *drained = prefetches.Drain(t);
+  return t + drain;
 }
 
 // break_after for a stage's backward tasks: where its gradient buckets become ready.

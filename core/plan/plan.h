@@ -73,6 +73,14 @@ struct Task {
   // copy so marked runs on the copy engine beside everything after it
   // (activation offloading).
   bool overlapped = false;
+  // A weight gather issued ahead of the compute that uses it, on a stream of
+  // its own (FSDP's all-gather stream): it runs beside every step until
+  // that compute, blocking collectives included, one after another with the
+  // pass's other prefetches.
+  bool prefetch = false;
+  // Starts only once the pass's first `prefetches_needed` prefetches have
+  // ended (the first compute of the operator or layer they gather).
+  int prefetches_needed = 0;
   // A step-start weight gather overlapped with the first forward (Megatron's
   // --overlap-param-gather): the forward time that runs before its weights
   // are first used. 0: the first forward waits for it.

@@ -22,18 +22,32 @@ struct PassComm {
   PerDimension seconds{}, exposed{};
 };
 
+// Prefetches are exposed for as long as steps wait for them, shared out by their time.
 PassComm ClosedFormPassComm(const std::vector<Task>& tasks, const std::vector<bool>& breaks = {}) {
   PassComm c;
-  for (const PassStep& step : PassSteps(tasks, 0, tasks.size(), breaks)) {
-    const double comm = step.CommunicationSeconds(tasks);
-    if (comm <= 0) continue;
-    const bool overlapped = tasks[step.collectives.front()].overlapped;
-    const double exposed = overlapped ? std::max(0.0, comm - step.compute_seconds) : comm;
-    for (int t : step.collectives) {
-      const auto d = static_cast<size_t>(tasks[t].dimension);
-      c.seconds[d] += tasks[t].seconds;
-      c.exposed[d] += exposed * tasks[t].seconds / comm;
-    }
+  PerDimension prefetch{};
+  double waited = 0, drained = 0;
+  ClosedFormPass(
+      PassSteps(tasks, 0, tasks.size(), breaks), tasks,
+      [&](const PassStep& step, double, double wait) {
+        waited += wait;
+        for (int t : step.prefetches) prefetch[static_cast<size_t>(tasks[t].dimension)] += tasks[t].seconds;
+        const double comm = step.CommunicationSeconds(tasks);
+        if (comm <= 0) return;
+        const bool overlapped = tasks[step.collectives.front()].overlapped;
+        const double exposed = overlapped ? std::max(0.0, comm - step.compute_seconds) : comm;
+        for (int t : step.collectives) {
+          const auto d = static_cast<size_t>(tasks[t].dimension);
+          c.seconds[d] += tasks[t].seconds;
+          c.exposed[d] += exposed * tasks[t].seconds / comm;
+        }
+      },
+      &drained);
+  double total = 0;
+  for (double x : prefetch) total += x;
+  for (size_t d = 0; d < prefetch.size(); ++d) {
+    c.seconds[d] += prefetch[d];
+    if (total > 0) c.exposed[d] += (waited + drained) * prefetch[d] / total;
   }
   return c;
 }

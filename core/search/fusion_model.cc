@@ -19,7 +19,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 std::vector<double> BackwardTaskEnds(const StageProgram& stage, double* backward) {
   std::vector<double> ends(stage.backward.size(), 0);
   *backward = ClosedFormPass(PassSteps(stage.backward, 0, stage.backward.size(), BucketBreaks(stage)), stage.backward,
-                             [&](const PassStep& step, double end) {
+                             [&](const PassStep& step, double end, double) {
                                for (int i = step.first_task; i < step.end_task; ++i) ends[i] = end;
                              });
   return ends;

@@ -61,13 +61,17 @@ TEST_CASE("optimizer_level level3 gathers each weight before each pass and keeps
   CHECK(GatheredBytes(b.backward) == Approx(step_start).epsilon(1e-9));
   CHECK(GatheredBytes(a.forward) == 0);
   // At most the stage's first operator's gather waits; every other one is
-  // prefetched beside the compute before its operator.
-  int gathers = 0, blocking = 0;
-  for (const Task& t : b.forward)
+  // prefetched as the compute before its operator starts, and its operator
+  // waits for it.
+  int gathers = 0, blocking = 0, prefetches = 0;
+  for (const Task& t : b.forward) {
     if (t.name.find("weight_gather") != std::string::npos) {
       ++gathers;
-      blocking += !t.overlapped;
+      blocking += !t.prefetch;
+      prefetches += t.prefetch;
     }
+    CHECK(t.prefetches_needed <= prefetches);
+  }
   CHECK(gathers >= 20 * 4);  // 20 layers of 4 sharded projections each
   CHECK(blocking <= 1);
   // The stage keeps 1/32 of its large weights, plus two operators' gathered weights.
@@ -93,8 +97,8 @@ TEST_CASE("weight_gather layer gathers each layer's weights in one AllGather, pr
       if (t.name.find("weight_gather") != std::string::npos) gathers.push_back(&t);
     REQUIRE(gathers.size() == 20);
     CHECK(gathers.front()->name == (forward ? "layer20/forward.weight_gather" : "layer39/backward.weight_gather"));
-    CHECK_FALSE(gathers.front()->overlapped);
-    for (size_t i = 1; i < gathers.size(); ++i) CHECK(gathers[i]->overlapped);
+    CHECK_FALSE(gathers.front()->prefetch);
+    for (size_t i = 1; i < gathers.size(); ++i) CHECK(gathers[i]->prefetch);
   }
   // Layer 21's gather is issued before layer 20's first compute.
   const auto at = [&](const std::string& name) {
@@ -105,6 +109,16 @@ TEST_CASE("weight_gather layer gathers each layer's weights in one AllGather, pr
   size_t first_compute = 0;
   while (b.forward[first_compute].kind != Task::Kind::kCompute) ++first_compute;
   CHECK(at("layer21/forward.weight_gather") < first_compute);
+  // Layer 21's first compute waits for the pass's first prefetch (its
+  // gather), layer 22's for the second; nothing of layer 20 waits.
+  const auto needs = [&](const std::string& layer) {
+    for (const Task& t : b.forward)
+      if (t.kind == Task::Kind::kCompute && t.name.rfind(layer + "/", 0) == 0) return t.prefetches_needed;
+    return -1;
+  };
+  CHECK(needs("layer20") == 0);
+  CHECK(needs("layer21") == 1);
+  CHECK(needs("layer22") == 2);
   // Buffers: two layers' gathered weights (the one computing, the next):
   // each gather carries a device's 1/32 of its layer.
   double largest = 0;

@@ -51,13 +51,13 @@ TEST_CASE("host copies run on the copy stream beside whatever follows, and a wai
   CHECK(steps[1].compute_seconds == 1);  // layer 1 joins the step the copy starts
   CHECK(steps[1].first_task == 1);
   std::vector<double> ends;
-  const double pass = ClosedFormPass(steps, forward, [&](const PassStep&, double end) { ends.push_back(end); });
+  const double pass = ClosedFormPass(steps, forward, [&](const PassStep&, double end, double) { ends.push_back(end); });
   CHECK(ends == std::vector<double>{2, 3, 4, 6});  // the copy, done at 5, never holds the compute up
   CHECK(pass == 6);
   // A copy longer than all that follows holds the pass's end.
   std::vector<Task> slow = forward;
   slow[1].seconds = 7;
-  CHECK(ClosedFormPass(PassSteps(slow, 0, slow.size()), slow, [](const PassStep&, double) {}) == 9);
+  CHECK(ClosedFormPass(PassSteps(slow, 0, slow.size()), slow, [](const PassStep&, double, double) {}) == 9);
 
   // Backward: layer 1's backward sends for layer 0's activations; layer 0's backward waits for them.
   std::vector<Task> backward = {CopyTask("layer0/in", 3), ComputeTask("layer1", 2), ComputeTask("layer0", 2)};
@@ -65,7 +65,7 @@ TEST_CASE("host copies run on the copy stream beside whatever follows, and a wai
   const auto back = PassSteps(backward, 0, backward.size());
   REQUIRE(back.size() == 2);
   CHECK(back[1].waits_for_copies);
-  CHECK(ClosedFormPass(back, backward, [](const PassStep&, double) {}) == 5);  // waits 1 for the copy
+  CHECK(ClosedFormPass(back, backward, [](const PassStep&, double, double) {}) == 5);  // waits 1 for the copy
   // A copy issued by the waiting task itself is not waited for: the next layer's prefetch.
   backward[2] = CopyTask("layer_before/in", 3);
   backward[2].after_host_copies = true;
@@ -74,7 +74,7 @@ TEST_CASE("host copies run on the copy stream beside whatever follows, and a wai
   REQUIRE(chained.size() == 2);
   CHECK(chained[1].waits_for_copies);
   CHECK(chained[1].copy_seconds == 3);
-  CHECK(ClosedFormPass(chained, backward, [](const PassStep&, double) {}) == 3 + 3);  // compute to 5, copy to 6
+  CHECK(ClosedFormPass(chained, backward, [](const PassStep&, double, double) {}) == 3 + 3);  // compute to 5, copy to 6
 
   // A copy right after an overlapped collective joins its step: both wait for the compute after them.
   Task overlapped = CollectiveTask("y", 2);
@@ -113,6 +113,48 @@ TEST_CASE("MicroBatchInterleaved overlaps one slice's collective with the next s
   for (const auto& s : steps) total += s.ClosedFormSeconds(halves);
   // 2 + max(1, 2) x 3 + 1 = 9, against 4 + 2 + 4 + 2 = 12 without interleaving.
   CHECK(total == 9);
+}
+
+Task PrefetchTask(const std::string& name, double seconds) {
+  Task t = CollectiveTask(name, seconds);
+  t.prefetch = true;
+  return t;
+}
+
+TEST_CASE("a prefetched weight gather runs beside compute and blocking collectives until the step that needs it") {
+  // Layer 1's gather goes out as layer 0 starts; layer 0 computes, blocks on
+  // a tensor-parallel collective and computes again; layer 1 needs the gather.
+  auto pass = [](double gather) {
+    std::vector<Task> tasks = {PrefetchTask("layer1/gather", gather), ComputeTask("layer0/a", 1),
+                               CollectiveTask("layer0/x", 1), ComputeTask("layer0/b", 1), ComputeTask("layer1/a", 1)};
+    tasks[4].prefetches_needed = 1;
+    return tasks;
+  };
+  const std::vector<Task> slow = pass(5);
+  const auto steps = PassSteps(slow, 0, slow.size());
+  REQUIRE(steps.size() == 4);
+  CHECK(steps[0].prefetches == std::vector<int>{0});
+  CHECK(steps[0].compute_seconds == 1);  // layer0/a joins the step that issues the gather
+  CHECK(steps[3].prefetches_needed == 1);
+  CHECK(steps[3].first_task == 4);
+  std::vector<double> waits;
+  double drained = -1;
+  // The gather ends at 5: layer 1 waits 2 after layer 0's 3, then computes.
+  CHECK(ClosedFormPass(steps, slow, [&](const PassStep&, double, double w) { waits.push_back(w); }, &drained) == 6);
+  CHECK(waits == std::vector<double>{0, 0, 0, 2});
+  CHECK(drained == 0);
+  // A gather shorter than layer 0 costs nothing.
+  const std::vector<Task> quick = pass(2.5);
+  CHECK(ClosedFormPass(PassSteps(quick, 0, quick.size()), quick, [](const PassStep&, double, double) {}) == 4);
+  // Prefetches queue one after another: a second one issued at 1 starts when the first ends.
+  PrefetchStream stream;
+  PassStep issue;
+  issue.prefetches = {0, 0};
+  stream.Issue(issue, slow, 1);
+  PassStep second;
+  second.prefetches_needed = 2;
+  CHECK(stream.Wait(second, 1) == 10);
+  CHECK(stream.Drain(3) == 8);
 }
 
 }  // namespace

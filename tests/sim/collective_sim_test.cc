@@ -235,6 +235,29 @@ TEST_CASE("the SimGrid step of an uncontended pipeline run matches the analytica
   CHECK(passes == 2 * 2 * 8);
 }
 
+TEST_CASE("SimGrid runs prefetched layer gathers as flows beside the passes and agrees with the analytical engine") {
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json"));
+  run.model.params.Set("layers", int64_t{16});
+  run.parallel.parallel_optimizer_config.optimizer_level = OptimizerLevel::kLevel3;
+  run.parallel.parallel_optimizer_config.gradient_accumulation_shard = false;
+  run.stack.weight_gather = WeightGather::kLayer;
+  const Plan plan = Prepare(run).plan;
+  int prefetches = 0;
+  for (const Task& t : plan.stages[0].forward) prefetches += t.prefetch;
+  REQUIRE(prefetches > 0);
+  SimGridStats stats;
+  const StepResult simulated = Summarize(
+      plan, RunSimGrid(plan, run.cluster, Fidelity::kAggregated, Symmetry::kFold, TraceRequest{}, &stats));
+  const StepResult analytical = Summarize(plan, RunAnalytical(plan));
+  CHECK(stats.flows > 0);
+  CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.02));
+  // The gathers are data-parallel communication, mostly hidden.
+  bool hidden = false;
+  for (const DimensionCommunication& c : analytical.stages[0].communication)
+    if (c.dimension == CommDimension::kData) hidden = c.exposed_seconds < 0.5 * c.seconds;
+  CHECK(hidden);
+}
+
 TEST_CASE(
     "SimGrid runs gradient_accumulation_shard's ReduceScatters after every micro-batch, as the analytical engine") {
   RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/pangu-alpha-13b-ascend-512.json"));
