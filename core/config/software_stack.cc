@@ -49,6 +49,7 @@ SoftwareStack PresetStack(StackPreset preset) {
   stack.preset = preset;
   stack.fuse_elementwise = preset == StackPreset::kMegatron;
   stack.fuse_cross_entropy = preset != StackPreset::kMegatron;
+  stack.split_views = preset == StackPreset::kMegatron;
   stack.flat_optimizer_sharding = preset == StackPreset::kMegatron;
   stack.master_weights = preset == StackPreset::kMegatron;
   stack.gradient_buffer = preset == StackPreset::kMegatron ? GradientBuffer::kReduce : GradientBuffer::kParameter;
@@ -70,6 +71,7 @@ SoftwareStack ReadSoftwareStack(const JsonNode& node) {
   SoftwareStack stack = PresetStack(ReadPreset(r.Required("preset")));
   stack.fuse_elementwise = r.Bool("fuse_elementwise", stack.fuse_elementwise);
   stack.fuse_cross_entropy = r.Bool("fuse_cross_entropy", stack.fuse_cross_entropy);
+  stack.split_views = r.Bool("split_views", stack.split_views);
   stack.overlap_tensor_parallel = r.Bool("overlap_tensor_parallel", stack.overlap_tensor_parallel);
   stack.flat_optimizer_sharding = r.Bool("flat_optimizer_sharding", stack.flat_optimizer_sharding);
   stack.overlap_grad_reduce = r.Bool("overlap_grad_reduce", stack.overlap_grad_reduce);
@@ -91,6 +93,7 @@ nlohmann::json ToJson(const SoftwareStack& stack) {
   return {{"preset", ToString(stack.preset)},
           {"fuse_elementwise", stack.fuse_elementwise},
           {"fuse_cross_entropy", stack.fuse_cross_entropy},
+          {"split_views", stack.split_views},
           {"overlap_tensor_parallel", stack.overlap_tensor_parallel},
           {"flat_optimizer_sharding", stack.flat_optimizer_sharding},
           {"overlap_grad_reduce", stack.overlap_grad_reduce},

@@ -76,6 +76,13 @@ struct SoftwareStack {
   // Megatron-Core's unfused float32 passes: cast, max, subtract, exp, sum and
   // divide forward, multiply and cast back in the backward.
   bool fuse_cross_entropy = true;
+  // A SplitV's outputs are views of its input that the consumers read in
+  // place: no kernel, no traffic, and none in the backward, where the
+  // consumers' gradients land in the concatenated gradient directly
+  // (PyTorch's torch.split and torch.chunk, as Megatron splits its fused
+  // query/key/value and gate/up products). Off, each split copies its
+  // slices out (MindSpore's SplitV kernel).
+  bool split_views = false;
   // Tensor-parallel and sequence-parallel collectives run on the
   // communication stream beside the compute that follows them instead of
   // blocking it (Megatron's --tp-comm-overlap: Transformer Engine's

@@ -29,6 +29,16 @@ double SliceBytes(const TensorLayout& layout, DType dtype) {
 std::vector<FusedKernel> PlanKernelFusion(const Graph& graph, const std::vector<OpLayout>& layouts,
                                           const SoftwareStack& stack) {
   std::vector<FusedKernel> fused(graph.operators().size());
+  if (stack.split_views)
+    for (size_t c = 0; c < graph.operators().size(); ++c) {
+      const Operator& op = graph.op(static_cast<int>(c));
+      if (op.type != "SplitV" || op.OnHost()) continue;
+      // Neither the input read nor the slices written: views.
+      fused[c].follows_producer = true;
+      fused[c].saved_forward_bytes = SliceBytes(layouts[c].inputs[0], graph.tensor(op.inputs[0]).dtype);
+      for (size_t o = 0; o < op.outputs.size(); ++o)
+        fused[c].saved_forward_bytes += SliceBytes(layouts[c].outputs[o], graph.tensor(op.outputs[o]).dtype);
+    }
   if (!stack.fuse_cross_entropy)
     for (size_t c = 0; c < graph.operators().size(); ++c) {
       const Operator& op = graph.op(static_cast<int>(c));
@@ -43,7 +53,10 @@ std::vector<FusedKernel> PlanKernelFusion(const Graph& graph, const std::vector<
       fused[c].extra_forward_bytes = 36 * e;
       fused[c].extra_backward_bytes = std::max(0.0, 12 * e - b * e);
     }
-  if (!stack.fuse_elementwise) return fused;
+  if (!stack.fuse_elementwise) {
+    for (FusedKernel& f : fused) f.saved_backward_bytes = 2 * f.saved_forward_bytes;
+    return fused;
+  }
   for (size_t c = 0; c < graph.operators().size(); ++c) {
     const Operator& consumer = graph.op(static_cast<int>(c));
     if (!FusibleConsumer(consumer.type) || consumer.OnHost()) continue;

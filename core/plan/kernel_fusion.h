@@ -3,8 +3,9 @@
 // (bias+GeLU, bias+dropout+add, scale+mask+softmax, SiLU(gate)*up) reads its
 // inputs once and writes its last output once, and only its first operator
 // launches a kernel. And the other way: an operator run unfused, as several
-// kernels over its input (Megatron-Core's float32 cross entropy). And the
-// cast kernels around an FP8 GEMM.
+// kernels over its input (Megatron-Core's float32 cross entropy). A split
+// the stack runs as views costs nothing. And the cast kernels around an FP8
+// GEMM.
 #pragma once
 
 #include <algorithm>

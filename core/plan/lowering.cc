@@ -362,8 +362,35 @@ class Lowering {
         if (op.BoolAttr("context_exchange", false) && rop.collective() == shardlab::Collective::kAllToAll)
           tasks.back().dimension = CommDimension::kContext;
       }
+      if (routes_tokens) {
+        if (const double bytes = ExpertSortBytes(op_index, i); bytes > 0)
+          tasks.push_back(Compute(fmt::format("{}/sort_by_expert", op.name), op_index, 0, bytes, t.dtype, false));
+      }
     }
     return tasks;
+  }
+
+  // The tokens an expert-parallel exchange delivers arrive ordered by the
+  // device they came from; a device holding several experts sorts them by
+  // expert before its experts' products, and back before the exchange home
+  // (Megatron-Core's MoEAlltoAllTokenDispatcher: sort_chunks_by_idxs when
+  // num_local_experts > 1; MindSpore's transpose of the received slots):
+  // a read and a write of the expert side's slice [groups, experts,
+  // capacity, hidden], in each pass. 0 without an AlltoAll or with one
+  // expert per device.
+  double ExpertSortBytes(int op_index, size_t i) const {
+    const auto r = InputRedistribution(op_index, i);
+    if (!r || std::none_of(r->ops.begin(), r->ops.end(), [](const RedistOp& rop) {
+          return rop.is_communication() && rop.collective() == shardlab::Collective::kAllToAll;
+        }))
+      return 0;
+    const Operator& op = graph_.op(op_index);
+    const int t = op.inputs[i];
+    // The expert side: what the experts read (dispatch), or what they wrote (combine).
+    const TensorLayout expert_side = op.type == "MoeCombine" ? ProducerLayout(t) : layouts_[op_index].inputs[i];
+    const Shape slice = expert_side.SliceShape();
+    if (slice.size() != 4 || slice[1] <= 1) return 0;
+    return 2 * SliceBytes(expert_side, graph_.tensor(t).dtype);
   }
 
   // When input `i` of operator `op_index` is the keys or values of an

@@ -75,6 +75,37 @@ TEST_CASE("each expert runs one product over every token routed to it, whatever 
   CHECK(products == 2);
 }
 
+TEST_CASE("a device holding several experts sorts the tokens it receives by expert, and back before sending") {
+  auto sorts = [](const std::vector<Task>& tasks) {
+    std::vector<const Task*> out;
+    for (const Task& t : tasks)
+      if (t.name.find("sort_by_expert") != std::string::npos) out.push_back(&t);
+    return out;
+  };
+  // One expert per device (expert parallel 8 over 8 experts): nothing to sort.
+  CHECK(sorts(Prepare(Mixtral()).plan.stages[0].forward).empty());
+  RunSpec spec = Mixtral();
+  spec.model.params.Set("expert_parallel", int64_t{4});
+  const PreparedRun run = Prepare(spec);
+  const StageProgram& stage = run.plan.stages[0];
+  const int layers = 8;
+  for (const bool backward : {false, true}) {
+    const std::vector<Task>& tasks = backward ? stage.backward : stage.forward;
+    const auto found = sorts(tasks);
+    // After each exchange out and each exchange back, in both passes (the
+    // recomputed forward reads the tokens its layer kept: no exchange, no sort).
+    CHECK(found.size() == 2 * layers);
+    for (const Task* t : found) {
+      INFO(t->name);
+      const Task& exchange = *(t - 1);
+      CHECK(exchange.collective == Collective::kAllToAll);
+      // The slots of the device's two experts, as many bytes as the exchange moves, read and written.
+      CHECK(t->bytes == 2.0 * exchange.comm_bytes);
+      CHECK(t->seconds > 0);
+    }
+  }
+}
+
 TEST_CASE("MindSpore without enable_alltoall exchanges tokens by AllGather and a local slice") {
   RunSpec spec = Mixtral();
   spec.parallel.enable_alltoall = false;

@@ -334,6 +334,39 @@ TEST_CASE("the megatron stack runs element-wise chains as one kernel and reshape
       if (t.kind == Task::Kind::kCompute && t.op >= 0 && graph.op(t.op).type == "Reshape") CHECK(t.seconds == 0);
 }
 
+TEST_CASE("Megatron's splits of its fused products are views: no kernel, no traffic") {
+  RunSpec run = Shipped("llama2-70b-h100-1024");
+  run.model.params.Set("layers", int64_t{8});
+  run.model.params.Set("qkv_concat", true);
+  run.model.params.Set("ffn_concat", true);
+  run.stack = PresetStack(StackPreset::kMegatron);
+  CHECK(run.stack.split_views);
+  const Plan views = PlanFor(run);
+  run.stack.split_views = false;
+  const Plan copies = PlanFor(run);
+  auto split = [](const Plan& plan, const std::string& name, bool backward) -> const Task* {
+    for (const StageProgram& stage : plan.stages)
+      for (const Task& t : backward ? stage.backward : stage.forward)
+        if (t.name == name) return &t;
+    return nullptr;
+  };
+  for (const std::string op : {"layer1/attention/qkv_split", "layer1/ffn/gate_up_split"})
+    for (const bool backward : {false, true}) {
+      INFO(op << (backward ? " backward" : " forward"));
+      const std::string name = op + (backward ? "/backward" : "/forward");
+      const Task* view = split(views, name, backward);
+      const Task* copy = split(copies, name, backward);
+      REQUIRE(view);
+      REQUIRE(copy);
+      CHECK(view->bytes == 0);
+      CHECK(view->seconds == 0);  // not even a launch
+      CHECK(view->kernel.fused);
+      // Copied out: the input read and the slices written (twice that backward).
+      CHECK(copy->bytes > 0);
+      CHECK(copy->seconds > 0);
+    }
+}
+
 TEST_CASE("Megatron-Core's unfused cross entropy makes its float32 passes over the logits") {
   RunSpec run = Shipped("gpt3-175b-h100-4096");
   run.model.params.Set("layers", int64_t{16});
@@ -365,6 +398,8 @@ TEST_CASE("a run's stack is a preset name or an object that overrides its keys")
   const SoftwareStack s = ReadSoftwareStack(object.root());
   CHECK(s.preset == StackPreset::kMegatron);
   CHECK_FALSE(s.fuse_elementwise);
+  CHECK(s.split_views);
+  CHECK_FALSE(PresetStack(StackPreset::kMindSpore).split_views);
   testing::Doc bad(R"({"preset": "deepspeed"})", "run.json");
   const ConfigError e = testing::ExpectConfigError([&] { ReadSoftwareStack(bad.root()); });
   CHECK(e.pointer() == "/preset");
