@@ -1098,17 +1098,7 @@ class Lowering {
   // fine-tune's base model, BatchNorm's statistics).
   bool Frozen(int t) const { return graph_.tensor(t).is_parameter() && !graph_.tensor(t).requires_grad; }
 
-  // The share of an operator's backward work that remains when some inputs
-  // need no gradient: a product's backward is one product per operand (dA =
-  // dY·Bᵀ, dB = Aᵀ·dY), a frozen operand's is skipped; a Gather's backward
-  // only forms its table's gradient.
-  double BackwardShare(int index) const {
-    const Operator& op = graph_.op(index);
-    if (op.type == "MatMul" || op.type == "BatchMatMul")
-      return (Frozen(op.inputs[0]) ? 0.0 : 0.5) + (Frozen(op.inputs[1]) ? 0.0 : 0.5);
-    if (op.type == "Gather") return Frozen(op.inputs[0]) ? 0.0 : 1.0;
-    return 1.0;
-  }
+  double BackwardShare(int index) const { return shardlab::BackwardShare(graph_, graph_.op(index)); }
 
   // Keeps input `pos` of operator `index` for its backward. An input computed
   // inside the same fused kernel was never written: the chain's backward

@@ -42,11 +42,20 @@ DType PassDType(const Graph& graph, const Operator& op, bool backward) {
   return op.outputs.empty() ? DType::kFloat32 : graph.tensor(op.outputs.front()).dtype;
 }
 
+double BackwardShare(const Graph& graph, const Operator& op) {
+  const auto frozen = [&](int t) { return graph.tensor(t).is_parameter() && !graph.tensor(t).requires_grad; };
+  if (op.type == "MatMul" || op.type == "BatchMatMul")
+    return (frozen(op.inputs[0]) ? 0.0 : 0.5) + (frozen(op.inputs[1]) ? 0.0 : 0.5);
+  if (op.type == "Gather") return frozen(op.inputs[0]) ? 0.0 : 1.0;
+  return 1.0;
+}
+
 double OperatorComputeSeconds(const Graph& graph, const Operator& op, const OpLayout& layout,
                               const ClusterSpec& cluster, bool training) {
+  const double share = BackwardShare(graph, op);
   auto pass = [&](bool backward) {
-    const double flops = backward ? layout.work.backward_flops : layout.work.forward_flops;
-    const double bytes = backward ? layout.work.backward_bytes : layout.work.forward_bytes;
+    const double flops = backward ? share * layout.work.backward_flops : layout.work.forward_flops;
+    const double bytes = backward ? share * layout.work.backward_bytes : layout.work.forward_bytes;
     return ComputeSeconds(flops, bytes, PassDType(graph, op, backward), cluster, op.OnHost(),
                           OperatorKernel(op, layout, backward))
         .seconds;

@@ -25,7 +25,13 @@ KernelShape OperatorKernel(const Operator& op, const OpLayout& layout, bool back
 // its first output's (float32 for an operator without outputs).
 DType PassDType(const Graph& graph, const Operator& op, bool backward);
 
-// The forward, plus the backward when `training`, of an operator under
+// The share of an operator's backward work that remains when some inputs
+// need no gradient (frozen weights: LoRA's base model): a product's backward
+// is one product per operand (dA = dY·Bᵀ, dB = Aᵀ·dY), a frozen operand's
+// skipped; a Gather's backward only forms its table's gradient. 1 otherwise.
+double BackwardShare(const Graph& graph, const Operator& op);
+
+// The forward, plus the backward (its BackwardShare) when `training`, of an operator under
 // `layout` on one of the cluster's devices (or its host, for a host operator).
 double OperatorComputeSeconds(const Graph& graph, const Operator& op, const OpLayout& layout,
                               const ClusterSpec& cluster, bool training);

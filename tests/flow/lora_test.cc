@@ -6,6 +6,7 @@
 
 #include "core/analytical/analytical_engine.h"
 #include "core/flow/prepared_run.h"
+#include "core/plan/operator_cost.h"
 #include "core/report/graph_summary.h"
 #include "core/report/step_result.h"
 #include "tests/test_util.h"
@@ -46,6 +47,15 @@ TEST_CASE("LoRA trains only its adapters") {
   REQUIRE(frozen);
   REQUIRE(trained);
   CHECK(frozen->flops == Approx(trained->flops / 2));
+  // The strategy search and the GUI price the operator as lowering does.
+  const int op = frozen->op;
+  const Operator& gate_up = lora.graph.op(op);
+  CHECK(BackwardShare(lora.graph, gate_up) == 0.5);
+  CHECK(BackwardShare(full.graph, full.graph.op(trained->op)) == 1);
+  const OpLayout& layout = lora.sharded.layouts[static_cast<size_t>(op)];
+  const double forward = OperatorComputeSeconds(lora.graph, gate_up, layout, lora.run.cluster, false);
+  const double both = OperatorComputeSeconds(lora.graph, gate_up, layout, lora.run.cluster, true);
+  CHECK(both - forward == Approx(frozen->seconds).epsilon(1e-9));
   // Its input is no longer kept for a weight gradient, so fewer activations.
   CHECK(b.memory.activations_per_micro_batch < a.memory.activations_per_micro_batch);
   // The data-parallel gradient traffic is the adapters'.
