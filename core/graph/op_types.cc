@@ -43,7 +43,7 @@ const std::vector<OpTypeInfo>& OpTypes() {
       {"TopK", 1, 1, "softmax", {"k"}},
       {"Concat", 1, 8, "concat", {"axis"}},
       {"BroadcastTo", 1, 1, "broadcast", {"shape"}},
-      {"MoeDispatch", 2, 2, "moe", {"expert_num", "capacity"}},
+      {"MoeDispatch", 2, 2, "moe", {"expert_num", "capacity", "fp8_dispatch"}},
       {"MoeCombine", 3, 3, "moe", {}},
       {"OneHot", 1, 1, "one_hot", {"depth", "axis", "dtype"}},
       {"SoftmaxCrossEntropyWithLogits", 2, 2, "loss", {}},

@@ -339,9 +339,13 @@ class Lowering {
       const bool routes_tokens =
           (op.type == "MoeCombine" && i == 0) || (t.producer >= 0 && graph_.op(t.producer).type == "MoeDispatch");
       const std::optional<CommGroupSpec> context_group = ContextGroup(op_index, i);
+      // DeepSeek-V3's FP8 dispatch: a byte per element and a float32 scale per 128 on the way out.
+      const bool fp8_tokens = routes_tokens && !backward && t.producer >= 0 &&
+                              graph_.op(t.producer).BoolAttr("fp8_dispatch", false);
       for (const RedistOp& rop : r->ops) {
         if (!rop.is_communication()) continue;
-        const double bytes = static_cast<double>(ElementCount(rop.input_shape) * DTypeBytes(t.dtype));
+        const double bytes = static_cast<double>(ElementCount(rop.input_shape)) *
+                             (fp8_tokens ? 1 + 4.0 / 128 : static_cast<double>(DTypeBytes(t.dtype)));
         shardlab::Collective type = rop.collective();
         // AllGather's gradient is a ReduceScatter of the gathered size; AlltoAll's is an AlltoAll.
         double task_bytes = bytes;

@@ -106,6 +106,26 @@ TEST_CASE("a device holding several experts sorts the tokens it receives by expe
   }
 }
 
+TEST_CASE("moe_fp8_dispatch sends the tokens to their experts in FP8 and everything else as before") {
+  const PreparedRun plain = Prepare(Mixtral());
+  RunSpec spec = Mixtral();
+  spec.model.params.Set("moe_fp8_dispatch", true);
+  const PreparedRun fp8 = Prepare(spec);
+  for (const bool backward : {false, true}) {
+    const auto& a = backward ? plain.plan.stages[0].backward : plain.plan.stages[0].forward;
+    const auto& b = backward ? fp8.plan.stages[0].backward : fp8.plan.stages[0].forward;
+    const auto x = Collectives(a, Collective::kAllToAll), y = Collectives(b, Collective::kAllToAll);
+    REQUIRE(x.size() == y.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      INFO(y[i]->name << (backward ? " backward" : " forward"));
+      // bf16 (2 bytes) becomes a byte and 4 bytes per 128 on the way to the experts, forward only.
+      const bool out = !backward && y[i]->name.find("experts.") != std::string::npos;
+      CHECK(y[i]->comm_bytes == Approx(out ? x[i]->comm_bytes * (1 + 4.0 / 128) / 2 : x[i]->comm_bytes));
+      if (out) CHECK(y[i]->seconds < 0.6 * x[i]->seconds);
+    }
+  }
+}
+
 TEST_CASE("MindSpore without enable_alltoall exchanges tokens by AllGather and a local slice") {
   RunSpec spec = Mixtral();
   spec.parallel.enable_alltoall = false;

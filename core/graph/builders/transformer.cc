@@ -61,6 +61,7 @@ struct Dims {
   bool aux_loss;
   bool sigmoid_router;            // DeepSeek-V3 scores experts by sigmoid, not softmax
   bool expert_bias;               // with a per-expert bias in the selection (DeepSeek-V3's aux-loss-free balancing)
+  bool fp8_dispatch;              // tokens exchanged toward their experts in FP8 (DeepSeek-V3)
   bool select_recompute = false;  // recompute the eager attention core only (set from the run's options)
   // LoRA (lora_rank > 0): the base model frozen, low-rank adapters on the
   // linear layers `lora_targets` names.
@@ -136,6 +137,7 @@ Dims ReadDims(const BuilderParams& p) {
   d.aux_loss = p.Bool("router_aux_loss");
   d.sigmoid_router = p.String("router_scoring") == "sigmoid";
   d.expert_bias = p.Bool("router_expert_bias");
+  d.fp8_dispatch = p.Bool("moe_fp8_dispatch");
   d.lora_rank = p.Int("lora_rank");
   d.lora_targets = p.String("lora_targets");
   if (d.lora_rank > 0 && d.experts > 0)
@@ -382,6 +384,9 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
       {"router_expert_bias", false,
        "a per-expert bias added to the scores for the selection (DeepSeek-V3's auxiliary-loss-free balancing; not "
        "trained by gradients)"},
+      {"moe_fp8_dispatch", false,
+       "the tokens' exchange toward their experts carries them in FP8, E4M3 with a float32 scale per 128 elements "
+       "(DeepSeek-V3's low-precision dispatch; the combine's exchange and the backward's stay in the model's dtype)"},
       {"lora_rank", int64_t{0},
        "LoRA fine-tuning (Hu et al. 2021; NeMo's adapter_dim): the base model frozen (no gradients, no optimizer "
        "states), trainable adapters A [lora_rank, in] and B [out, lora_rank] beside the linear layers lora_targets "
@@ -745,6 +750,7 @@ int MixtureOfExperts(GraphBuilder& b, const Dims& d, int x) {
   const int grouped_weights = b.Reshape("moe/expert_weights", weights, {groups, tokens, k});
   int y =
       b.MoeDispatch("moe/dispatch", grouped_x, grouped_ids, d.experts, capacity, shard({{rows, 1, 1}, {rows, 1, 1}}));
+  if (d.fp8_dispatch) b.SetProducerAttr(y, "fp8_dispatch", true);
   const Strategy inner = {{g, d.ep, 1, d.etp}};
   const std::string act_name = ActivationName(d);
   if (d.gated) {
