@@ -27,9 +27,12 @@ struct GemmShape {
 // What one fused attention kernel sees per device: the keys each query
 // attends to (the slice's key length) and the query/key head size.
 struct AttentionShape {
-  int64_t kv_length = 0;
+  int64_t kv_length = 0;  // of one kernel
   int64_t head_dim = 0;
   bool causal = false;  // each query sees half the keys on average
+  // Kernels the pass runs one after another, each over kv_length keys (a
+  // ring attention's steps, one per context-parallel chunk of the keys).
+  int64_t steps = 1;
   bool empty() const { return kv_length == 0 || head_dim == 0; }
   bool operator==(const AttentionShape&) const = default;
 };

@@ -2,6 +2,7 @@
 
 #include "core/graph/fp8_format.h"
 #include "core/graph/shape_inference.h"
+#include "core/layout/tensor_map.h"
 
 namespace shardlab {
 namespace {
@@ -28,7 +29,19 @@ AttentionShape AttentionOf(const Operator& op, const OpLayout& layout) {
   if (q.size() != 4 || k.size() != 4) return {};
   const int64_t mode = op.IntAttr("sparse_mode", 0);
   const AttentionDims a = FlashAttentionDims(op);
-  return {k[a.seq], q[a.head_dim], mode == 2 || mode == 3};
+  AttentionShape shape{k[a.seq], q[a.head_dim], mode == 2 || mode == 3};
+  // A ring attention with its queries split by sequence over the context-
+  // parallel group runs one kernel per chunk of the keys as they come round
+  // (Megatron's p2p context parallelism); gathered keys go in one kernel.
+  const int64_t seq_map = layout.inputs[0].tensor_map()[a.seq];
+  if (op.BoolAttr("enable_ring_attention", false) && seq_map != kNotSplit) {
+    const int64_t cp = layout.device_matrix[DimFromMapValue(seq_map, layout.device_matrix.size())];
+    if (cp > 1 && shape.kv_length % cp == 0) {
+      shape.kv_length /= cp;
+      shape.steps = cp;
+    }
+  }
+  return shape;
 }
 
 }  // namespace

@@ -163,6 +163,27 @@ TEST_CASE("ring attention passes the same bytes beside the attention compute") {
   CHECK(y.step_seconds < x.step_seconds);
 }
 
+TEST_CASE("ring attention runs one kernel per chunk of the keys as they come round") {
+  const PreparedRun gather = Prepare(Llama70b(4)), ring = Prepare(Llama70b(4, true));
+  auto attention = [](const PreparedRun& r, bool backward) -> const Task* {
+    for (const Task& t : backward ? r.plan.stages[1].backward : r.plan.stages[1].forward)
+      if (t.kind == Task::Kind::kCompute && !t.kernel.attention.empty()) return &t;
+    return nullptr;
+  };
+  for (const bool backward : {false, true}) {
+    const Task *a = attention(gather, backward), *b = attention(ring, backward);
+    REQUIRE(a);
+    REQUIRE(b);
+    // The same work: the gathered keys in one kernel, or four kernels of a quarter each.
+    CHECK(b->flops == a->flops);
+    CHECK(a->kernel.attention.steps == 1);
+    CHECK(b->kernel.attention.steps == 4);
+    CHECK(b->kernel.attention.kv_length * 4 == a->kernel.attention.kv_length);
+    // Shorter kernels reach less of the peak and pay four launches.
+    CHECK(b->seconds > a->seconds);
+  }
+}
+
 TEST_CASE("Ulysses exchanges sequence for heads by AlltoAll around attention") {
   const PreparedRun gather = Prepare(Llama70b(2)), ulysses = Prepare(Ulysses(Llama70b(2), "ulysses_cp"));
   const StageProgram& s = ulysses.plan.stages[1];
