@@ -195,8 +195,9 @@ class RankProgram {
     size_t compute = 1, comm = 1, send = 1;
     for (const auto* tasks : {&stage.forward, &stage.backward, &stage.step_start})
       for (const Task& t : *tasks) {
-        const size_t e = BufferElements(t, groups_[static_cast<int>(t.overlapped ? kComm : kCompute)]);
-        (t.overlapped ? comm : compute) = std::max(t.overlapped ? comm : compute, e);
+        const bool beside = t.overlapped || t.prefetch;  // on the communication stream
+        const size_t e = BufferElements(t, groups_[static_cast<int>(beside ? kComm : kCompute)]);
+        (beside ? comm : compute) = std::max(beside ? comm : compute, e);
       }
     for (const GradientBucket& b : stage.buckets) {
       const size_t n = groups_[1][b.group] ? static_cast<size_t>(groups_[1][b.group]->size()) : 1;
@@ -289,8 +290,19 @@ class RankProgram {
     });
   }
 
+  // Prefetched weight gathers run on the communication stream as their step
+  // starts; a step that needs them makes the compute stream wait for the
+  // event recorded after the last one it needs.
   void Pass(const std::vector<Task>& tasks, const std::vector<bool>& breaks, bool backward) {
+    std::vector<Runtime::Event> prefetched;
     for (const PassStep& step : PassSteps(tasks, 0, tasks.size(), breaks)) {
+      for (int p : step.prefetches) {
+        Collective(kComm, tasks[p], tasks[p].seconds, "prefetch " + std::string(ToString(tasks[p].collective)),
+                   nullptr);
+        prefetched.push_back(runtime_.Record(kComm));
+      }
+      if (step.prefetches_needed > 0)
+        runtime_.Wait(kCompute, prefetched.at(static_cast<size_t>(step.prefetches_needed) - 1));
       const bool overlapped = !step.collectives.empty() && tasks[step.collectives.front()].overlapped;
       if (overlapped) runtime_.Wait(kComm, runtime_.Record(kCompute));
       for (int c : step.collectives) {

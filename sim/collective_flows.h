@@ -24,8 +24,8 @@ struct Phase {
   // Algorithm steps folded into this phase beyond the first: their latency
   // (steps x the route latency of the first flow) is added after the flows.
   int64_t extra_latency_steps = 0;
-  // A library's latency (LibraryTiming::latency): what the first
-  // flow's route latency leaves of it is waited for after the flows.
+  // A library's latency (LibraryTiming::latency): what the longest route
+  // latency among the flows leaves of it is waited for after the flows.
   double library_latency = 0;
 };
 

@@ -445,7 +445,9 @@ class Engine {
     const PassStep& step = steps[d.step];
     if (d.prefetches_issued_through <= d.step) {
       d.prefetches_issued_through = d.step + 1;
-      for (int t : step.prefetches) d.prefetch_queue.push_back({t, -1 - d.prefetch_counters[tasks[t].group]++});
+      // Below the step-start gathers' numbers (-1 and down), which may still run.
+      const auto below = -1 - static_cast<int64_t>(StageOf(d).step_start.size());
+      for (int t : step.prefetches) d.prefetch_queue.push_back({t, below - d.prefetch_counters[tasks[t].group]++});
       RunPrefetches(d, tasks);
     }
     if (d.prefetches_done < step.prefetches_needed) {
@@ -505,8 +507,8 @@ class Engine {
   // The prefetch stream: the next queued prefetch starts when the one
   // before it ends; a step waiting for prefetches tries again as each ends.
   // Prefetches number their collectives apart from the other collectives of
-  // their group (negative sequence numbers): they start when the stream
-  // frees, not in the pass's order.
+  // their group (negative sequence numbers below the step-start gathers'):
+  // they start when the stream frees, not in the pass's order.
   void RunPrefetches(Device& d, const std::vector<Task>& tasks) {
     if (d.prefetch_running || d.prefetch_queue.empty()) return;
     const auto [t, sequence] = d.prefetch_queue.front();

@@ -20,6 +20,9 @@ namespace shardlab {
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
   int64_t batch = 1;
+  // Of m's rows, the blocks that came from leading dimensions the second
+  // input lacks (a mixture of experts' token groups); 1 otherwise.
+  int64_t groups = 1;
   bool empty() const { return m == 0 || n == 0 || k == 0; }
   bool operator==(const GemmShape&) const = default;
 };

@@ -155,15 +155,24 @@ class Lowering {
         return c;
       }
       if (t.kind == Task::Kind::kCompute) {
+        // A slice holds 1/k of the samples: of a mixture of experts' token
+        // groups (in m), else of a batched product's batch, else of m.
         KernelShape kernel = t.kernel;
-        if (kernel.gemm.batch % k == 0)
-          kernel.gemm.batch /= k;  // batched products split by the batch (a mixture of experts' groups)
-        else if (!kernel.gemm.empty())
+        if (kernel.gemm.groups % k == 0) {
+          kernel.gemm.groups /= k;
+          kernel.gemm.m /= k;
+        } else if (kernel.gemm.batch % k == 0) {
+          kernel.gemm.batch /= k;
+        } else if (!kernel.gemm.empty()) {
           kernel.gemm.m = std::max<int64_t>(1, kernel.gemm.m / k);
+        }
         Task c = Compute(t.name, t.op, t.flops / kk, t.bytes / kk, t.dtype, t.on_host, kernel);
         c.recompute = t.recompute;
         return c;
       }
+      // Prefetched weight gathers become overlapped collectives of the
+      // slices (InterleavePass overlaps every copied collective): their
+      // waits counted prefetches of the unsliced pass.
       Task c = Collective(stage, t.name, t.op, t.collective, t.group, t.comm_bytes / kk);
       c.recompute = t.recompute;
       c.dimension = t.dimension;
@@ -367,8 +376,12 @@ class Lowering {
           tasks.back().dimension = CommDimension::kContext;
       }
       if (routes_tokens) {
+        // Tokens that came in FP8 are sorted in FP8.
+        const double scale =
+            fp8_tokens ? (1 + 4.0 / 128) / static_cast<double>(DTypeBytes(t.dtype)) : 1.0;
         if (const double bytes = ExpertSortBytes(op_index, i); bytes > 0)
-          tasks.push_back(Compute(fmt::format("{}/sort_by_expert", op.name), op_index, 0, bytes, t.dtype, false));
+          tasks.push_back(
+              Compute(fmt::format("{}/sort_by_expert", op.name), op_index, 0, scale * bytes, t.dtype, false));
       }
     }
     return tasks;
@@ -377,6 +390,7 @@ class Lowering {
   // The tokens an expert-parallel exchange delivers arrive ordered by the
   // device they came from; a device holding several experts sorts them by
   // expert before its experts' products, and back before the exchange home
+  // (priced after that exchange here: the same time on one stream)
   // (Megatron-Core's MoEAlltoAllTokenDispatcher: sort_chunks_by_idxs when
   // num_local_experts > 1; MindSpore's transpose of the received slots):
   // a read and a write of the expert side's slice [groups, experts,
@@ -675,12 +689,13 @@ class Lowering {
   // forward pass, in closed form.
   static std::map<int, double> ForwardStartOfOperators(const StageProgram& stage) {
     std::map<int, double> start;
-    double at = 0;
-    for (const PassStep& step : PassSteps(stage.forward, 0, stage.forward.size())) {
-      for (int t = step.first_task; t < step.end_task; ++t)
-        if (stage.forward[t].op >= 0) start.emplace(stage.forward[t].op, at);
-      at += step.ClosedFormSeconds(stage.forward);
-    }
+    ClosedFormPass(PassSteps(stage.forward, 0, stage.forward.size()), stage.forward,
+                   [&](const PassStep& step, double end, double) {
+                     // The step begins after its waits for prefetches and copies.
+                     const double begin = end - step.ClosedFormSeconds(stage.forward);
+                     for (int t = step.first_task; t < step.end_task; ++t)
+                       if (stage.forward[t].op >= 0) start.emplace(stage.forward[t].op, begin);
+                   });
     return start;
   }
 
@@ -873,10 +888,11 @@ class Lowering {
   }
 
   // optimizer_level "level3" (ZeRO-3): a sharded weight is gathered before
-  // each pass that uses it and freed after. The gather of an operator's
-  // weights is prefetched: it runs on the communication stream beside the
-  // compute before the operator's first compute in the pass (blocking only
-  // when nothing computes before it).
+  // each pass that uses it and freed after. The gather of an operator's (or
+  // layer's) weights is prefetched: issued as the compute before it starts,
+  // it runs on the prefetch stream (Task::prefetch) and the operator's first
+  // compute waits for it (Task::prefetches_needed); blocking only when
+  // nothing computes before it.
   void GatherWeightsJustInTime(StageProgram& stage) {
     std::vector<int> index_map;
     stage.forward = WithWeightGathers(stage, stage.forward, "forward", nullptr);
@@ -923,10 +939,16 @@ class Lowering {
     return {group, share.slice_elements * StoredBytes(share) / static_cast<double>(stage.groups[group].size)};
   }
 
+  // A prefetched gather runs on the prefetch stream. Where the engines cut a
+  // stage's passes into virtual pipeline chunks that run apart, a prefetch
+  // would cross from one chunk into the next: there it runs on the
+  // communication stream beside the compute up to the next collective.
   Task GatherTask(StageProgram& stage, const std::string& name, int op, int group, double bytes, bool prefetched) {
     Task gather = Collective(stage, name, op, shardlab::Collective::kAllGather, group, bytes);
     gather.dimension = CommDimension::kData;
-    gather.prefetch = prefetched;
+    const bool chunked =
+        run_.simulation.pipeline_schedule == PipelineSchedule::kInterleaved && run_.simulation.virtual_pipeline_chunks > 1;
+    (chunked ? gather.overlapped : gather.prefetch) = prefetched;
     return gather;
   }
 

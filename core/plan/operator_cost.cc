@@ -19,7 +19,10 @@ GemmShape GemmOf(const Operator& op, const OpLayout& layout) {
   // every group's tokens for an expert meet one expert's weight, as the
   // stacks' grouped GEMMs run them). The shared ones are the batch.
   const size_t broadcast = ra > rb ? ra - rb : 0;
-  for (size_t i = 0; i + 2 < ra; ++i) (i < broadcast ? g.m : g.batch) *= a[i];
+  for (size_t i = 0; i + 2 < ra; ++i) {
+    (i < broadcast ? g.m : g.batch) *= a[i];
+    if (i < broadcast) g.groups *= a[i];
+  }
   return g;
 }
 

@@ -41,6 +41,11 @@ std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, si
   // Whether the last step still takes compute tasks: a compute run, or an
   // overlapped collective (or host copy) waiting for the compute beside it.
   bool open_for_compute = false;
+  // prefetches_needed counts from the start of the task list: a range that
+  // starts later (a virtual pipeline chunk) has issued none of those before
+  // it, which an earlier range ran and waited for at its end.
+  int issued_before = 0;
+  for (size_t i = 0; i < begin; ++i) issued_before += tasks[i].prefetch;
   for (size_t i = begin; i < end; ++i) {
     const Task& t = tasks[i];
     const int index = static_cast<int>(i);
@@ -54,14 +59,14 @@ std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, si
       open_for_compute = true;
       continue;
     }
-    if (t.prefetches_needed > 0) {
-      // A task that waits for prefetches starts a step (or joins one that so
-      // far only issues prefetches: it waits for the earlier ones at its start).
+    if (const int needed = t.prefetches_needed - issued_before; needed > 0) {
+      // A task that waits for prefetches starts a step, or joins one still
+      // waiting for compute (prefetches just issued, an overlapped
+      // collective): the step then starts once they have ended.
       const bool joins = !steps.empty() && open_for_compute && steps.back().compute_seconds == 0 &&
-                         steps.back().collectives.empty() && steps.back().copy_seconds == 0 &&
-                         !steps.back().prefetches.empty();
+                         steps.back().copy_seconds == 0;
       if (!joins) steps.push_back({index, index, 0, {}});
-      steps.back().prefetches_needed = std::max(steps.back().prefetches_needed, t.prefetches_needed);
+      steps.back().prefetches_needed = std::max(steps.back().prefetches_needed, needed);
       steps.back().end_task = index + 1;
       open_for_compute = true;
     }

@@ -29,7 +29,7 @@ struct PassStep {
   // Prefetched weight gathers issued as the step starts, on their own
   // stream, one after another across the pass's steps (Task::prefetch).
   std::vector<int> prefetches = {};
-  int prefetches_needed = 0;  // starts once the pass's first this many prefetches have ended
+  int prefetches_needed = 0;  // starts once the first this many prefetches of its range have ended
   // Closed-form duration: both streams start together, the step ends when both are done.
   double ClosedFormSeconds(const std::vector<Task>& tasks) const;
   double CommunicationSeconds(const std::vector<Task>& tasks) const;  // the communication stream's

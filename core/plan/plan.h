@@ -78,8 +78,9 @@ struct Task {
   // that compute, blocking collectives included, one after another with the
   // pass's other prefetches.
   bool prefetch = false;
-  // Starts only once the pass's first `prefetches_needed` prefetches have
-  // ended (the first compute of the operator or layer they gather).
+  // Starts only once the first `prefetches_needed` prefetches of its task
+  // list (the stage's forward or backward) have ended: the first compute of
+  // the operator or layer they gather. The list's other tasks keep 0.
   int prefetches_needed = 0;
   // A step-start weight gather overlapped with the first forward (Megatron's
   // --overlap-param-gather): the forward time that runs before its weights

@@ -125,6 +125,25 @@ TEST_CASE("the executor runs a data-parallel plan with its gradient buckets") {
   CHECK(gradients);
 }
 
+TEST_CASE("the executor runs level3's prefetched weight gathers beside the compute") {
+  RunSpec run = LoadRunFile(SourcePath("configs/runs/tiny-gpt-cpu-dp4.json"));
+  run.parallel.enable_parallel_optimizer = true;
+  run.parallel.parallel_optimizer_config.optimizer_level = OptimizerLevel::kLevel3;
+  const Plan plan = Prepare(run).plan;
+  int64_t prefetches = 0;
+  for (const auto* pass : {&plan.stages[0].forward, &plan.stages[0].backward})
+    for (const Task& t : *pass) prefetches += t.prefetch;
+  REQUIRE(prefetches > 0);
+  const auto ranks = Execute(plan);
+  REQUIRE(ranks.size() == 4);
+  int64_t ran = -1;
+  for (const TaskTypeTime& t : ranks[0].task_types)
+    if (t.type == "prefetch allgather") ran = t.count;
+  // Every prefetch of every micro-batch's passes, timed.
+  CHECK(ran == prefetches * plan.micro_batches);
+  CHECK(MeasuredStep(plan, ranks).step_seconds > 0);
+}
+
 TEST_CASE("the executor runs a pipeline of model-parallel stages") {
   const Plan plan = PlanOf("configs/runs/tiny-gpt-cpu-mp2-pp2.json");
   REQUIRE(plan.stages.size() == 2);

@@ -146,6 +146,23 @@ TEST_CASE("a prefetched weight gather runs beside compute and blocking collectiv
   // A gather shorter than layer 0 costs nothing.
   const std::vector<Task> quick = pass(2.5);
   CHECK(ClosedFormPass(PassSteps(quick, 0, quick.size()), quick, [](const PassStep&, double, double) {}) == 4);
+  // A range that starts after the gather (a later virtual pipeline chunk)
+  // waits for nothing it did not issue.
+  const auto later = PassSteps(slow, 1, slow.size());
+  for (const PassStep& step : later) CHECK(step.prefetches_needed == 0);
+  CHECK(ClosedFormPass(later, slow, [](const PassStep&, double, double) {}) == 4);
+  // The operator waiting for the gather joins an overlapped collective's
+  // step (a tensor-parallel gather hidden behind its compute), both after the wait.
+  std::vector<Task> overlap = {PrefetchTask("layer1/gather", 0.5), ComputeTask("layer0/a", 1),
+                               CollectiveTask("layer1/x", 1), ComputeTask("layer1/a", 1)};
+  overlap[2].overlapped = true;
+  overlap[3].prefetches_needed = 1;
+  const auto joined = PassSteps(overlap, 0, overlap.size());
+  REQUIRE(joined.size() == 2);
+  CHECK(joined[1].collectives == std::vector<int>{2});
+  CHECK(joined[1].compute_seconds == 1);
+  CHECK(joined[1].prefetches_needed == 1);
+  CHECK(ClosedFormPass(joined, overlap, [](const PassStep&, double, double) {}) == 2);
   // Prefetches queue one after another: a second one issued at 1 starts when the first ends.
   PrefetchStream stream;
   PassStep issue;
