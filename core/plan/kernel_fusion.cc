@@ -87,17 +87,32 @@ std::vector<FusedKernel> PlanKernelFusion(const Graph& graph, const std::vector<
   return fused;
 }
 
-double Fp8CastBytes(const Graph& graph, int index, const OpLayout& layout, const SoftwareStack& stack, bool backward,
-                    bool weight_gradient) {
+bool Fp8FromNorm(const Graph& graph, const Operator& op) {
+  if (!Fp8GemmDType(op, false) || op.inputs.empty()) return false;
+  const Tensor& input = graph.tensor(op.inputs[0]);
+  if (input.producer < 0) return false;
+  const std::string& type = graph.op(input.producer).type;
+  return type == "LayerNorm" || type == "RmsNorm";
+}
+
+double Fp8CastBytes(const Graph& graph, const std::vector<OpLayout>& layouts, int index, const SoftwareStack& stack,
+                    bool backward, bool weight_gradient) {
   const Operator& op = graph.op(index);
   if (!Fp8GemmDType(op, backward) || op.OnHost()) return 0;
   const Tensor& tensor = graph.tensor(backward ? op.outputs[0] : op.inputs[0]);
-  const TensorLayout& slice = backward ? layout.outputs[0] : layout.inputs[0];
+  const bool from_norm = !backward && Fp8FromNorm(graph, op);
+  // The slice the cast runs on: the output's gradient, the input as the GEMM
+  // reads it, or the norm's own output, before any gather.
+  const OpLayout& layout = layouts[static_cast<size_t>(index)];
+  TensorLayout slice = backward ? layout.outputs[0] : layout.inputs[0];
+  if (from_norm) {
+    const Operator& norm = graph.op(tensor.producer);
+    for (size_t o = 0; o < norm.outputs.size(); ++o)
+      if (norm.outputs[o] == op.inputs[0]) slice = layouts[static_cast<size_t>(tensor.producer)].outputs[o];
+  }
   const double b = static_cast<double>(DTypeBytes(tensor.dtype));
   const double copies = weight_gradient ? 2 : 1;
   const bool amax_pass = stack.fp8_scaling == Fp8Scaling::kCurrent;
-  const bool from_norm = !backward && tensor.producer >= 0 &&
-                         (graph.op(tensor.producer).type == "LayerNorm" || graph.op(tensor.producer).type == "RmsNorm");
   const double per_element = from_norm && !amax_pass ? std::max(0.0, 1 + copies - b) : b + copies + (amax_pass ? b : 0);
   return static_cast<double>(ElementCount(slice.SliceShape())) * per_element;
 }

@@ -51,9 +51,16 @@ std::vector<FusedKernel> PlanKernelFusion(const Graph& graph, const std::vector<
 // once more first for the amax. An input a LayerNorm or RMSNorm produces
 // leaves the norm's kernel already in FP8 under delayed or block scaling
 // (Transformer Engine's LayerNormLinear): only the column-wise copy is made
-// apart, less the bytes the norm's narrower write saves. Weights are cast
-// once a step (or kept in FP8): not counted.
-double Fp8CastBytes(const Graph& graph, int op, const OpLayout& layout, const SoftwareStack& stack, bool backward,
-                    bool weight_gradient);
+// apart, less the bytes the norm's narrower write saves, on the norm's own
+// slice (before a sequence-parallel gather, which then carries FP8:
+// Fp8FromNorm). Weights are cast once a step (or kept in FP8): not counted.
+double Fp8CastBytes(const Graph& graph, const std::vector<OpLayout>& layouts, int op, const SoftwareStack& stack,
+                    bool backward, bool weight_gradient);
+
+// Whether an FP8 GEMM's input leaves a LayerNorm or RMSNorm already in FP8
+// (Transformer Engine's LayerNormLinear): a sequence-parallel AllGather on
+// its way in then carries a byte per element, as Transformer Engine
+// gathers the quantized norm output.
+bool Fp8FromNorm(const Graph& graph, const Operator& op);
 
 }  // namespace shardlab

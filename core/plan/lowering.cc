@@ -251,8 +251,7 @@ class Lowering {
 
   double Fp8Cast(int index, bool backward) const {
     const Operator& op = graph_.op(index);
-    return Fp8CastBytes(graph_, index, layouts_[index], run_.stack, backward,
-                        op.inputs.size() > 1 && !Frozen(op.inputs[1]));
+    return Fp8CastBytes(graph_, layouts_, index, run_.stack, backward, op.inputs.size() > 1 && !Frozen(op.inputs[1]));
   }
 
   KernelShape KernelOf(int index, bool backward) const {
@@ -351,6 +350,8 @@ class Lowering {
       // DeepSeek-V3's FP8 dispatch: a byte per element and a float32 scale per 128 on the way out.
       const bool fp8_tokens = routes_tokens && !backward && t.producer >= 0 &&
                               graph_.op(t.producer).BoolAttr("fp8_dispatch", false);
+      // A norm's FP8 output gathered for a sequence-parallel FP8 GEMM: a byte per element.
+      const bool fp8_gather = !backward && i == 0 && Fp8FromNorm(graph_, op);
       for (const RedistOp& rop : r->ops) {
         if (!rop.is_communication()) continue;
         const double bytes = static_cast<double>(ElementCount(rop.input_shape)) *
@@ -358,6 +359,8 @@ class Lowering {
         shardlab::Collective type = rop.collective();
         // AllGather's gradient is a ReduceScatter of the gathered size; AlltoAll's is an AlltoAll.
         double task_bytes = bytes;
+        if (fp8_gather && type == shardlab::Collective::kAllGather)
+          task_bytes = bytes / static_cast<double>(DTypeBytes(t.dtype));
         if (backward && type == shardlab::Collective::kAllGather) {
           type = shardlab::Collective::kReduceScatter;
           task_bytes = bytes * static_cast<double>(rop.count);

@@ -567,6 +567,38 @@ TEST_CASE("an FP8 GEMM's passes launch their cast kernels: input forward, output
     for (const Task& t : stage.forward) CHECK(t.name.find("fp8_cast") == std::string::npos);
 }
 
+TEST_CASE("sequence parallelism gathers a norm's FP8 output in FP8, cast on the norm's own slice") {
+  RunSpec run = Shipped("llama2-70b-h100-1024");  // TP 8 with sequence parallelism
+  run.model.params.Set("layers", int64_t{8});
+  run.stack = PresetStack(StackPreset::kMegatron);
+  auto find = [](const Plan& plan, const std::string& name) -> const Task* {
+    for (const Task& t : plan.stages[0].forward)
+      if (t.name == name) return &t;
+    return nullptr;
+  };
+  const Plan bf16 = PlanFor(run);
+  run.model.params.Set("fp8", std::string("hybrid"));
+  const Plan fp8 = PlanFor(run);
+  for (const std::string gemm : {"layer1/attention/qkv", "layer1/ffn/gate_up"}) {
+    INFO(gemm);
+    const Task* a = find(bf16, gemm + "/redistribute.AllGather");
+    const Task* b = find(fp8, gemm + "/redistribute.AllGather");
+    const Task* cast = find(fp8, gemm + "/fp8_cast");
+    REQUIRE(a);
+    REQUIRE(b);
+    REQUIRE(cast);
+    // A byte per element on the wire instead of bf16's two.
+    CHECK(b->comm_bytes == Approx(a->comm_bytes / 2));
+    // The column-wise copy of the norm's own slice (what each device gathers
+    // from), a byte per element: the gathered tensor is 8 times that.
+    CHECK(cast->bytes == Approx(b->comm_bytes));
+    CHECK(find(fp8, gemm + "/forward")->kernel.gemm.m * find(fp8, gemm + "/forward")->kernel.gemm.k ==
+          Approx(8 * cast->bytes));
+  }
+  // The row-parallel projection's input is not a norm's: no gather, a whole cast.
+  CHECK(find(fp8, "layer1/attention/projection/redistribute.AllGather") == nullptr);
+}
+
 // Every part of a stage's memory added up.
 double SumOfParts(const MemoryBreakdown& m) {
   return m.parameters + m.gradients + m.optimizer_states + m.activations + m.communication_buffers;
