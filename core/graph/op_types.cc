@@ -29,7 +29,7 @@ const std::vector<OpTypeInfo>& OpTypes() {
        3,
        3,
        "flash_attention",
-       {"head_num", "input_layout", "sparse_mode", "keep_prob", "enable_ring_attention"}},
+       {"head_num", "input_layout", "sparse_mode", "keep_prob", "enable_ring_attention", "document_length"}},
       {"Dropout", 1, 1, "dropout", {"keep_prob"}},
       {"ReduceSum", 1, 1, "reduce", {"axis", "keep_dims"}},
       {"ReduceMean", 1, 1, "reduce", {"axis", "keep_dims"}},

@@ -1,5 +1,6 @@
 #include "core/ops/flops.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/graph/shape_inference.h"
@@ -31,9 +32,13 @@ std::pair<double, double> PerElement(const std::string& type) {
   return {0, 0};  // data movement only: Cast, Gather, Transpose, OneHot, MoeDispatch, Concat, BroadcastTo
 }
 
-// Every (query, key) pair of a FlashAttentionScore, a causal mask's skipped ones too.
-double AttentionPairs(const AttentionDims& a, const Shape& q, const Shape& k) {
-  return static_cast<double>(q[a.batch] * q[a.heads] * q[a.seq]) * static_cast<double>(k[a.seq]);
+// Every (query, key) pair of a FlashAttentionScore, a causal mask's skipped
+// ones too; with packed documents (document_length) only the pairs inside
+// each document.
+double AttentionPairs(const Operator& op, const AttentionDims& a, const Shape& q, const Shape& k) {
+  const int64_t document = op.IntAttr("document_length", 0);
+  const int64_t keys = document > 0 ? std::min(document, k[a.seq]) : k[a.seq];
+  return static_cast<double>(q[a.batch] * q[a.heads] * q[a.seq]) * static_cast<double>(keys);
 }
 
 }  // namespace
@@ -61,7 +66,7 @@ OpWork ComputeOpWork(const Operator& op, const std::vector<TensorType>& in, cons
     const AttentionDims a = FlashAttentionDims(op);
     const auto& q = in[0].shape;
     const auto& v = in[2].shape;
-    const double pairs = AttentionPairs(a, q, in[1].shape);
+    const double pairs = AttentionPairs(op, a, q, in[1].shape);
     const double causal = op.IntAttr("sparse_mode", 0) == 0 ? 1.0 : 0.5;
     const auto qd = static_cast<double>(q[a.head_dim]), vd = static_cast<double>(v[a.head_dim]);
     w.forward_flops = 2.0 * pairs * (qd + vd) * causal;
@@ -117,7 +122,7 @@ ModelFlops ComputeModelFlops(const Graph& graph, const Operator& op) {
     const AttentionDims a = FlashAttentionDims(op);
     const Shape& q = graph.tensor(op.inputs[0]).shape;
     const Shape& v = graph.tensor(op.inputs[2]).shape;
-    const double forward = 2.0 * AttentionPairs(a, q, graph.tensor(op.inputs[1]).shape) *
+    const double forward = 2.0 * AttentionPairs(op, a, q, graph.tensor(op.inputs[1]).shape) *
                            static_cast<double>(q[a.head_dim] + v[a.head_dim]);
     return {forward, 2.0 * forward};
   }

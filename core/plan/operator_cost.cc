@@ -1,5 +1,7 @@
 #include "core/plan/operator_cost.h"
 
+#include <algorithm>
+
 #include "core/graph/fp8_format.h"
 #include "core/graph/shape_inference.h"
 #include "core/layout/tensor_map.h"
@@ -32,7 +34,9 @@ AttentionShape AttentionOf(const Operator& op, const OpLayout& layout) {
   if (q.size() != 4 || k.size() != 4) return {};
   const int64_t mode = op.IntAttr("sparse_mode", 0);
   const AttentionDims a = FlashAttentionDims(op);
-  AttentionShape shape{k[a.seq], q[a.head_dim], mode == 2 || mode == 3};
+  // Packed documents: each query attends within its own document only.
+  const int64_t document = op.IntAttr("document_length", 0);
+  AttentionShape shape{document > 0 ? std::min(document, k[a.seq]) : k[a.seq], q[a.head_dim], mode == 2 || mode == 3};
   // A ring attention with its queries split by sequence over the context-
   // parallel group runs one kernel per chunk of the keys as they come round
   // (Megatron's p2p context parallelism); gathered keys go in one kernel.

@@ -1,4 +1,5 @@
 #include "core/graph/builders/model_builder.h"
+#include "core/ops/flops.h"
 #include "core/report/graph_summary.h"
 #include "tests/test_util.h"
 
@@ -35,6 +36,33 @@ TEST_CASE("GPT-3 175B has 175 B parameters and Megatron's FLOP count") {
   CHECK(s.forward_flops_per_sample() ==
         Approx(24 * S * L * H * H * (1 + S / (6 * H) + V / (12 * L * H))).epsilon(0.02));
   CHECK(s.operators_by_type.at("BatchMatMul") == 2 * 96);
+}
+
+TEST_CASE("packed documents restrict flash attention to each document") {
+  const std::map<std::string, ParamValue> base = {{"layers", int64_t{2}},      {"hidden", int64_t{1024}},
+                                                  {"heads", int64_t{8}},       {"seq_length", int64_t{4096}},
+                                                  {"attention", std::string("flash")}};
+  auto attention = [](const Graph& g) -> const Operator& {
+    for (const Operator& op : g.operators())
+      if (op.type == "FlashAttentionScore") return op;
+    FAIL("no attention");
+    return g.operators().front();
+  };
+  const Graph whole = Build("gpt", base);
+  std::map<std::string, ParamValue> packed = base;
+  packed["document_length"] = int64_t{1024};
+  const Graph documents = Build("gpt", packed);
+  const Operator &a = attention(whole), &b = attention(documents);
+  CHECK(b.IntAttr("document_length", 0) == 1024);
+  // A quarter of the (query, key) pairs: each query sees its 1024-token document only.
+  CHECK(ComputeOpWork(documents, b).forward_flops == Approx(ComputeOpWork(whole, a).forward_flops / 4));
+  CHECK(ComputeModelFlops(documents, b).forward == Approx(ComputeModelFlops(whole, a).forward / 4));
+  // Only flash attention skips the other documents; and a document fits its sequence.
+  packed["attention"] = std::string("eager");
+  CHECK_THROWS_WITH(Build("gpt", packed), Catch::Contains("only flash attention"));
+  packed["attention"] = std::string("flash");
+  packed["document_length"] = int64_t{8192};
+  CHECK_THROWS_WITH(Build("gpt", packed), Catch::Contains("longer than seq_length 4096"));
 }
 
 TEST_CASE("BERT-large has about 335 M parameters") {

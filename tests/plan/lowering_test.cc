@@ -599,6 +599,28 @@ TEST_CASE("sequence parallelism gathers a norm's FP8 output in FP8, cast on the 
   CHECK(find(fp8, "layer1/attention/projection/redistribute.AllGather") == nullptr);
 }
 
+TEST_CASE("packed documents run attention kernels over a document's keys") {
+  RunSpec run = Shipped("llama2-70b-h100-1024");
+  run.model.params.Set("layers", int64_t{8});
+  auto attention = [](const Plan& plan) -> const Task* {
+    for (const Task& t : plan.stages[0].forward)
+      if (!t.kernel.attention.empty()) return &t;
+    return nullptr;
+  };
+  const Plan whole = PlanFor(run);
+  run.model.params.Set("document_length", int64_t{512});
+  const Plan packed = PlanFor(run);
+  const Task *a = attention(whole), *b = attention(packed);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->kernel.attention.kv_length == 4096);
+  CHECK(b->kernel.attention.kv_length == 512);
+  CHECK(b->flops == Approx(a->flops / 8));
+  // An eighth of the work, at a short kernel's lower efficiency.
+  CHECK(b->seconds < a->seconds);
+  CHECK(b->seconds > a->seconds / 8);
+}
+
 // Every part of a stage's memory added up.
 double SumOfParts(const MemoryBreakdown& m) {
   return m.parameters + m.gradients + m.optimizer_states + m.activations + m.communication_buffers;

@@ -32,6 +32,7 @@ struct Dims {
   // and values (ring), Ulysses innermost as MindFormers lays them out.
   int64_t ulysses;
   bool ring_attention;     // the keys and values passed around the cp group beside the attention compute
+  int64_t document_length;  // packed documents: attention within each (0: the whole sequence)
   bool sharded;            // place MindFormers strategies
   bool all_ops;            // on every operator (false: on the weight MatMuls only, for sharding_propagation)
   bool vocab_emb_dp;       // embedding table replicated (true) or split by rows over model_parallel
@@ -102,6 +103,7 @@ Dims ReadDims(const BuilderParams& p) {
   const std::string& cp_algo = p.String("context_parallel_algo");
   d.ulysses = cp_algo == "ulysses_cp" ? d.cp : cp_algo == "hybrid_cp" ? p.Int("ulysses_degree_in_cp") : 1;
   d.ring_attention = p.Bool("use_ring_attention");
+  d.document_length = p.Int("document_length");
   d.sharded = d.dp * d.mp * d.cp > 1;
   d.all_ops = p.String("shard_scope") == "all";
   // As MindFormers' LLaMA: a vocabulary model_parallel does not divide stays whole.
@@ -197,6 +199,12 @@ Dims ReadDims(const BuilderParams& p) {
         "use_ring_attention passes keys and values around a context-parallel group; set "
         "context_parallel > 1");
   }
+  if (d.document_length > 0 && !d.flash)
+    throw GraphError("document_length " + Text(d.document_length) +
+                     " restricts attention to packed documents, which only flash attention skips; set attention "
+                     "flash");
+  if (d.document_length > d.seq)
+    throw GraphError("document_length " + Text(d.document_length) + " is longer than seq_length " + Text(d.seq));
   if (d.experts > 0) {
     if (d.experts_per_token > d.experts)
       throw GraphError("experts_per_token " + Text(d.experts_per_token) + " exceeds experts " + Text(d.experts));
@@ -274,6 +282,11 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
        "MindFormers ulysses_degree_in_cp (context_parallel_algo hybrid_cp): the devices of the context-parallel "
        "group that exchange heads for sequence (innermost); the rest gather the keys and values",
        1, 4096},
+      {"document_length", int64_t{0},
+       "packed documents of this many tokens in each sequence, each attending only within itself (Megatron "
+       "--reset-attention-mask, NeMo's packed sequences, MindFormers' EOD attention mask): attention FLOPs and its "
+       "kernels' key length scale to it; needs attention flash (0: the whole sequence is one document)",
+       0, 1 << 22},
       {"use_ring_attention", false,
        "ring attention (MindFormers use_ring_attention, Megatron cp_comm_type p2p; decoder only): keys and values "
        "passed around the context-parallel group beside the attention compute instead of gathered before it"},
@@ -409,6 +422,11 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
 }
 
 // Marks a linear layer's GEMM output with the model's fp8_format, when it has one.
+// Packed documents: the attention's keys per query are its document's.
+void MarkDocuments(GraphBuilder& b, const Dims& d, int context) {
+  if (d.document_length > 0) b.SetProducerAttr(context, "document_length", d.document_length);
+}
+
 void MarkFp8(GraphBuilder& b, const Dims& d, int y) {
   if (d.fp8 != "off") b.SetProducerAttr(y, "fp8_format", d.fp8);
 }
@@ -525,6 +543,7 @@ int LatentAttention(GraphBuilder& b, const Dims& d, int x) {
   };
   const int context = b.FlashAttention("attention/flash", to_bnsd("query", q), to_bnsd("key", k),
                                        to_bnsd("value", k_v[1]), true, shard(Strategy{bnsd, bnsd, bnsd}));
+  MarkDocuments(b, d, context);
   const int merged = b.Transpose("attention/merge_heads", context, {0, 2, 1, 3}, shard({bnsd}));
   const int flat = b.Reshape("attention/merge", merged, {d.tokens(), d.heads * d.v_dim});
   return Linear(b, d, "attention/projection", flat, d.hidden, false, d.bias_rest);
@@ -647,6 +666,7 @@ int Attention(GraphBuilder& b, const Dims& d, int x, int mask, bool causal) {
     const std::vector<int64_t> q = {dp, cp / u, u * mp, 1}, kv = {dp, 1, u * mp, 1};
     context = b.FlashAttention("attention/flash", qh, kh, vh, causal, shard(Strategy{q, kv, kv}), "BSND");
     if (d.ring_attention) b.SetProducerAttr(context, "enable_ring_attention", true);
+    MarkDocuments(b, d, context);
     if (u > 1) context = UlyssesToSequence(b, d, context);
     return Linear(b, d, "attention/projection", b.Reshape("attention/merge", context, {d.tokens(), d.q_width()}),
                   d.hidden, false, d.bias_rest);
@@ -654,6 +674,7 @@ int Attention(GraphBuilder& b, const Dims& d, int x, int mask, bool causal) {
   if (d.flash) {
     const std::vector<int64_t> bnsd = {dp, mp, 1, 1};
     context = b.FlashAttention("attention/flash", qh, kh, vh, causal, shard(Strategy{bnsd, bnsd, bnsd}));
+    MarkDocuments(b, d, context);
   } else {
     const Strategy per_head = {{dp, mp, 1, 1}, {dp, mp, 1, 1}};
     if (d.select_recompute) b.set_recompute(true);
