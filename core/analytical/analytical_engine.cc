@@ -24,13 +24,13 @@ PassTimes Sum(const StageProgram& stage) {
   auto add = [](const std::vector<Task>& tasks, const std::vector<bool>& breaks, double* duration, double* compute,
                 double* communication, std::vector<double>* task_end) {
     if (task_end) task_end->assign(tasks.size(), 0);
-    *duration = ClosedFormPass(PassSteps(tasks, 0, tasks.size(), breaks), tasks, [&](const PassStep& step, double end,
-                                                                                     double) {
-      *compute += step.compute_seconds;
-      *communication += step.CommunicationSeconds(tasks) + step.PrefetchSeconds(tasks);
-      if (task_end)
-        for (int i = step.first_task; i < step.end_task; ++i) (*task_end)[i] = end;
-    });
+    *duration =
+        ClosedFormPass(PassSteps(tasks, 0, tasks.size(), breaks), tasks, [&](const PassStep& step, double end, double) {
+          *compute += step.compute_seconds;
+          *communication += step.CommunicationSeconds(tasks) + step.PrefetchSeconds(tasks);
+          if (task_end)
+            for (int i = step.first_task; i < step.end_task; ++i) (*task_end)[i] = end;
+        });
   };
   add(stage.forward, {}, &t.forward, &t.forward_compute, &t.forward_communication, nullptr);
   add(stage.backward, BucketBreaks(stage), &t.backward, &t.backward_compute, &t.backward_communication,

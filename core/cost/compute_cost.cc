@@ -103,7 +103,8 @@ ComputeCost ComputeSeconds(double flops, double bytes, DType dtype, const Cluste
     memory = bytes / (d.memory_bandwidth * d.memory_efficiency);
   }
   c.memory_bound = memory > compute;
-  const double launches = kernel.attention.empty() ? 1.0 : static_cast<double>(std::max<int64_t>(kernel.attention.steps, 1));
+  const double launches =
+      kernel.attention.empty() ? 1.0 : static_cast<double>(std::max<int64_t>(kernel.attention.steps, 1));
   c.seconds = std::max(compute, memory) + (on_host || kernel.fused ? 0.0 : launches * cluster.device.kernel_overhead);
   return c;
 }

@@ -24,6 +24,37 @@ double SliceBytes(const TensorLayout& layout, DType dtype) {
   return static_cast<double>(ElementCount(layout.SliceShape())) * static_cast<double>(DTypeBytes(dtype));
 }
 
+// Chains of element-wise operators: a tensor kept in registers is neither
+// written by its producer nor read back by its consumer.
+void FuseElementwiseChains(const Graph& graph, const std::vector<OpLayout>& layouts, std::vector<FusedKernel>& fused) {
+  for (size_t c = 0; c < graph.operators().size(); ++c) {
+    const Operator& consumer = graph.op(static_cast<int>(c));
+    if (!FusibleConsumer(consumer.type) || consumer.OnHost()) continue;
+    std::set<int> fused_inputs;
+    for (size_t i = 0; i < consumer.inputs.size(); ++i) {
+      const int t = consumer.inputs[i];
+      const Tensor& tensor = graph.tensor(t);
+      if (tensor.producer < 0 || graph.Consumers(t).size() != 1) continue;
+      const Operator& producer = graph.op(tensor.producer);
+      // A recomputed operator reruns alone: a chain never spans a recompute boundary.
+      if (!Elementwise(producer.type) || producer.pipeline_stage != consumer.pipeline_stage || producer.OnHost() ||
+          producer.recompute != consumer.recompute)
+        continue;
+      int out = 0;
+      while (producer.outputs[static_cast<size_t>(out)] != t) ++out;
+      const TensorLayout& written = layouts[static_cast<size_t>(tensor.producer)].outputs[static_cast<size_t>(out)];
+      const TensorLayout& read = layouts[c].inputs[i];
+      if (!(written == read)) continue;
+      const double bytes = SliceBytes(read, tensor.dtype);
+      fused[c].follows_producer = true;
+      fused[c].register_inputs.push_back(static_cast<int>(i));
+      fused[c].saved_forward_bytes += bytes;  // not read back (each use: Mul(x, x) reads it twice)
+      if (fused_inputs.insert(t).second)
+        fused[static_cast<size_t>(tensor.producer)].saved_forward_bytes += bytes;  // not written, once
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<FusedKernel> PlanKernelFusion(const Graph& graph, const std::vector<OpLayout>& layouts,
@@ -53,36 +84,7 @@ std::vector<FusedKernel> PlanKernelFusion(const Graph& graph, const std::vector<
       fused[c].extra_forward_bytes = 36 * e;
       fused[c].extra_backward_bytes = std::max(0.0, 12 * e - b * e);
     }
-  if (!stack.fuse_elementwise) {
-    for (FusedKernel& f : fused) f.saved_backward_bytes = 2 * f.saved_forward_bytes;
-    return fused;
-  }
-  for (size_t c = 0; c < graph.operators().size(); ++c) {
-    const Operator& consumer = graph.op(static_cast<int>(c));
-    if (!FusibleConsumer(consumer.type) || consumer.OnHost()) continue;
-    std::set<int> fused_inputs;
-    for (size_t i = 0; i < consumer.inputs.size(); ++i) {
-      const int t = consumer.inputs[i];
-      const Tensor& tensor = graph.tensor(t);
-      if (tensor.producer < 0 || graph.Consumers(t).size() != 1) continue;
-      const Operator& producer = graph.op(tensor.producer);
-      // A recomputed operator reruns alone: a chain never spans a recompute boundary.
-      if (!Elementwise(producer.type) || producer.pipeline_stage != consumer.pipeline_stage || producer.OnHost() ||
-          producer.recompute != consumer.recompute)
-        continue;
-      int out = 0;
-      while (producer.outputs[static_cast<size_t>(out)] != t) ++out;
-      const TensorLayout& written = layouts[static_cast<size_t>(tensor.producer)].outputs[static_cast<size_t>(out)];
-      const TensorLayout& read = layouts[c].inputs[i];
-      if (!(written == read)) continue;
-      const double bytes = SliceBytes(read, tensor.dtype);
-      fused[c].follows_producer = true;
-      fused[c].register_inputs.push_back(static_cast<int>(i));
-      fused[c].saved_forward_bytes += bytes;  // not read back (each use: Mul(x, x) reads it twice)
-      if (fused_inputs.insert(t).second)
-        fused[static_cast<size_t>(tensor.producer)].saved_forward_bytes += bytes;  // not written, once
-    }
-  }
+  if (stack.fuse_elementwise) FuseElementwiseChains(graph, layouts, fused);
   for (FusedKernel& f : fused) f.saved_backward_bytes = 2 * f.saved_forward_bytes;
   return fused;
 }

@@ -348,8 +348,8 @@ class Lowering {
           (op.type == "MoeCombine" && i == 0) || (t.producer >= 0 && graph_.op(t.producer).type == "MoeDispatch");
       const std::optional<CommGroupSpec> context_group = ContextGroup(op_index, i);
       // DeepSeek-V3's FP8 dispatch: a byte per element and a float32 scale per 128 on the way out.
-      const bool fp8_tokens = routes_tokens && !backward && t.producer >= 0 &&
-                              graph_.op(t.producer).BoolAttr("fp8_dispatch", false);
+      const bool fp8_tokens =
+          routes_tokens && !backward && t.producer >= 0 && graph_.op(t.producer).BoolAttr("fp8_dispatch", false);
       // A norm's FP8 output gathered for a sequence-parallel FP8 GEMM: a byte per element.
       const bool fp8_gather = !backward && i == 0 && Fp8FromNorm(graph_, op);
       for (const RedistOp& rop : r->ops) {
@@ -380,8 +380,7 @@ class Lowering {
       }
       if (routes_tokens) {
         // Tokens that came in FP8 are sorted in FP8.
-        const double scale =
-            fp8_tokens ? (1 + 4.0 / 128) / static_cast<double>(DTypeBytes(t.dtype)) : 1.0;
+        const double scale = fp8_tokens ? (1 + 4.0 / 128) / static_cast<double>(DTypeBytes(t.dtype)) : 1.0;
         if (const double bytes = ExpertSortBytes(op_index, i); bytes > 0)
           tasks.push_back(
               Compute(fmt::format("{}/sort_by_expert", op.name), op_index, 0, scale * bytes, t.dtype, false));
@@ -949,8 +948,8 @@ class Lowering {
   Task GatherTask(StageProgram& stage, const std::string& name, int op, int group, double bytes, bool prefetched) {
     Task gather = Collective(stage, name, op, shardlab::Collective::kAllGather, group, bytes);
     gather.dimension = CommDimension::kData;
-    const bool chunked =
-        run_.simulation.pipeline_schedule == PipelineSchedule::kInterleaved && run_.simulation.virtual_pipeline_chunks > 1;
+    const bool chunked = run_.simulation.pipeline_schedule == PipelineSchedule::kInterleaved &&
+                         run_.simulation.virtual_pipeline_chunks > 1;
     (chunked ? gather.overlapped : gather.prefetch) = prefetched;
     return gather;
   }

@@ -63,8 +63,8 @@ std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, si
       // A task that waits for prefetches starts a step, or joins one still
       // waiting for compute (prefetches just issued, an overlapped
       // collective): the step then starts once they have ended.
-      const bool joins = !steps.empty() && open_for_compute && steps.back().compute_seconds == 0 &&
-                         steps.back().copy_seconds == 0;
+      const bool joins =
+          !steps.empty() && open_for_compute && steps.back().compute_seconds == 0 && steps.back().copy_seconds == 0;
       if (!joins) steps.push_back({index, index, 0, {}});
       steps.back().prefetches_needed = std::max(steps.back().prefetches_needed, needed);
       steps.back().end_task = index + 1;

@@ -39,8 +39,10 @@ TEST_CASE("GPT-3 175B has 175 B parameters and Megatron's FLOP count") {
 }
 
 TEST_CASE("packed documents restrict flash attention to each document") {
-  const std::map<std::string, ParamValue> base = {{"layers", int64_t{2}},      {"hidden", int64_t{1024}},
-                                                  {"heads", int64_t{8}},       {"seq_length", int64_t{4096}},
+  const std::map<std::string, ParamValue> base = {{"layers", int64_t{2}},
+                                                  {"hidden", int64_t{1024}},
+                                                  {"heads", int64_t{8}},
+                                                  {"seq_length", int64_t{4096}},
                                                   {"attention", std::string("flash")}};
   auto attention = [](const Graph& g) -> const Operator& {
     for (const Operator& op : g.operators())

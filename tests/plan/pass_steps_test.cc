@@ -140,7 +140,8 @@ TEST_CASE("a prefetched weight gather runs beside compute and blocking collectiv
   std::vector<double> waits;
   double drained = -1;
   // The gather ends at 5: layer 1 waits 2 after layer 0's 3, then computes.
-  CHECK(ClosedFormPass(steps, slow, [&](const PassStep&, double, double w) { waits.push_back(w); }, &drained) == 6);
+  CHECK(ClosedFormPass(
+            steps, slow, [&](const PassStep&, double, double w) { waits.push_back(w); }, &drained) == 6);
   CHECK(waits == std::vector<double>{0, 0, 0, 2});
   CHECK(drained == 0);
   // A gather shorter than layer 0 costs nothing.
