@@ -4,10 +4,14 @@
 //   doc_figures --check  SOURCE BUILD   every difference, one line each; exit 1 if any
 //   doc_figures --update SOURCE BUILD   rewrites the figures that changed (timings within the
 //                                      factor and measurements of the same shape stay)
+//   doc_figures --refresh SOURCE BUILD  rewrites every figure, timings included (real
+//                                      executions of the same shape stay)
 //
 // Two kinds of figure:
 //  - Output blocks. In a fenced block, a line `$ shardlab ARGS` followed by
-//    output lines shows that command's standard output. A line `...` stands for
+//    output lines shows that command's standard output; so does a line naming a
+//    benchmark listed in docs/figures.json's "bench_blocks" (`$ bench/...`),
+//    whose measured columns (wall time, peak memory) its patterns mark. A line `...` stands for
 //    lines left out; the line after it is found by its text with numbers masked.
 //    A block whose command is followed by no output is an example only.
 //  - Figures in prose, listed in docs/figures.json: a text with {placeholders},
@@ -16,7 +20,8 @@
 // Wall-clock timings (the manifest's "timings" patterns in blocks, values
 // marked "timing") compare within a factor, since machines and load differ;
 // everything else compares exactly. Commands run from SOURCE with BUILD's
-// cli/, gui/ and bench/ first on PATH and SHARDLAB_PROGRESS=never.
+// cli/, gui/ and bench/ first on PATH and SHARDLAB_PROGRESS=never, and with
+// build/release standing for BUILD.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -111,17 +116,21 @@ class Runner {
 
 // ---- Timings ------------------------------------------------------------------
 
-// "162 ms", "0.53 s", "46 us" as seconds; nullopt when not a duration.
-std::optional<double> ParseDuration(const std::string& text) {
-  static const std::regex kDuration(R"(^\s*([0-9]+(?:\.[0-9]+)?)\s*(ns|us|µs|ms|s|min)?\s*$)");
+// A measurement in its base unit: "162 ms", "0.53 s", "46 us" as seconds,
+// "61 MiB" as bytes; nullopt when not a measurement.
+std::optional<double> ParseMeasurement(const std::string& text) {
+  static const std::regex kMeasurement(R"(^\s*([0-9]+(?:\.[0-9]+)?)\s*(ns|us|µs|ms|s|min|KiB|MiB|GiB)?\s*$)");
   std::smatch m;
-  if (!std::regex_match(text, m, kDuration)) return std::nullopt;
+  if (!std::regex_match(text, m, kMeasurement)) return std::nullopt;
   const double value = std::stod(m[1]);
   const std::string unit = m[2];
   if (unit == "ns") return value * 1e-9;
   if (unit == "us" || unit == "µs") return value * 1e-6;
   if (unit == "ms") return value * 1e-3;
   if (unit == "min") return value * 60;
+  if (unit == "KiB") return value * 1024;
+  if (unit == "MiB") return value * 1024 * 1024;
+  if (unit == "GiB") return value * 1024 * 1024 * 1024;
   return value;
 }
 
@@ -132,7 +141,7 @@ bool WithinFactor(double documented, double measured, double factor) {
 }
 
 struct Timings {
-  std::vector<std::regex> patterns;  // each with one group: the duration
+  std::vector<std::regex> patterns;  // each with one group: the measurement
   double factor = 4;
 
   // The line with every timing replaced by a marker, and the timings in order.
@@ -154,14 +163,18 @@ struct Timings {
     return {masked, found};
   }
 
-  // Equal, or equal but for timings within the factor.
+  // Equal, or equal but for timings within the factor (and the spaces that
+  // pad a measured column).
   bool Match(const std::string& doc, const std::string& out) const {
     if (doc == out) return true;
     auto [doc_masked, doc_times] = Mask(doc);
     auto [out_masked, out_times] = Mask(out);
-    if (doc_masked != out_masked || doc_times.size() != out_times.size() || doc_times.empty()) return false;
+    static const std::regex kSpaces(" +");
+    if (std::regex_replace(doc_masked, kSpaces, " ") != std::regex_replace(out_masked, kSpaces, " ") ||
+        doc_times.size() != out_times.size() || doc_times.empty())
+      return false;
     for (size_t i = 0; i < doc_times.size(); ++i) {
-      const auto d = ParseDuration(doc_times[i]), o = ParseDuration(out_times[i]);
+      const auto d = ParseMeasurement(doc_times[i]), o = ParseMeasurement(out_times[i]);
       if (!d || !o || !WithinFactor(*d, *o, factor)) return false;
     }
     return true;
@@ -182,12 +195,19 @@ struct Block {
   std::vector<std::string> lines;  // the output lines as documented
 };
 
-std::vector<Block> FindBlocks(const std::vector<std::string>& doc) {
+// The output blocks of a document: those of `shardlab` and of the commands
+// starting with one of `benchmarks`.
+std::vector<Block> FindBlocks(const std::vector<std::string>& doc, const std::vector<std::string>& benchmarks) {
   std::vector<Block> blocks;
   bool fenced = false;
   std::optional<Block> open;
+  auto shown = [&](const std::string& command) {
+    if (command.rfind("shardlab ", 0) == 0) return true;
+    return std::any_of(benchmarks.begin(), benchmarks.end(),
+                       [&](const std::string& b) { return command.rfind(b, 0) == 0; });
+  };
   auto close = [&]() {
-    if (open && !open->lines.empty() && open->command.rfind("shardlab ", 0) == 0) blocks.push_back(*open);
+    if (open && !open->lines.empty() && shown(open->command)) blocks.push_back(*open);
     open.reset();
   };
   for (size_t i = 0; i < doc.size(); ++i) {
@@ -335,14 +355,31 @@ std::string FormatNumber(const std::string& format, double value) {
 
 class Figures {
  public:
-  Figures(const fs::path& source, Runner& runner) : source_(source), runner_(runner) {
+  // timing_factor overrides the manifest's when positive.
+  Figures(const fs::path& source, Runner& runner, double timing_factor) : source_(source), runner_(runner) {
     manifest_ = nlohmann::json::parse(Slurp(source / "docs/figures.json"));
-    timings_.factor = manifest_.value("timing_factor", 4.0);
+    timings_.factor = timing_factor > 0 ? timing_factor : manifest_.value("timing_factor", 4.0);
     for (const auto& pattern : manifest_.value("timings", nlohmann::json::array()))
       timings_.patterns.emplace_back(pattern.get<std::string>());
   }
 
-  const Timings& timings() const { return timings_; }
+  // The timing patterns of a block's command: the manifest's "timings" and,
+  // for a benchmark in "bench_blocks", its own.
+  Timings TimingsFor(const std::string& command) const {
+    Timings t = timings_;
+    const nlohmann::json benchmarks = manifest_.value("bench_blocks", nlohmann::json::object());
+    for (const auto& [prefix, patterns] : benchmarks.items())
+      if (command.rfind(prefix, 0) == 0)
+        for (const auto& pattern : patterns) t.patterns.emplace_back(pattern.get<std::string>());
+    return t;
+  }
+
+  std::vector<std::string> Benchmarks() const {
+    std::vector<std::string> prefixes;
+    const nlohmann::json benchmarks = manifest_.value("bench_blocks", nlohmann::json::object());
+    for (const auto& [prefix, patterns] : benchmarks.items()) prefixes.push_back(prefix);
+    return prefixes;
+  }
 
   // Blocks of real measurements (wall-clock runs): compared by their shape,
   // every number masked.
@@ -493,9 +530,16 @@ class Figures {
 
 // ---- The two modes ------------------------------------------------------------
 
-int Process(const fs::path& source, bool update) {
+enum class Mode {
+  kCheck,    // report every difference
+  kUpdate,   // rewrite what differs beyond the timing factor
+  kRefresh,  // rewrite every figure, timings included
+};
+
+int Process(const fs::path& source, Mode mode) {
+  const bool update = mode != Mode::kCheck;
   Runner runner;
-  Figures figures(source, runner);
+  Figures figures(source, runner, mode == Mode::kRefresh ? 1.0 : 0.0);
   size_t total_problems = 0, checked_blocks = 0, checked_figures = 0;
   for (const std::string& file : figures.Documents()) {
     const fs::path path = source / file;
@@ -515,17 +559,19 @@ int Process(const fs::path& source, bool update) {
 
     // Then output blocks, on the (possibly updated) lines.
     std::vector<std::string> lines = SplitLines(text);
-    const std::vector<Block> blocks = FindBlocks(lines);
+    const std::vector<Block> blocks = FindBlocks(lines, figures.Benchmarks());
     // Rewrites from the last block so earlier line numbers stay valid.
     for (auto block = blocks.rbegin(); block != blocks.rend(); ++block) {
       ++checked_blocks;
       const Output output = runner.Run(block->command);
       std::vector<std::string> out = SplitLines(output.text);
       for (std::string& line : out) line = RightTrim(line);
+      // Real executions (validate-run, bench) stay as documented while their shape holds.
       const bool measured = figures.Measured(block->command);
+      const Timings timings = figures.TimingsFor(block->command);
       // Timings within the factor and live measurements of the same shape stay as documented.
       auto agrees = [&](const std::string& doc, const std::string& now) {
-        return doc == now || figures.timings().Match(doc, now) ||
+        return doc == now || timings.Match(doc, now) ||
                (measured && figures.MeasuredShape(doc) == figures.MeasuredShape(now));
       };
       if (update && !HasGap(*block)) {
@@ -574,8 +620,10 @@ int Process(const fs::path& source, bool update) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4 || (std::string(argv[1]) != "--check" && std::string(argv[1]) != "--update")) {
-    std::cerr << "usage: doc_figures --check|--update SOURCE_DIR BUILD_DIR\n";
+  const std::map<std::string, Mode> modes = {
+      {"--check", Mode::kCheck}, {"--update", Mode::kUpdate}, {"--refresh", Mode::kRefresh}};
+  if (argc != 4 || !modes.count(argv[1])) {
+    std::cerr << "usage: doc_figures --check|--update|--refresh SOURCE_DIR BUILD_DIR\n";
     return 2;
   }
   try {
@@ -588,6 +636,9 @@ int main(int argc, char** argv) {
     for (const char* input : {"configs", "bench", "scripts", "tests"})
       fs::create_directory_symlink(source / input, scratch / input);
     fs::create_directories(scratch / "docs/images");
+    // Benchmarks are shown run on the Release build (`bench/sim_bench.sh build/release`).
+    fs::create_directories(scratch / "build");
+    fs::create_directory_symlink(build, scratch / "build/release");
     fs::current_path(scratch);
     const char* path = std::getenv("PATH");
     const std::string dirs = (build / "cli").string() + ":" + (build / "gui").string() + ":" +
@@ -595,7 +646,7 @@ int main(int argc, char** argv) {
     setenv("PATH", dirs.c_str(), 1);
     setenv("SHARDLAB_PROGRESS", "never", 1);
     setenv("SHARDLAB_BUILD", build.c_str(), 1);  // for commands that take the build folder
-    const int code = Process(source, std::string(argv[1]) == "--update");
+    const int code = Process(source, modes.at(argv[1]));
     fs::current_path(source);
     fs::remove_all(scratch);  // symbolic links are removed, not followed
     return code;
