@@ -9,6 +9,7 @@
 #include "core/search/recursive_search.h"
 #include "core/search/sharding_propagation.h"
 #include "core/search/strategy_checkpoint.h"
+#include "core/util/progress_report.h"
 #include "core/util/warning.h"
 
 namespace shardlab {
@@ -106,8 +107,15 @@ std::vector<OpLayout> Search(const Graph& graph, const SearchOptions& options, S
     Evaluate(graph, options, layouts, choice);
     return layouts;
   }
-  const StrategyGraph sg(graph, options);
-  layouts = choice->mode == "sharding_propagation" ? ShardingPropagation(sg) : sg.Layouts(DynamicProgrammingSearch(sg));
+  // Building the graph (candidates, edges) is most of the work; the solve reports the rest.
+  const StrategyGraph sg = [&] {
+    ScopedProgressRange building(0, 0.8);
+    return StrategyGraph(graph, options);
+  }();
+  {
+    ScopedProgressRange solving(0.8, 1);
+    layouts = choice->mode == "sharding_propagation" ? ShardingPropagation(sg) : sg.Layouts(DynamicProgrammingSearch(sg));
+  }
   try {
     CheckSharedParameters(graph, layouts);
   } catch (const LayoutError& e) {

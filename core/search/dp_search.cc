@@ -6,6 +6,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/util/progress_report.h"
+
 namespace shardlab {
 namespace {
 
@@ -79,8 +81,8 @@ class Eliminator {
   }
 
   std::vector<size_t> Run() {
-    while (EliminateOne()) {
-    }
+    // Each elimination removes one node (merging parallel edges removes none).
+    while (EliminateOne()) ReportProgress(static_cast<double>(log_.size()), static_cast<double>(cost_.size()));
     // What is left: components of one node, or of two nodes joined by one edge.
     std::vector<size_t> choice(cost_.size(), 0);
     std::vector<bool> decided(cost_.size(), false);

@@ -21,6 +21,19 @@ class ScopedProgressListener {
   std::function<void(double)> previous_;
 };
 
+// Reports made while it lives fill [begin, end] of the enclosing work's
+// share: one phase of several (building the strategy graph, then solving it)
+// moves one progress line from its first share to its last.
+class ScopedProgressRange {
+ public:
+  ScopedProgressRange(double begin, double end);
+  ScopedProgressRange(const ScopedProgressRange&) = delete;
+  ScopedProgressRange& operator=(const ScopedProgressRange&) = delete;
+
+ private:
+  ScopedProgressListener listener_;
+};
+
 // `done` of `total` units of the current work.
 void ReportProgress(double done, double total);
 

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <filesystem>
 
 #include <catch2/catch.hpp>
@@ -10,6 +11,7 @@
 #include "core/search/strategy_graph.h"
 #include "core/search/strategy_proto.h"
 #include "core/util/json_reader.h"
+#include "core/util/progress_report.h"
 #include "tests/test_util.h"
 
 namespace shardlab {
@@ -44,6 +46,23 @@ TEST_CASE("dynamic programming finds the exhaustive optimum on a residual block"
     INFO(devices << " devices");
     CHECK(sg.TotalCost(dp) == Approx(sg.TotalCost(all)).epsilon(1e-12));
   }
+}
+
+TEST_CASE("the dynamic-programming solve reports its eliminations inside the range it is given") {
+  const Graph graph = ResidualBlock();
+  const StrategyGraph sg(graph, Options(4));
+  std::vector<double> reports;
+  ScopedProgressListener listener([&](double f) { reports.push_back(f); });
+  {
+    ScopedProgressRange solving(0.8, 1);
+    DynamicProgrammingSearch(sg);
+  }
+  REQUIRE(reports.size() >= 2);
+  CHECK(std::is_sorted(reports.begin(), reports.end()));
+  CHECK(reports.front() > 0.8);
+  CHECK(reports.back() <= 1.0);
+  // Every node but the last one or two (solved together) is eliminated.
+  CHECK(reports.back() >= 0.8 + 0.2 * (sg.nodes().size() - 2.0) / sg.nodes().size());
 }
 
 TEST_CASE("a two-branch graph with a shared input is solved exactly through a triangle") {
