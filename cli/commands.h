@@ -127,7 +127,9 @@ int Bench(const BenchArgs& args);
 
 struct CalibrateArgs {
   std::vector<std::string> measurement_files;
-  std::string out_file;
+  std::string out_file;  // required to fit
+  bool check_profile = false;
+  std::string cluster_file;  // with check_profile
   bool json = false;
 };
 int Calibrate(const CalibrateArgs& args);

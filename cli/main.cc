@@ -263,10 +263,21 @@ int main(int argc, char** argv) {
   cli::CalibrateArgs calibrate;
   auto* calibrate_cmd = app.add_subcommand(
       "calibrate", "Fit latency, bandwidth and GEMM efficiency to measurements (robust least squares)");
-  calibrate_cmd->add_option("measurements", calibrate.measurement_files, "files written by `shardlab bench -o`")
+  calibrate_cmd
+      ->add_option("measurements", calibrate.measurement_files,
+                   "files written by `shardlab bench -o` (with --check-profile: by bench/gpu/kernels.py)")
       ->required();
-  calibrate_cmd->add_option("-o,--out", calibrate.out_file, "write the calibration file here")->required();
-  calibrate_cmd->add_flag("--json", calibrate.json, "print the calibration as JSON");
+  auto* calibrate_out =
+      calibrate_cmd->add_option("-o,--out", calibrate.out_file, "write the calibration file here (required to fit)");
+  auto* calibrate_cluster =
+      calibrate_cmd->add_option("--cluster", calibrate.cluster_file, "cluster file whose device profile to check");
+  calibrate_cmd
+      ->add_flag("--check-profile", calibrate.check_profile,
+                 "check --cluster's device profile against kernel micro-benchmarks instead of fitting: errors per "
+                 "kernel family")
+      ->needs(calibrate_cluster)
+      ->excludes(calibrate_out);
+  calibrate_cmd->add_flag("--json", calibrate.json, "print the calibration (or the check) as JSON");
 
   cli::ValidateRunArgs validate_run;
   auto* validate_run_cmd =
@@ -324,7 +335,14 @@ int main(int argc, char** argv) {
       bench.what = *bench_gemm_cmd ? "gemm" : "collectives";
       return cli::Bench(bench);
     }
-    if (*calibrate_cmd) return cli::Calibrate(calibrate);
+    if (*calibrate_cmd) {
+      if (!calibrate.check_profile && calibrate.out_file.empty()) {
+        std::cerr << "shardlab: error: calibrate: --out is required to fit a calibration (or --check-profile to "
+                     "check one; see --help)\n";
+        return kUsageError;
+      }
+      return cli::Calibrate(calibrate);
+    }
     if (*validate_run_cmd) return cli::ValidateRun(validate_run);
   } catch (const shardlab::Stopped&) {
     return shardlab::StopExitCode();

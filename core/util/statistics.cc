@@ -1,6 +1,7 @@
 #include "core/util/statistics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <stdexcept>
 
@@ -11,6 +12,13 @@ double Median(std::vector<double> values) {
   if (n == 0) return 0;
   std::sort(values.begin(), values.end());
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+double Quantile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const double rank = std::ceil(std::clamp(q, 0.0, 1.0) * static_cast<double>(values.size()));
+  return values[static_cast<size_t>(std::max(rank, 1.0)) - 1];
 }
 
 size_t MedianSampleIndex(const std::vector<double>& values) {

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/calibration/kernel_profile_check.h"
 #include "core/util/json_reader.h"
 #include "tests/test_util.h"
 
@@ -19,13 +20,6 @@ namespace {
 nlohmann::json H100Kernels(const std::string& file) {
   return ReadJsonFile(testing::SourcePath("configs/calibration/measured/" + file));
 }
-
-double Quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
-}
-
-DType DTypeOf(const nlohmann::json& sample) { return *ParseDType(sample["dtype"].get<std::string>()); }
 
 TEST_CASE("GEMM efficiency falls with small dimensions and tile waves and on misaligned rows") {
   DeviceSpec d;
@@ -99,74 +93,54 @@ TEST_CASE("the Ascend 910B's fused attention follows the published torch_npu swe
   }
 }
 
-// |predicted / measured - 1| of every GEMM of 60 us and more (shorter ones sit
-// on the timer's floor) in the measurement file's groups.
-std::vector<double> GemmErrors(const ClusterSpec& cluster, const nlohmann::json& measured,
-                               const std::vector<std::string>& groups) {
-  std::vector<double> errors;
-  for (const std::string& group : groups)
-    for (const auto& g : measured[group]) {
-      if (g.contains("error") || g["seconds"].get<double>() < 60e-6) continue;
-      const GemmShape shape{g["m"].get<int64_t>(), g["n"].get<int64_t>(), g["k"].get<int64_t>(),
-                            g.value("batch", int64_t{1})};
-      const DType dtype = DTypeOf(g);
-      const double batch = static_cast<double>(shape.batch);
-      const double flops = 2.0 * batch * static_cast<double>(shape.m * shape.n) * static_cast<double>(shape.k);
-      const double bytes = batch * (static_cast<double>(DTypeBytes(dtype) * (shape.m * shape.k + shape.k * shape.n)) +
-                                    2.0 * static_cast<double>(shape.m * shape.n));
-      const double predicted =
-          ComputeSeconds(flops, bytes, dtype, cluster, false, KernelShape{shape, {}, false}).seconds;
-      errors.push_back(std::abs(predicted / g["seconds"].get<double>() - 1));
-    }
-  return errors;
+// The family's errors (|predicted / measured - 1| of every kernel of 60 us
+// and more) stay under the bounds: their median and 90th percentile.
+void CheckFamily(const KernelProfileCheck& check, const std::string& family, size_t at_least, double median,
+                 double p90) {
+  INFO(family);
+  const KernelFamilyCheck* f = check.Find(family);
+  REQUIRE(f != nullptr);
+  REQUIRE(f->samples >= at_least);
+  CHECK(f->median_error < median);
+  CHECK(f->p90_error < p90);
 }
 
-std::vector<double> AttentionErrors(const ClusterSpec& cluster, const nlohmann::json& measured,
-                                    const std::string& group) {
-  std::vector<double> errors;
-  for (const auto& a : measured[group]) {
-    if (a.value("backend", "") != "cudnn_attention" || a.contains("error")) continue;
-    const double pairs = a["batch"].get<double>() * a["heads"].get<double>() * std::pow(a["seq"].get<double>(), 2) *
-                         (a["causal"].get<bool>() ? 0.5 : 1.0);
-    const AttentionShape shape{a["seq"].get<int64_t>(), a["head_dim"].get<int64_t>(), a["causal"].get<bool>()};
-    for (const bool backward : {false, true}) {
-      const double flops = (backward ? 10.0 : 4.0) * pairs * a["head_dim"].get<double>();
-      const double predicted =
-          ComputeSeconds(flops, 0, DType::kBFloat16, cluster, false, KernelShape{{}, shape, backward}).seconds;
-      errors.push_back(std::abs(predicted / a[backward ? "backward_seconds" : "forward_seconds"].get<double>() - 1));
-    }
-  }
-  return errors;
-}
-
-// The errors' median and 90th percentile stay under the bounds.
-void CheckErrors(const std::vector<double>& errors, size_t at_least, double median, double p90) {
-  REQUIRE(errors.size() >= at_least);
-  CHECK(Quantile(errors, 0.5) < median);
-  CHECK(Quantile(errors, 0.9) < p90);
+KernelProfileCheck CheckH100(const std::string& file) {
+  const nlohmann::json measured = H100Kernels(file);
+  return CheckKernelProfile(JsonNode(measured, file), testing::ShippedCluster("dgx-h100-ndr"));
 }
 
 TEST_CASE("the H100 profile reproduces the GEMMs and fused attention it was fitted to") {
-  const ClusterSpec h100 = testing::ShippedCluster("dgx-h100-ndr");
-  const nlohmann::json measured = H100Kernels("h100-sxm5-kernels.json");
-  CheckErrors(GemmErrors(h100, measured, {"gemm", "gemm_waves"}), 100, 0.05, 0.12);
-  CheckErrors(AttentionErrors(h100, measured, "flash_attention"), 40, 0.10, 0.20);
+  const KernelProfileCheck check = CheckH100("h100-sxm5-kernels.json");
+  CHECK(check.device == "NVIDIA H100 80GB HBM3");
+  CheckFamily(check, "GEMM bfloat16", 100, 0.05, 0.12);
+  CheckFamily(check, "attention (cudnn_attention)", 40, 0.10, 0.20);
+  CheckFamily(check, "memory-bound copy", 3, 0.05, 0.08);
 }
 
 TEST_CASE("the H100 profile carries over to a second H100 and to FP8 GEMMs") {
-  const ClusterSpec h100 = testing::ShippedCluster("dgx-h100-ndr");
-  const nlohmann::json measured = H100Kernels("h100-sxm5-kernels-b.json");
-  CheckErrors(GemmErrors(h100, measured, {"gemm", "gemm_waves"}), 100, 0.06, 0.15);
-  CheckErrors(GemmErrors(h100, measured, {"gemm_fp8_shapes"}), 40, 0.05, 0.13);
-  CheckErrors(AttentionErrors(h100, measured, "flash_attention"), 40, 0.12, 0.20);
+  const KernelProfileCheck check = CheckH100("h100-sxm5-kernels-b.json");
+  CheckFamily(check, "GEMM bfloat16", 100, 0.06, 0.15);
+  CheckFamily(check, "GEMM float8_e4m3fn", 40, 0.06, 0.15);
+  CheckFamily(check, "attention (cudnn_attention)", 40, 0.12, 0.20);
 }
 
 // Experts run as one batched kernel: its tiles fill the waves together, and
 // only the thin products' own inefficiency remains (m = 64..1024 tokens per
 // expert, 1 to 64 experts).
 TEST_CASE("the H100 profile reproduces batched GEMMs as experts run them") {
-  const ClusterSpec h100 = testing::ShippedCluster("dgx-h100-ndr");
-  CheckErrors(GemmErrors(h100, H100Kernels("h100-sxm5-kernels-batched.json"), {"gemm_batched"}), 50, 0.12, 0.25);
+  CheckFamily(CheckH100("h100-sxm5-kernels-batched.json"), "batched GEMM bfloat16", 50, 0.12, 0.25);
+}
+
+TEST_CASE("a kernel profile check names what it cannot read") {
+  const nlohmann::json not_kernels = {{"collectives", nlohmann::json::array()}};
+  CHECK_THROWS_WITH(CheckKernelProfile(JsonNode(not_kernels, "x.json"), testing::ShippedCluster("dgx-h100-ndr")),
+                    Catch::Contains("x.json") && Catch::Contains("bench/gpu/kernels.py"));
+  const nlohmann::json bad_dtype = {
+      {"device", {{"name", "d"}}},
+      {"gemm", {{{"m", 8192}, {"n", 8192}, {"k", 8192}, {"dtype", "int3"}, {"seconds", 1}}}}};
+  CHECK_THROWS_WITH(CheckKernelProfile(JsonNode(bad_dtype, "y.json"), testing::ShippedCluster("dgx-h100-ndr")),
+                    Catch::Contains("/gemm/0/dtype") && Catch::Contains("expected a dtype"));
 }
 
 TEST_CASE("a 4096 x 4100 GEMM runs far slower than a 4096 x 4096 one on the H100 profile") {

@@ -423,6 +423,36 @@ TEST_CASE("collective prints an nccl-tests table next to the closed form") {
   CHECK_THAT(too_many.err, Catch::Contains("has 4096 devices"));
 }
 
+TEST_CASE("calibrate --check-profile prints the H100 profile's errors per kernel family") {
+  const std::string check =
+      "calibrate --check-profile --cluster configs/clusters/dgx-h100-ndr.json "
+      "configs/calibration/measured/h100-sxm5-kernels.json";
+  const CliResult r = Run(check);
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("(NVIDIA H100 80GB HBM3) against dgx-h100-ndr's H100-SXM5-80GB profile"));
+  CHECK_THAT(r.out, Catch::Contains("GEMM bfloat16"));
+  CHECK_THAT(r.out, Catch::Contains("attention (cudnn_attention)"));
+  const CliResult j = Run(check + " --json");
+  REQUIRE(j.rc == 0);
+  const nlohmann::json out = nlohmann::json::parse(j.out);
+  const nlohmann::json& file = out["files"][0];
+  CHECK(file["measured_device"] == "NVIDIA H100 80GB HBM3");
+  size_t gemms = 0;
+  for (const auto& s : file["samples"]) gemms += s["family"] == "GEMM bfloat16";
+  for (const auto& f : file["families"])
+    if (f["family"] == "GEMM bfloat16") CHECK(f["samples"] == gemms);
+  // Fitting needs --out; checking needs --cluster and refuses --out.
+  const CliResult no_out = Run("calibrate configs/calibration/measured/localhost-cpu-gemm-2ranks.json");
+  CHECK(no_out.rc == 2);
+  CHECK_THAT(no_out.err, Catch::Contains("--out is required"));
+  CHECK(Run("calibrate --check-profile configs/calibration/measured/h100-sxm5-kernels.json").rc == 2);
+  const CliResult not_kernels =
+      Run("calibrate --check-profile --cluster configs/clusters/dgx-h100-ndr.json "
+          "configs/calibration/measured/localhost-cpu-gemm-2ranks.json");
+  CHECK(not_kernels.rc == 1);
+  CHECK_THAT(not_kernels.err, Catch::Contains("bench/gpu/kernels.py"));
+}
+
 TEST_CASE("validate prints predicted against published with the median error") {
   const CliResult r = Run("validate configs/validation");
   REQUIRE(r.rc == 0);
