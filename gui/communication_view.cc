@@ -13,7 +13,8 @@
 namespace shardlab::gui {
 namespace {
 
-constexpr double kMargin = 10, kLeft = 260, kStats = 210, kStrip = 26, kRow = 56;
+constexpr double kMargin = 10, kLeft = 260, kStats = 150, kStrip = 26, kRow = 56;
+constexpr double kBar = 12;  // a tenth's bar in the per-link histogram, with its gap
 
 QString Percent(double u) { return QString::number(100 * u, 'f', u < 0.1 ? 1 : 0) + "%"; }
 
@@ -99,9 +100,35 @@ QRectF CommunicationView::BinRect(size_t row, size_t bin) const {
   return {x0, Top() + static_cast<double>(row) * RowHeight(), std::max(x1 - x0, 0.5), kStrip};
 }
 
+QRectF CommunicationView::HistogramRect(size_t row, size_t tenth) const {
+  const LinkClassUsage& u = usage_[row];
+  const int64_t count = tenth < u.links_by_utilisation.size() ? u.links_by_utilisation[tenth] : 0;
+  const double x = Right() + 14 + static_cast<double>(tenth) * kBar;
+  const double bottom = Top() + static_cast<double>(row) * RowHeight() + kStrip;
+  if (count <= 0) return {x, bottom, kBar - 2, 0};
+  // A log scale: one hot link among thousands still stands 3 px tall.
+  const double h = std::max(3.0, kStrip * std::log1p(static_cast<double>(count)) /
+                                     std::log1p(static_cast<double>(std::max<int64_t>(u.links, 1))));
+  return {x, bottom - h, kBar - 2, h};
+}
+
 QString CommunicationView::ToolTipAt(QPoint pos) const {
   for (size_t r = 0; r < usage_.size(); ++r) {
     const LinkClassUsage& u = usage_[r];
+    for (size_t t = 0; t < u.links_by_utilisation.size(); ++t) {
+      const QRectF bar = HistogramRect(r, t);
+      // The whole column answers, so an empty tenth says it is empty.
+      if (!QRectF(bar.left(), bar.bottom() - kStrip, bar.width(), kStrip).contains(pos)) continue;
+      QString text = QString("%1: %2 of %3 links busy %4-%5% of the step")
+                         .arg(QString::fromStdString(u.name))
+                         .arg(u.links_by_utilisation[t])
+                         .arg(u.links)
+                         .arg(10 * t)
+                         .arg(10 * (t + 1));
+      if (u.links_by_utilisation[t] > 0 && static_cast<size_t>(std::min(9.0, u.busiest_utilisation * 10)) == t)
+        text += QString("\nthe busiest: %1 at %2").arg(QString::fromStdString(u.busiest), Percent(u.busiest_utilisation));
+      return text;
+    }
     for (size_t b = 0; b < u.utilisation.size(); ++b)
       if (BinRect(r, b).contains(pos)) {
         const double start = static_cast<double>(b) * u.bin_seconds;
@@ -136,6 +163,8 @@ void CommunicationView::paintEvent(QPaintEvent*) {
              "capacity in use");
   p.drawText(QRectF(key.right() + 6, key.top() - 2, 200, key.height() + 4), Qt::AlignLeft | Qt::AlignVCenter,
              "0% .. 100%");
+  p.drawText(QRectF(Right() + 14, key.top() - 2, kStats, key.height() + 4), Qt::AlignLeft | Qt::AlignVCenter,
+             "links by utilisation");
   for (size_t r = 0; r < usage_.size(); ++r) {
     const LinkClassUsage& u = usage_[r];
     const double y = Top() + static_cast<double>(r) * RowHeight();
@@ -144,13 +173,22 @@ void CommunicationView::paintEvent(QPaintEvent*) {
     for (size_t b = 0; b < u.utilisation.size(); ++b) p.fillRect(BinRect(r, b), UtilisationColor(u.utilisation[b]));
     p.setPen(QColor(150, 150, 150));
     p.drawRect(QRectF(kLeft, y, Right() - kLeft, kStrip));
-    p.setPen(QColor(40, 40, 40));
-    p.drawText(QRectF(Right() + 10, y - 4, kStats - 10, kStrip + 8), Qt::AlignLeft | Qt::AlignVCenter,
-               QString("mean %1, peak %2").arg(Percent(u.mean_utilisation), Percent(u.peak_utilisation)));
+    // Every link by its own utilisation: tenths from idle (left) to saturated (right).
+    p.setPen(QColor(200, 200, 200));
+    p.drawLine(QPointF(Right() + 14, y + kStrip), QPointF(Right() + 14 + 10 * kBar - 2, y + kStrip));
+    for (size_t t = 0; t < u.links_by_utilisation.size(); ++t) {
+      const QRectF bar = HistogramRect(r, t);
+      if (bar.height() <= 0) continue;
+      p.fillRect(bar, UtilisationColor((static_cast<double>(t) + 0.5) / 10));
+      p.setPen(QColor(120, 120, 120));
+      p.drawRect(bar);
+    }
     p.setPen(QColor(90, 90, 90));
-    p.drawText(
-        QRectF(kLeft, y + kStrip + 2, Right() - kLeft, m.height()), Qt::AlignLeft,
-        QString("busiest: %1, %2 of the step").arg(QString::fromStdString(u.busiest), Percent(u.busiest_utilisation)));
+    p.drawText(QRectF(kLeft, y + kStrip + 2, Right() - kLeft, m.height()), Qt::AlignLeft,
+               QString("mean %1, peak %2; busiest link %3, %4 of the step")
+                   .arg(Percent(u.mean_utilisation), Percent(u.peak_utilisation),
+                        QString::fromStdString(u.busiest), Percent(u.busiest_utilisation)));
+    p.drawText(QRectF(Right() + 14, y + kStrip + 2, kStats - 14, m.height()), Qt::AlignLeft, "0%   ..   100%");
   }
   DrawHorizontalAxis(p, Top() + static_cast<double>(usage_.size()) * RowHeight() + 4, kLeft, Right(), 0, step_seconds_,
                      AxisUnit::kSeconds, "time since the step started");

@@ -2,8 +2,10 @@
 // SimGrid simulated it (NVSwitch ports, HCCS mesh, NICs, leaf and spine
 // uplinks): one heat strip per class on the step's time axis, coloured by
 // utilisation (bytes carried over capacity), with the class's mean and peak
-// and its busiest link, so the hot link shows. Results of the analytical
-// engine carry no link usage; the view says how to get it.
+// and its busiest link, and beside it every link of the class counted by its
+// own utilisation over the step (tenths, on a log scale), so a hot link among
+// idle ones shows. Results of the analytical engine carry no link usage; the
+// view says how to get it.
 #pragma once
 
 #include <QWidget>
@@ -26,6 +28,9 @@ class CommunicationView : public QWidget {
   QString RowLabel(size_t row) const;
   // Where bin `bin` of row `row` is drawn.
   QRectF BinRect(size_t row, size_t bin) const;
+  // The bar of row `row`'s links busy `tenth`/10 .. (`tenth`+1)/10 of the step
+  // (empty when none is).
+  QRectF HistogramRect(size_t row, size_t tenth) const;
   QString ToolTipAt(QPoint p) const;
   QSize sizeHint() const override { return {1100, 200 + 70 * static_cast<int>(std::max<size_t>(usage_.size(), 3))}; }
 

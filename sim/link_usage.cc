@@ -84,6 +84,7 @@ std::vector<LinkClassUsage> LinkUsageRecorder::Result(double step_seconds) {
     const double seconds = std::max(step_seconds, 1e-15);
     double capacity = 0, carried = 0, busiest = -1;
     int32_t busiest_link = lc.links.front();
+    std::vector<int64_t> by_tenth(10, 0);
     for (int32_t id : lc.links) {
       capacity += platform_.LinkBandwidth(id);
       carried += flow_bytes_[id];
@@ -97,6 +98,7 @@ std::vector<LinkClassUsage> LinkUsageRecorder::Result(double step_seconds) {
       double u = 0;
       if (flow_bytes_[folded] > 0) u += flow_bytes_[folded] / (platform_.LinkBandwidth(folded) * seconds);
       if (unfolded_bytes[id] > 0) u += unfolded_bytes[id] / (platform_.UnfoldedBandwidth(id) * seconds);
+      ++by_tenth[std::clamp(static_cast<int>(u * 10), 0, 9)];
       if (u > busiest) {
         busiest = u;
         busiest_link = id;
@@ -119,6 +121,7 @@ std::vector<LinkClassUsage> LinkUsageRecorder::Result(double step_seconds) {
     u.peak_utilisation = *std::max_element(u.utilisation.begin(), u.utilisation.end());
     u.busiest = platform_.LinkName(busiest_link);
     u.busiest_utilisation = std::min(1.0, busiest);
+    u.links_by_utilisation = std::move(by_tenth);
     out.push_back(std::move(u));
   }
   return out;

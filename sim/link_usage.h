@@ -1,7 +1,8 @@
 // How busy each class of links is over a simulated step: every finished flow
 // adds its bytes, spread evenly over its lifetime, to the links of its route,
 // binned in time per class of links (ClusterPlatform::LinkClasses), and to its
-// links' totals, which name the busiest link. The bins start at 0.1 ms and
+// links' totals, which name the busiest link and count the links by their
+// utilisation over the step. The bins start at 0.1 ms and
 // double in width (merging pairs) whenever the step outgrows them, so memory
 // stays bounded whatever the step's length.
 #pragma once

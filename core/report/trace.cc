@@ -38,7 +38,8 @@ nlohmann::json ToJson(const LinkClassUsage& u) {
           {"mean_utilisation", u.mean_utilisation},
           {"peak_utilisation", u.peak_utilisation},
           {"busiest", u.busiest},
-          {"busiest_utilisation", u.busiest_utilisation}};
+          {"busiest_utilisation", u.busiest_utilisation},
+          {"links_by_utilisation", u.links_by_utilisation}};
 }
 
 LinkClassUsage LinkClassUsageFromJson(const nlohmann::json& j) {
@@ -52,6 +53,7 @@ LinkClassUsage LinkClassUsageFromJson(const nlohmann::json& j) {
   u.peak_utilisation = j.at("peak_utilisation").get<double>();
   u.busiest = j.at("busiest").get<std::string>();
   u.busiest_utilisation = j.at("busiest_utilisation").get<double>();
+  u.links_by_utilisation = j.value("links_by_utilisation", std::vector<int64_t>{});  // absent in older results
   return u;
 }
 

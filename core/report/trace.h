@@ -71,6 +71,10 @@ struct LinkClassUsage {
   double peak_utilisation = 0;      // the busiest bin
   std::string busiest;              // the link that carried the most for its capacity
   double busiest_utilisation = 0;   // its bytes over its capacity for the whole step
+  // Every link of the class by its own utilisation over the step: how many
+  // links fall in each tenth (0-10%, ..., 90-100%), so an uneven load (a hot
+  // link among idle ones) shows beside the class's mean.
+  std::vector<int64_t> links_by_utilisation;
 };
 
 struct Trace {

@@ -388,6 +388,20 @@ class ViewsTest : public QObject {
       const QRectF bin = links->BinRect(r, 0);
       QVERIFY(QRectF(links->rect()).contains(bin));
       QVERIFY(links->ToolTipAt(bin.center().toPoint()).contains("of their capacity in use"));
+      // Every link of the class counted once by its own utilisation, drawn beside the strip.
+      int64_t counted = 0;
+      for (size_t t = 0; t < 10; ++t) {
+        const QRectF bar = links->HistogramRect(r, t);
+        QVERIFY(QRectF(links->rect()).contains(bar.bottomRight()) && bar.top() > 0);
+        QVERIFY(bar.left() > links->BinRect(r, 0).right());
+        const int64_t count = usage["links_by_utilisation"][t].get<int64_t>();
+        QCOMPARE(bar.height() > 0, count > 0);
+        counted += count;
+        if (count > 0)
+          QVERIFY(links->ToolTipAt(bar.center().toPoint()).contains(QString("%1 of %2 links busy").arg(count).arg(
+              usage["links"].get<int64_t>())));
+      }
+      QCOMPARE(counted, usage["links"].get<int64_t>());
       // Every strip ends where the step does, whatever its bins' width.
       const double step_end = links->BinRect(0, doc["result"]["link_usage"][0]["utilisation"].size() - 1).right();
       QVERIFY(std::abs(links->BinRect(r, usage["utilisation"].size() - 1).right() - step_end) < 2);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # shardlab-gui in a real X window (Xvfb), driven as a user drives it: xdotool
-# clicks on the tab bar and inside the timeline, arrow keys between tabs,
-# Ctrl+S through the export dialog, Ctrl+Q to quit. The screen is grabbed after
+# clicks on the tab bar and inside the timeline, arrow keys between tabs (every
+# tab is grabbed), the side panel's engine list and Run button (a SimGrid rerun
+# whose link usage the Links tab then draws), Ctrl+S through the export
+# dialog, Ctrl+Q to quit. The screen is grabbed after
 # each step and compared with the committed references in
 # tests/gui/references within a tolerance (font hinting may move a few pixels).
 #
@@ -106,6 +108,25 @@ shot window-devices-after-click
 # The tab really changed (a click inside the timeline must not keep the arrow keys from the tab bar).
 "$tool" diff "$work/window-pipeline.png" "$work/window-devices-after-click.png" 0.05 >/dev/null &&
   fail "the Devices tab looks like the Pipeline tab: the tab did not change"
+# The other tabs, each as a real window draws it (the selection made above shows in them).
+tab 1  # Strategies
+shot window-strategies
+tab 3  # Tensor map
+shot window-tensor-map
+tab 5  # Links: an analytical result, so the view says where link usage comes from
+shot window-links
+# The side panel reruns the run on SimGrid: the engine list (Down picks SimGrid), then Run. The
+# Links tab then draws SimGrid's link usage, and Compare holds the analytical and the SimGrid result.
+xdotool mousemove 1472 113 click 1
+sleep 0.5
+keys Down Return
+xdotool mousemove 1378 909 click 1
+shot window-links-simgrid
+"$tool" diff "$work/window-links.png" "$work/window-links-simgrid.png" 0.05 >/dev/null &&
+  fail "the Links tab shows no link usage after the SimGrid run from the side panel"
+tab 6  # Compare
+shot window-compare
+tab 2  # back to Devices
 # Ctrl+S exports the visible tab through the file dialog.
 keys ctrl+s
 dialog=$(timeout 30 xdotool search --sync --name '^Export view' | head -1) || fail "Ctrl+S opened no dialog"

@@ -4,6 +4,8 @@
 // ctest process.
 #include "sim/link_usage.h"
 
+#include <numeric>
+
 #include <catch2/catch.hpp>
 #include <simgrid/s4u/Engine.hpp>
 
@@ -49,6 +51,13 @@ TEST_CASE("a flow between two servers loads both NICs and its bins conserve its 
   CHECK(nics.mean_utilisation == Approx(2 * bytes / (nic * static_cast<double>(nics.links) * step)).epsilon(1e-9));
   CHECK(nics.busiest == "nic-up-0");
   CHECK(nics.busiest_utilisation == Approx(bytes / (nic * step)).epsilon(1e-9));
+  // Every link counted once by its own utilisation: the two busy NICs (about 25%) among idle ones.
+  const double busy = bytes / (nic * step);
+  REQUIRE(nics.links_by_utilisation.size() == 10);
+  CHECK(std::accumulate(nics.links_by_utilisation.begin(), nics.links_by_utilisation.end(), int64_t{0}) ==
+        nics.links);
+  CHECK(nics.links_by_utilisation[static_cast<size_t>(busy * 10)] == 2);
+  CHECK(nics.links_by_utilisation[0] == nics.links - 2);
 }
 
 TEST_CASE("a multi-plane fabric forwards traffic to another plane through the source server") {
