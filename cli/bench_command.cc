@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "core/config/units.h"
 #include "core/flow/prepared_run.h"
 #include "core/util/atomic_file.h"
@@ -27,9 +28,11 @@ void Emit(const BenchArgs& args, const nlohmann::json& measurements, const std::
   if (!args.out_file.empty()) WriteFileAtomically(args.out_file, measurements.dump(2) + "\n");
 }
 
-// Runs `part` on every rank; returns each rank's part and sets `device` to the ranks' device.
-std::vector<std::string> RunBenchmark(const exec::LaunchOptions& launch,
+// Runs `part` on every rank, showing rank 0's progress; returns each rank's
+// part and sets `device` to the ranks' device.
+std::vector<std::string> RunBenchmark(const exec::LaunchOptions& launch, const std::string& what,
                                       const std::function<std::string(exec::RankContext&)>& part, std::string* device) {
+  PhaseProgress progress(fmt::format("benchmarking {} on {} {} rank(s)", what, launch.ranks, launch.backend));
   const auto outputs = exec::RunRanks(launch, [&](exec::RankContext& c) {
     return nlohmann::json{{"device", c.runtime.device()}, {"part", part(c)}}.dump();
   });
@@ -55,7 +58,7 @@ int BenchCollectives(const BenchArgs& args) {
   options.repeats = static_cast<int>(args.repeats);
   std::string device;
   const std::vector<std::string> times = RunBenchmark(
-      launch, [&](exec::RankContext& c) { return exec::CollectiveBenchRank(c, options); }, &device);
+      launch, "collectives", [&](exec::RankContext& c) { return exec::CollectiveBenchRank(c, options); }, &device);
   const auto samples = exec::CombineCollectiveBench(options, args.backend, times);
   std::string table =
       fmt::format("# {} collectives, {} ranks on {} ({}); {} iterations after {} warm-up, median of the slowest rank\n",
@@ -92,7 +95,7 @@ int BenchGemm(const BenchArgs& args) {
   options.repeats = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(args.repeats, 5)));
   std::string device;
   const std::vector<std::string> results = RunBenchmark(
-      launch, [&](exec::RankContext& c) { return exec::GemmBenchRank(c, options); }, &device);
+      launch, "GEMMs", [&](exec::RankContext& c) { return exec::GemmBenchRank(c, options); }, &device);
   const exec::GemmBenchResult r = exec::CombineGemmBench(options, results);
   double best = 0;
   for (const auto& g : r.gemms) best = std::max(best, g.flops() / g.seconds);

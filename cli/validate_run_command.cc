@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "cli/run_evaluation.h"
 #include "core/calibration/fit_calibration.h"
 #include "core/config/units.h"
@@ -61,11 +62,15 @@ int ValidateRun(const ValidateRunArgs& args) {
   spdlog::info("executing {} on {} {} ranks", args.run_file, ranks, args.backend);
   StopOnInterrupt();  // a signal stops the ranks and removes their rendezvous folder
   std::string device;
-  const auto outputs = exec::RunRanks(launch, [&](exec::RankContext& c) {
-    nlohmann::json j = exec::ToJson(exec::ExecutePlan(plan, c.rank, c.world, c.runtime, options));
-    j["device"] = c.runtime.device();
-    return j.dump();
-  });
+  const auto outputs = [&] {
+    PhaseProgress progress(
+        fmt::format("executing {} step(s) on {} {} ranks", args.warmup + args.steps, ranks, args.backend));
+    return exec::RunRanks(launch, [&](exec::RankContext& c) {
+      nlohmann::json j = exec::ToJson(exec::ExecutePlan(plan, c.rank, c.world, c.runtime, options));
+      j["device"] = c.runtime.device();
+      return j.dump();
+    });
+  }();
   std::vector<exec::RankExecution> executions;
   for (const std::string& o : outputs) {
     const auto j = nlohmann::json::parse(o);
@@ -78,8 +83,12 @@ int ValidateRun(const ValidateRunArgs& args) {
   const StepResult analytical = sim::SimulateStep(prepared, Engine::kAnalytical, sim::TraceRequest{true, {}});
   ChildJobOptions child;
   child.stop = [] { return StopRequested(); };
-  const auto simgrid_job = RunInChildProcesses(
-      {0}, [&](size_t) { return std::to_string(sim::SimulateStep(prepared, Engine::kSimGrid).step_seconds); }, child);
+  child.forward_progress = true;
+  const auto simgrid_job = [&] {
+    PhaseProgress progress("simulating on SimGrid");
+    return RunInChildProcesses(
+        {0}, [&](size_t) { return std::to_string(sim::SimulateStep(prepared, Engine::kSimGrid).step_seconds); }, child);
+  }();
   if (StopRequested()) throw Stopped();
   if (simgrid_job[0].status != ChildJobResult::Status::kOk)
     throw std::runtime_error("SimGrid failed: " + simgrid_job[0].output);

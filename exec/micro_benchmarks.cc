@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/util/progress_report.h"
 #include "core/util/statistics.h"
 
 #ifdef SHARDLAB_HAVE_NCCL
@@ -81,9 +82,12 @@ std::string CollectiveBenchRank(RankContext& c, const CollectiveBenchOptions& op
   float* in = c.runtime.Input(Stream::kCompute);
   float* out = c.runtime.Output(Stream::kCompute);
   nlohmann::json times = nlohmann::json::array();
+  const double cases = static_cast<double>(options.ops.size() * options.sizes.size());
+  double done = 0;
   for (Collective op : options.ops) {
     nlohmann::json per_size = nlohmann::json::array();
     for (double size : options.sizes) {
+      ReportProgress(done++, cases);
       const size_t count = CountFor(op, size, c.size);
       std::vector<double> t;
       for (int i = 0; i < options.warmup + options.repeats; ++i) {
@@ -155,10 +159,16 @@ std::string GemmBenchRank(RankContext& c, const GemmBenchOptions& options) {
     }
     return Median(t);
   };
-  for (const GemmShape& g : options.shapes)
+  const double cases = static_cast<double>(options.shapes.size() + options.copy_sizes.size());
+  double done = 0;
+  for (const GemmShape& g : options.shapes) {
+    ReportProgress(done++, cases);
     gemms.push_back(measure([&] { c.runtime.Gemm(Stream::kCompute, g.m, g.n, g.k); }));
-  for (double bytes : options.copy_sizes)
+  }
+  for (double bytes : options.copy_sizes) {
+    ReportProgress(done++, cases);
     copies.push_back(measure([&] { c.runtime.MemoryPass(Stream::kCompute, bytes); }));
+  }
   return nlohmann::json{{"gemm", gemms}, {"copy", copies}}.dump();
 }
 

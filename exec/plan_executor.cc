@@ -12,6 +12,7 @@
 #include "core/layout/device_matrix.h"
 #include "core/plan/pass_steps.h"
 #include "core/plan/pipeline_schedule.h"
+#include "core/util/progress_report.h"
 #include "core/util/statistics.h"
 
 namespace shardlab::exec {
@@ -414,14 +415,19 @@ RankExecution ExecutePlan(const Plan& plan, int64_t rank, Communicator& world, R
   RankExecution out;
   out.rank = rank;
   out.stage = program.stage();
-  for (int i = 0; i < options.warmup_steps; ++i) program.RunStep();
+  const int measured = std::max(options.steps, 1), total = options.warmup_steps + measured;
+  for (int i = 0; i < options.warmup_steps; ++i) {
+    program.RunStep();
+    ReportProgress(i + 1, total);
+  }
   // Every measured step's details; the median step's are kept.
   std::vector<RankExecution> steps;
   std::vector<double> times;
-  for (int i = 0; i < std::max(options.steps, 1); ++i) {
+  for (int i = 0; i < measured; ++i) {
     times.push_back(program.RunStep());
     steps.push_back(out);
     program.Collect(&steps.back());
+    ReportProgress(options.warmup_steps + i + 1, total);
   }
   const size_t median = MedianSampleIndex(times);
   out = std::move(steps[median]);

@@ -136,6 +136,7 @@ std::vector<std::string> RunRanks(const LaunchOptions& options, const std::funct
   bool failed = false;
   ChildJobOptions jobs;
   jobs.parallel = options.ranks;
+  jobs.forward_progress = true;  // rank 0's reports stand for the program's
   jobs.on_done = [&failed](size_t, const ChildJobResult& r) {
     if (r.status != ChildJobResult::Status::kOk) failed = true;
   };

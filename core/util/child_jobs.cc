@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <poll.h>
 #include <sched.h>
@@ -12,6 +13,8 @@
 
 #include <sys/prctl.h>
 #include <sys/wait.h>
+
+#include "core/util/progress_report.h"
 
 namespace shardlab {
 namespace {
@@ -33,7 +36,38 @@ void WriteAll(int fd, const std::string& data) {
   }
 }
 
-[[noreturn]] void RunChild(int fd, size_t index, const std::function<std::string(size_t)>& job) {
+// A child's pipe carries progress records ('P' and a double) and then its
+// result ('O' or 'E' and the text, to the end).
+constexpr char kProgress = 'P';
+constexpr size_t kProgressRecord = 1 + sizeof(double);
+
+// Reports made in a child: written to the parent when `forward`, else dropped.
+std::function<void(double)> ChildProgress(int fd, bool forward) {
+  if (!forward) return nullptr;
+  return [fd, last = -1.0](double fraction) mutable {
+    if (fraction < 1 && fraction - last < 0.005) return;  // a record per half percent at most
+    last = fraction;
+    char record[kProgressRecord];
+    record[0] = kProgress;
+    std::memcpy(record + 1, &fraction, sizeof fraction);
+    WriteAll(fd, std::string(record, sizeof record));
+  };
+}
+
+// Hands the progress records at the start of `data` to the parent's listener.
+void ForwardProgress(std::string& data) {
+  size_t used = 0;
+  while (data.size() - used >= kProgressRecord && data[used] == kProgress) {
+    double fraction = 0;
+    std::memcpy(&fraction, data.data() + used + 1, sizeof fraction);
+    ReportProgress(fraction, 1);
+    used += kProgressRecord;
+  }
+  data.erase(0, used);
+}
+
+[[noreturn]] void RunChild(int fd, size_t index, bool forward_progress, const std::function<std::string(size_t)>& job) {
+  ScopedProgressListener progress(ChildProgress(fd, forward_progress));
   std::string message;
   try {
     message = "O" + job(index);
@@ -92,7 +126,7 @@ std::vector<ChildJobResult> RunInChildProcesses(const std::vector<size_t>& indic
         if (getppid() != parent) _exit(1);
         close(fds[0]);
         for (const Running& r : running) close(r.fd);
-        RunChild(fds[1], indices[next], job);
+        RunChild(fds[1], indices[next], options.forward_progress && next == 0, job);
       }
       close(fds[1]);
       running.push_back({next, pid, fds[0], {}});
@@ -118,6 +152,7 @@ std::vector<ChildJobResult> RunInChildProcesses(const std::vector<size_t>& indic
       const ssize_t n = read(running[i].fd, buffer, sizeof buffer);
       if (n > 0) {
         running[i].data.append(buffer, static_cast<size_t>(n));
+        if (options.forward_progress && running[i].slot == 0) ForwardProgress(running[i].data);
         continue;
       }
       if (n < 0 && errno == EINTR) continue;

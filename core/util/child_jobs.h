@@ -27,6 +27,11 @@ struct ChildJobOptions {
   // Polled before each launch; once false, no more jobs start (a time
   // budget) and the running ones finish.
   std::function<bool()> may_launch;
+  // Whether the first job's progress (core/util/progress_report.h) reaches the
+  // parent's listener, as the share of the whole work (ranks of one program
+  // move alike: one speaks for all). Every other child's reports are dropped,
+  // so no child draws over the parent's output.
+  bool forward_progress = false;
 };
 
 // Runs job(i) for every i in `indices`; the result of indices[k] is at [k].

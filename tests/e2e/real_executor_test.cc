@@ -32,6 +32,7 @@ TEST_CASE("gloo loop: bench calibrate simulate and execute on 4 ranks") {
   CliResult r = Run("bench collectives --backend gloo --ranks 4 --sizes 64KiB:4MiB --warmup 2 --repeats 5 -o " + coll);
   REQUIRE(r.rc == 0);
   CHECK_THAT(r.out, Catch::Contains("busbw(GB/s)"));
+  CHECK(r.err.find("benchmarking") == std::string::npos);  // piped: no progress line
   const nlohmann::json measured = ReadJson(coll);
   CHECK(measured["format"] == "shardlab-measurements");
   CHECK(measured["samples"].size() == 5 * 7);
@@ -67,9 +68,13 @@ TEST_CASE("gloo loop: bench calibrate simulate and execute on 4 ranks") {
 
   const std::string report_file = (dir / "report.json").string();
   r = Run("validate-run " + run_file + " --backend gloo --ranks 4 --warmup 1 --steps 1 -o " + report_file +
-          " --trace-measured " + (dir / "measured.trace.json").string() + " --trace-simulated " +
-          (dir / "simulated.trace.json").string());
+              " --trace-measured " + (dir / "measured.trace.json").string() + " --trace-simulated " +
+              (dir / "simulated.trace.json").string(),
+          "SHARDLAB_PROGRESS=always");
   REQUIRE(r.rc == 0);
+  // Rank 0's steps reach the parent's progress line (forwarded from its child process), then SimGrid's.
+  CHECK_THAT(r.err, Catch::Contains("executing 2 step(s) on 4 gloo ranks [########################] 100%"));
+  CHECK_THAT(r.err, Catch::Contains("simulating on SimGrid ["));
   CHECK_THAT(r.out, Catch::Contains("step time   measured"));
   const nlohmann::json report = ReadJson(report_file);
   CHECK(report["ranks"] == 4);

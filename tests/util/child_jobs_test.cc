@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/util/progress_report.h"
+
 namespace shardlab {
 namespace {
 
@@ -28,6 +30,41 @@ TEST_CASE("child jobs return their results in order, errors as failures") {
   }
   CHECK(results[3].status == ChildJobResult::Status::kFailed);
   CHECK(results[3].output == "job 3 failed");
+}
+
+TEST_CASE("the first child's progress reaches the parent's listener and the others' is dropped") {
+  std::vector<double> reports;
+  ScopedProgressListener listener([&](double f) { reports.push_back(f); });
+  ChildJobOptions options;
+  options.parallel = 3;
+  options.forward_progress = true;
+  const auto results = RunInChildProcesses(
+      {7, 8, 9},
+      [](size_t i) {
+        // Job 7 reports 0, 0.25, ..., 1 and the others 0.9 (which must not arrive).
+        for (int k = 0; k <= 4; ++k) {
+          ReportProgress(i == 7 ? k : 3.6, 4);
+          usleep(2000);
+        }
+        return std::string(70000, 'P');  // a result that starts like a progress record
+      },
+      options);
+  for (const auto& r : results) {
+    REQUIRE(r.status == ChildJobResult::Status::kOk);
+    CHECK(r.output == std::string(70000, 'P'));
+  }
+  CHECK(reports == std::vector<double>{0, 0.25, 0.5, 0.75, 1});
+  // Without forwarding, no child reports anything here (nor draws the parent's line).
+  reports.clear();
+  options.forward_progress = false;
+  RunInChildProcesses(
+      {7},
+      [](size_t) {
+        ReportProgress(1, 2);
+        return std::string("done");
+      },
+      options);
+  CHECK(reports.empty());
 }
 
 TEST_CASE("stopping kills running children and leaves the rest not run") {
