@@ -259,7 +259,7 @@ nlohmann::json RunJson(const std::string& args) {
   return nlohmann::json::parse(r.out);
 }
 
-TEST_CASE("layout prints seed 004's device matrix and tensor maps") {
+TEST_CASE("layout prints a MatMul's device matrix and tensor maps") {
   const auto j = RunJson("layout --op MatMul --inputs '[[128,64],[64,32]]' --strategy '[[2,1],[1,4]]' --devices 8");
   CHECK(j["device_matrix"] == nlohmann::json::parse("[2,1,4]"));
   CHECK(j["inputs"][0]["tensor_map"] == nlohmann::json::parse("[2,1]"));
