@@ -135,6 +135,46 @@ void Flat(Collective c, CollectiveAlgorithm a, double bytes, const std::vector<i
   }
 }
 
+// The members of a group on each server it spans, in group order.
+std::map<int64_t, std::vector<int64_t>> ByServer(const std::vector<int64_t>& members, int64_t devices_per_server) {
+  std::map<int64_t, std::vector<int64_t>> by_server;
+  for (int64_t r : members) by_server[r / devices_per_server].push_back(r);
+  return by_server;
+}
+
+// Members per server when every server holds as many; 1 otherwise.
+int64_t EvenMembersPerServer(const std::map<int64_t, std::vector<int64_t>>& by_server, size_t members) {
+  const bool even = std::all_of(by_server.begin(), by_server.end(), [&](const auto& entry) {
+    return entry.second.size() == by_server.begin()->second.size();
+  });
+  return even ? static_cast<int64_t>(members / by_server.size()) : 1;
+}
+
+// Whether a pairwise AlltoAll over these servers runs rail by rail (PXN).
+bool RailAllToAll(const std::map<int64_t, std::vector<int64_t>>& by_server, int64_t k, size_t members) {
+  return by_server.size() > 1 && k > 1 && members <= 64;
+}
+
+// PXN: member (A, j) sends over NVLink to (A, i) its data for (A, i) and for
+// the i-th member of every other server; (A, i) sends to (B, i) what its
+// server's k members hold for (B, i). Each member's buffer is `bytes`, bytes/n
+// for each peer.
+void RailAllToAll(const std::map<int64_t, std::vector<int64_t>>& by_server, int64_t k, double bytes,
+                  std::vector<Phase>* out) {
+  const double share = bytes / static_cast<double>(k * static_cast<int64_t>(by_server.size()));
+  const double servers = static_cast<double>(by_server.size());
+  Phase p;
+  for (const auto& [server, ranks] : by_server)
+    for (int64_t j = 0; j < k; ++j)
+      for (int64_t i = 0; i < k; ++i)
+        if (i != j) p.flows.push_back({ranks[j], ranks[i], share * servers});
+  for (const auto& [a, from] : by_server)
+    for (const auto& [b, to] : by_server)
+      if (a != b)
+        for (int64_t i = 0; i < k; ++i) p.flows.push_back({from[i], to[i], share * static_cast<double>(k)});
+  out->push_back(std::move(p));
+}
+
 // Runs `phases` at the same time as `merged`: phase i of both become one.
 void RunConcurrently(const std::vector<Phase>& phases, std::vector<Phase>* merged) {
   if (merged->size() < phases.size()) merged->resize(phases.size());
@@ -160,15 +200,15 @@ std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double 
     return out;
   }
   std::vector<Phase> out;
-  std::map<int64_t, std::vector<int64_t>> by_server;
-  for (int64_t r : members) by_server[r / devices_per_server].push_back(r);
+  const std::map<int64_t, std::vector<int64_t>> by_server = ByServer(members, devices_per_server);
   // Channels per server and rails need the same number of members on every
   // server; a group spread unevenly (a data-parallel size that does not
   // divide the servers' devices) runs one flat ring over its members.
-  const bool even = std::all_of(by_server.begin(), by_server.end(), [&](const auto& entry) {
-    return entry.second.size() == by_server.begin()->second.size();
-  });
-  const int64_t k = even ? static_cast<int64_t>(members.size() / by_server.size()) : 1;
+  const int64_t k = EvenMembersPerServer(by_server, members.size());
+  if (c == Collective::kAllToAll && a != CollectiveAlgorithm::kFullMesh && RailAllToAll(by_server, k, members.size())) {
+    RailAllToAll(by_server, k, bytes, &out);
+    return out;
+  }
   const bool hierarchical =
       a == CollectiveAlgorithm::kHierarchical && by_server.size() > 1 && k > 1 &&
       (c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kAllGather);
@@ -261,6 +301,14 @@ std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double 
       break;
   }
   return out;
+}
+
+int64_t AllToAllFlowsPerMember(const std::vector<int64_t>& members, int64_t devices_per_server) {
+  const int64_t n = static_cast<int64_t>(members.size());
+  const auto by_server = ByServer(members, devices_per_server);
+  const int64_t k = EvenMembersPerServer(by_server, members.size());
+  if (RailAllToAll(by_server, k, members.size())) return (k - 1) + static_cast<int64_t>(by_server.size()) - 1;
+  return n <= 64 ? n - 1 : 1;
 }
 
 }  // namespace shardlab::sim

@@ -215,26 +215,25 @@ class Engine {
   // Refuses a step whose simulated devices would take more than
   // kMaxSimGridSeconds, before any of it runs (EstimateSimGridSeconds).
   void CheckWork() const {
-    int64_t transfers = 0, steps = 0, devices = 0;
+    int64_t transfers = 0, alltoall_flows = 0, steps = 0, devices = 0;
     for (const Device& d : devices_) {
       const StagePrograms& p = programs_[d.stage];
       for (const ScheduleItem& item : p.order) {
         const auto& pass = (item.forward ? p.forward : p.backward)[item.chunk];
         steps += d.closed_passes ? 1 : static_cast<int64_t>(pass.size());
         if (!d.closed_passes)
-          transfers += AllToAllFlows(d, item.forward ? StageOf(d).forward : StageOf(d).backward, pass);
+          alltoall_flows += AllToAllFlows(d, item.forward ? StageOf(d).forward : StageOf(d).backward, pass);
       }
       transfers += static_cast<int64_t>(d.ranks.size() * p.order.size());
       devices += static_cast<int64_t>(d.ranks.size());
     }
-    const double seconds = EstimateSimGridSeconds(transfers, steps, devices);
+    const double seconds = EstimateSimGridSeconds(transfers, alltoall_flows, steps, devices);
     if (seconds <= kMaxSimGridSeconds) return;
     throw std::runtime_error(fmt::format(
         "this step would take about {:.0f} s on SimGrid ({} of {} devices simulated, the others symmetric to them: "
-        "{} pipeline transfers and AlltoAll flows, {} pass steps), more than its limit of {:.0f} s: use fewer devices "
-        "or "
-        "micro-batches, a layout whose devices are symmetric, or --engine analytical",
-        seconds, devices, plan_.devices, transfers, steps, kMaxSimGridSeconds));
+        "{} pipeline transfers, {} AlltoAll flows, {} pass steps), more than its limit of {:.0f} s: use fewer "
+        "devices or micro-batches, a layout whose devices are symmetric, or --engine analytical",
+        seconds, devices, plan_.devices, transfers, alltoall_flows, steps, kMaxSimGridSeconds));
   }
 
   Trace Run(SimGridStats* stats) {
@@ -328,16 +327,15 @@ class Engine {
   const StageProgram& StageOf(const Device& d) const { return plan_.stages[d.stage]; }
 
   // The flows its passes' AlltoAlls start from the lane's devices
-  // (collective_flows.cc): n - 1 per member of a group of n (one per peer),
-  // 1 per member above 64 members.
+  // (AllToAllFlowsPerMember).
   int64_t AllToAllFlows(const Device& d, const std::vector<Task>& tasks, const std::vector<PassStep>& pass) const {
     int64_t flows = 0;
     for (const PassStep& step : pass)
       for (int t : step.collectives) {
         const Task& task = tasks[t];
         if (task.collective != shardlab::Collective::kAllToAll || d.inside_lane[task.group]) continue;
-        const int64_t n = StageOf(d).groups[task.group].size;
-        flows += static_cast<int64_t>(d.ranks.size()) * (n <= 64 ? n - 1 : 1);
+        const auto& members = shape_.groups[d.stage][task.group].MembersOf(d.local);
+        flows += static_cast<int64_t>(d.ranks.size()) * AllToAllFlowsPerMember(members, shape_.devices_per_server);
       }
     return flows;
   }
@@ -803,14 +801,17 @@ class Engine {
 
 }  // namespace
 
-double EstimateSimGridSeconds(int64_t transfers, int64_t steps, int64_t devices) {
+double EstimateSimGridSeconds(int64_t transfers, int64_t alltoall_flows, int64_t steps, int64_t devices) {
   // Measured on a 2-core VM (RelWithDebInfo): a transfer's flow costs 18 us
   // plus SimGrid 3.32's O(flows in flight) completion, which grows with the
   // devices sending at once (21 us each at 1,024 simulated devices, 46 us at
-  // 8,192); a pass step about 1.2 us with its timers and in-pass flows
-  // (PanGu 13B, 1024 micro-batches: 8.1 M steps in 9 s).
-  const double per_transfer = 18e-6 + 3.4e-9 * static_cast<double>(devices);
-  return static_cast<double>(transfers) * per_transfer + static_cast<double>(steps) * 1.2e-6;
+  // 8,192); an AlltoAll's flows, started together in one phase, 3.5 us each
+  // (DeepSeek-V3 on 2048 H800: 3.1 M of them in 11 s); a pass step about
+  // 1.2 us with its timers and in-pass flows (PanGu 13B, 1024 micro-batches:
+  // 8.1 M steps in 9 s).
+  const double in_flight = 3.4e-9 * static_cast<double>(devices);
+  return static_cast<double>(transfers) * (18e-6 + in_flight) +
+         static_cast<double>(alltoall_flows) * (3.5e-6 + in_flight) + static_cast<double>(steps) * 1.2e-6;
 }
 
 Trace RunSimGrid(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, Symmetry symmetry,

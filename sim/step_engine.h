@@ -26,10 +26,11 @@ inline constexpr int64_t kMaxSimGridTaskRuns = 3'000'000;
 inline constexpr double kMaxSimGridSeconds = 60;
 
 // What a step costs SimGrid on a 2-core machine: `transfers` pipeline
-// transfers (one flow each per simulated device and pass), `steps` pass steps
-// (one per pass for a lane whose passes run in closed form), `devices`
-// simulated devices. Within about a factor of two of measured runs.
-double EstimateSimGridSeconds(int64_t transfers, int64_t steps, int64_t devices);
+// transfers (one flow each per simulated device and pass), `alltoall_flows`
+// flows of AlltoAlls (many started at once), `steps` pass steps (one per pass
+// for a lane whose passes run in closed form), `devices` simulated devices.
+// Within about a factor of two of measured runs.
+double EstimateSimGridSeconds(int64_t transfers, int64_t alltoall_flows, int64_t steps, int64_t devices);
 
 // One SimGrid engine per process: call once per process. Throws when the plan
 // asks for more than kMaxSimGridTaskRuns, or, once the symmetry is known,

@@ -380,5 +380,36 @@ TEST_CASE("SimGrid refuses a step whose task count passes its limit while every 
                     Catch::Contains("x 512 micro-batches") && Catch::Contains("SimGrid engine's limit of 3000000"));
 }
 
+TEST_CASE("an AlltoAll over servers runs rail by rail as NCCL's PXN routes it") {
+  // 64 members, 8 on each of 8 servers: each sends over NVLink to the 7 others
+  // of its server (its data for them and for their rails' remote members) and
+  // one flow to the member on its rail of each of the 7 other servers.
+  const std::vector<int64_t> members = Strided(64, 1);
+  const double bytes = 64 << 20;  // each member's buffer: 1 MiB for each peer
+  const std::vector<Phase> phases =
+      ExpandCollective(Collective::kAllToAll, CollectiveAlgorithm::kPairwise, bytes, members, 8, Fidelity::kAggregated);
+  REQUIRE(phases.size() == 1);
+  CHECK(phases[0].flows.size() == 64 * (7 + 7));
+  CHECK(AllToAllFlowsPerMember(members, 8) == 14);
+  double nvlink = 0, rails = 0;
+  for (const Flow& f : phases[0].flows) {
+    if (f.src / 8 == f.dst / 8) {
+      nvlink += f.bytes;
+      CHECK(f.bytes == Approx(8 * (1 << 20)));  // its data for the peer and for the peer's 7 remote rail members
+    } else {
+      rails += f.bytes;
+      CHECK(f.src % 8 == f.dst % 8);            // on one rail
+      CHECK(f.bytes == Approx(8 * (1 << 20)));  // the source server's 8 members' data for the destination
+    }
+  }
+  // Across servers, exactly what leaves each server; inside them, what leaves each member for its own server
+  // and what it hands a peer to send on.
+  CHECK(rails == Approx(64.0 * 56 * (1 << 20)));
+  CHECK(nvlink == Approx(64.0 * 7 * 8 * (1 << 20)));
+  // One server, or more than 64 members: as before (every peer, or the opposite member).
+  CHECK(AllToAllFlowsPerMember(Strided(8, 1), 8) == 7);
+  CHECK(AllToAllFlowsPerMember(Strided(128, 1), 8) == 1);
+}
+
 }  // namespace
 }  // namespace shardlab::sim
