@@ -45,8 +45,11 @@ int CheckProfile(const CalibrateArgs& args) {
                           {"median_signed_error", f.median_signed_error}});
     nlohmann::json samples = nlohmann::json::array();
     for (const KernelSample& k : check.samples)
-      samples.push_back(
-          {{"family", k.family}, {"kernel", k.kernel}, {"measured", k.measured}, {"predicted", k.predicted}});
+      samples.push_back({{"group", k.group},
+                         {"family", k.family},
+                         {"kernel", k.kernel},
+                         {"measured", k.measured},
+                         {"predicted", k.predicted}});
     out["files"].push_back(
         {{"file", file}, {"measured_device", check.device}, {"families", families}, {"samples", samples}});
     if (args.json) continue;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "core/config/units.h"
 #include "core/util/json_reader.h"
 #include "sim/collective_flows.h"
@@ -67,8 +68,11 @@ int CollectiveCommand(const CollectiveArgs& args) {
     collectives[i] = sim::ExpandCollective(op, algorithms[i], per_rank(sizes[i]), members, cluster.devices_per_server,
                                            fidelity, timings[i].library);
   }
-  const std::vector<double> simulated =
-      sim::LoadSimGridBackend().time_collectives(cluster, last + 1, std::move(collectives));
+  const std::vector<double> simulated = [&] {
+    PhaseProgress progress(
+        fmt::format("simulating {} {} on SimGrid", sizes.size(), sizes.size() == 1 ? "size" : "sizes"));
+    return sim::LoadSimGridBackend().time_collectives(cluster, last + 1, std::move(collectives));
+  }();
 
   std::cout << fmt::format(
       "# {} over {} ranks of {} (first rank {}, stride {}: {} server{}, {} per server), {} flows\n", ToString(op),

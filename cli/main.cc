@@ -271,12 +271,14 @@ int main(int argc, char** argv) {
       calibrate_cmd->add_option("-o,--out", calibrate.out_file, "write the calibration file here (required to fit)");
   auto* calibrate_cluster =
       calibrate_cmd->add_option("--cluster", calibrate.cluster_file, "cluster file whose device profile to check");
-  calibrate_cmd
-      ->add_flag("--check-profile", calibrate.check_profile,
-                 "check --cluster's device profile against kernel micro-benchmarks instead of fitting: errors per "
-                 "kernel family")
-      ->needs(calibrate_cluster)
-      ->excludes(calibrate_out);
+  auto* calibrate_check =
+      calibrate_cmd
+          ->add_flag("--check-profile", calibrate.check_profile,
+                     "check --cluster's device profile against kernel micro-benchmarks instead of fitting: errors per "
+                     "kernel family")
+          ->needs(calibrate_cluster)
+          ->excludes(calibrate_out);
+  calibrate_cluster->needs(calibrate_check);
   calibrate_cmd->add_flag("--json", calibrate.json, "print the calibration (or the check) as JSON");
 
   cli::ValidateRunArgs validate_run;

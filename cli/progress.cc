@@ -58,7 +58,8 @@ void Progress::Done(const std::string& item, const std::string& best) {
 }
 
 void Progress::Update(double fraction, const std::string& status) {
-  Draw(fraction, fmt::format("{:.0f}%", 100 * fraction), status, false);
+  // The end redraws a bar already shown, so it ends full.
+  Draw(fraction, fmt::format("{:.0f}%", 100 * fraction), status, drawn_ && fraction >= 1);
 }
 
 void Progress::Draw(double fraction, const std::string& count, const std::string& note, bool force) {

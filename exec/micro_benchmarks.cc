@@ -87,7 +87,6 @@ std::string CollectiveBenchRank(RankContext& c, const CollectiveBenchOptions& op
   for (Collective op : options.ops) {
     nlohmann::json per_size = nlohmann::json::array();
     for (double size : options.sizes) {
-      ReportProgress(done++, cases);
       const size_t count = CountFor(op, size, c.size);
       std::vector<double> t;
       for (int i = 0; i < options.warmup + options.repeats; ++i) {
@@ -97,6 +96,7 @@ std::string CollectiveBenchRank(RankContext& c, const CollectiveBenchOptions& op
         if (i >= options.warmup) t.push_back(seconds);
       }
       per_size.push_back(t);
+      ReportProgress(++done, cases);
     }
     times.push_back(per_size);
   }
@@ -162,12 +162,12 @@ std::string GemmBenchRank(RankContext& c, const GemmBenchOptions& options) {
   const double cases = static_cast<double>(options.shapes.size() + options.copy_sizes.size());
   double done = 0;
   for (const GemmShape& g : options.shapes) {
-    ReportProgress(done++, cases);
     gemms.push_back(measure([&] { c.runtime.Gemm(Stream::kCompute, g.m, g.n, g.k); }));
+    ReportProgress(++done, cases);
   }
   for (double bytes : options.copy_sizes) {
-    ReportProgress(done++, cases);
     copies.push_back(measure([&] { c.runtime.MemoryPass(Stream::kCompute, bytes); }));
+    ReportProgress(++done, cases);
   }
   return nlohmann::json{{"gemm", gemms}, {"copy", copies}}.dump();
 }

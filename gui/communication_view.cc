@@ -163,8 +163,12 @@ void CommunicationView::paintEvent(QPaintEvent*) {
              "capacity in use");
   p.drawText(QRectF(key.right() + 6, key.top() - 2, 200, key.height() + 4), Qt::AlignLeft | Qt::AlignVCenter,
              "0% .. 100%");
-  p.drawText(QRectF(Right() + 14, key.top() - 2, kStats, key.height() + 4), Qt::AlignLeft | Qt::AlignVCenter,
-             "links by utilisation");
+  // Results written before links were counted by their utilisation have no histograms.
+  const bool histograms = std::any_of(usage_.begin(), usage_.end(),
+                                      [](const LinkClassUsage& u) { return !u.links_by_utilisation.empty(); });
+  if (histograms)
+    p.drawText(QRectF(Right() + 14, key.top() - 2, kStats, key.height() + 4), Qt::AlignLeft | Qt::AlignVCenter,
+               "links by utilisation");
   for (size_t r = 0; r < usage_.size(); ++r) {
     const LinkClassUsage& u = usage_[r];
     const double y = Top() + static_cast<double>(r) * RowHeight();
@@ -174,21 +178,24 @@ void CommunicationView::paintEvent(QPaintEvent*) {
     p.setPen(QColor(150, 150, 150));
     p.drawRect(QRectF(kLeft, y, Right() - kLeft, kStrip));
     // Every link by its own utilisation: tenths from idle (left) to saturated (right).
-    p.setPen(QColor(200, 200, 200));
-    p.drawLine(QPointF(Right() + 14, y + kStrip), QPointF(Right() + 14 + 10 * kBar - 2, y + kStrip));
-    for (size_t t = 0; t < u.links_by_utilisation.size(); ++t) {
-      const QRectF bar = HistogramRect(r, t);
-      if (bar.height() <= 0) continue;
-      p.fillRect(bar, UtilisationColor((static_cast<double>(t) + 0.5) / 10));
-      p.setPen(QColor(120, 120, 120));
-      p.drawRect(bar);
+    if (!u.links_by_utilisation.empty()) {
+      p.setPen(QColor(200, 200, 200));
+      p.drawLine(QPointF(Right() + 14, y + kStrip), QPointF(Right() + 14 + 10 * kBar - 2, y + kStrip));
+      for (size_t t = 0; t < u.links_by_utilisation.size(); ++t) {
+        const QRectF bar = HistogramRect(r, t);
+        if (bar.height() <= 0) continue;
+        p.fillRect(bar, UtilisationColor((static_cast<double>(t) + 0.5) / 10));
+        p.setPen(QColor(120, 120, 120));
+        p.drawRect(bar);
+      }
+      p.setPen(QColor(90, 90, 90));
+      p.drawText(QRectF(Right() + 14, y + kStrip + 2, kStats - 14, m.height()), Qt::AlignLeft, "0%   ..   100%");
     }
     p.setPen(QColor(90, 90, 90));
     p.drawText(QRectF(kLeft, y + kStrip + 2, Right() - kLeft, m.height()), Qt::AlignLeft,
                QString("mean %1, peak %2; busiest link %3, %4 of the step")
-                   .arg(Percent(u.mean_utilisation), Percent(u.peak_utilisation),
-                        QString::fromStdString(u.busiest), Percent(u.busiest_utilisation)));
-    p.drawText(QRectF(Right() + 14, y + kStrip + 2, kStats - 14, m.height()), Qt::AlignLeft, "0%   ..   100%");
+                   .arg(Percent(u.mean_utilisation), Percent(u.peak_utilisation), QString::fromStdString(u.busiest),
+                        Percent(u.busiest_utilisation)));
   }
   DrawHorizontalAxis(p, Top() + static_cast<double>(usage_.size()) * RowHeight() + 4, kLeft, Right(), 0, step_seconds_,
                      AxisUnit::kSeconds, "time since the step started");

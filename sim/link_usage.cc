@@ -98,7 +98,7 @@ std::vector<LinkClassUsage> LinkUsageRecorder::Result(double step_seconds) {
       double u = 0;
       if (flow_bytes_[folded] > 0) u += flow_bytes_[folded] / (platform_.LinkBandwidth(folded) * seconds);
       if (unfolded_bytes[id] > 0) u += unfolded_bytes[id] / (platform_.UnfoldedBandwidth(id) * seconds);
-      ++by_tenth[std::clamp(static_cast<int>(u * 10), 0, 9)];
+      ++by_tenth[static_cast<size_t>(std::isfinite(u) ? std::clamp(u * 10, 0.0, 9.0) : 9.0)];
       if (u > busiest) {
         busiest = u;
         busiest_link = id;

@@ -5,6 +5,7 @@
 
 #include <simgrid/s4u/Engine.hpp>
 
+#include "core/util/progress_report.h"
 #include "sim/cluster_platform.h"
 #include "sim/flow_runner.h"
 #include "sim/simgrid_backend.h"
@@ -24,6 +25,7 @@ std::vector<double> TimeCollectives(const ClusterSpec& cluster, int64_t devices,
     start = simgrid::s4u::Engine::get_clock();
     runner.Run(std::move(collectives[i]), [&, i] {
       seconds[i] = simgrid::s4u::Engine::get_clock() - start;
+      ReportProgress(static_cast<double>(i + 1), static_cast<double>(collectives.size()));
       launch(i + 1);
     });
   };

@@ -25,14 +25,14 @@ struct Samples {
 class Collector {
  public:
   // A kernel of `work` units (FLOPs or bytes) measured and predicted.
-  void Add(const std::string& family, const std::string& unit, const std::string& kernel, double work,
-           double predicted_seconds, double measured_seconds) {
+  void Add(const std::string& group, const std::string& family, const std::string& unit, const std::string& kernel,
+           double work, double predicted_seconds, double measured_seconds) {
     const double scale = unit == "TFLOP/s" ? 1e12 : 1e9;
     Samples& s = families_[family];
     s.unit = unit;
     s.measured.push_back(work / measured_seconds / scale);
     s.signed_errors.push_back(predicted_seconds / measured_seconds - 1);
-    samples_.push_back({family, kernel, work / measured_seconds / scale, work / predicted_seconds / scale});
+    samples_.push_back({group, family, kernel, work / measured_seconds / scale, work / predicted_seconds / scale});
   }
 
   const std::map<std::string, Samples>& families() const { return families_; }
@@ -56,7 +56,8 @@ DType DTypeOf(const JsonNode& sample) {
   return *dtype;
 }
 
-void AddGemms(const JsonNode& group, bool batched, const ClusterSpec& cluster, Collector& out) {
+void AddGemms(const std::string& name, const JsonNode& group, bool batched, const ClusterSpec& cluster,
+              Collector& out) {
   for (const JsonNode& g : group.AsArray()) {
     if (Failed(g)) continue;
     const double seconds = Number(g, "seconds");
@@ -73,14 +74,15 @@ void AddGemms(const JsonNode& group, bool batched, const ClusterSpec& cluster, C
     std::string kernel = fmt::format("{}x{}x{}", shape.m, shape.n, shape.k);
     if (shape.batch > 1) kernel = fmt::format("{} x {}", shape.batch, kernel);
     if (g.json().contains("layout")) kernel += " " + g.Child("layout").AsString();
-    out.Add(std::string(batched ? "batched GEMM " : "GEMM ") + ToString(dtype), "TFLOP/s", kernel, flops, predicted,
-            seconds);
+    out.Add(name, std::string(batched ? "batched GEMM " : "GEMM ") + ToString(dtype), "TFLOP/s", kernel, flops,
+            predicted, seconds);
   }
 }
 
 // Fused attention in bfloat16: 4 s^2 d FLOPs per head forward, 10 backward
 // (half of the pairs when causal).
-void AddAttention(const JsonNode& group, const std::string& what, const ClusterSpec& cluster, Collector& out) {
+void AddAttention(const std::string& name, const JsonNode& group, const std::string& what, const ClusterSpec& cluster,
+                  Collector& out) {
   for (const JsonNode& a : group.AsArray()) {
     if (Failed(a)) continue;
     const bool causal = a.Child("causal").AsBool();
@@ -95,7 +97,7 @@ void AddAttention(const JsonNode& group, const std::string& what, const ClusterS
       const double flops = (backward ? 10.0 : 4.0) * pairs * static_cast<double>(head_dim);
       const double predicted =
           ComputeSeconds(flops, 0, DType::kBFloat16, cluster, false, KernelShape{{}, shape, backward}).seconds;
-      out.Add(family, "TFLOP/s",
+      out.Add(name, family, "TFLOP/s",
               fmt::format("b{} h{} s{} d{}{} {}", Int(a, "batch"), Int(a, "heads"), seq, head_dim,
                           causal ? " causal" : "", backward ? "backward" : "forward"),
               flops, predicted, seconds);
@@ -104,14 +106,14 @@ void AddAttention(const JsonNode& group, const std::string& what, const ClusterS
 }
 
 // Element-wise and normalisation kernels: their bytes at the achieved bandwidth.
-void AddMemoryBound(const JsonNode& group, const ClusterSpec& cluster, Collector& out) {
+void AddMemoryBound(const std::string& name, const JsonNode& group, const ClusterSpec& cluster, Collector& out) {
   for (const JsonNode& k : group.AsArray()) {
     if (Failed(k)) continue;
     const double seconds = Number(k, "seconds"), bytes = Number(k, "bytes");
     if (seconds < kTimerFloorSeconds) continue;
     const DType dtype = DTypeOf(k);
     const double predicted = ComputeSeconds(0, bytes, dtype, cluster, false).seconds;
-    out.Add("memory-bound " + k.Child("kernel").AsString(), "GB/s",
+    out.Add(name, "memory-bound " + k.Child("kernel").AsString(), "GB/s",
             fmt::format("{} {}", Int(k, "elements"), ToString(dtype)), bytes, predicted, seconds);
   }
 }
@@ -150,13 +152,13 @@ KernelProfileCheck CheckKernelProfile(const JsonNode& measurements, const Cluste
   for (const auto& [group, value] : measurements.json().items()) {
     const JsonNode node = measurements.Child(group);
     if (group.rfind("gemm", 0) == 0)
-      AddGemms(node, group == "gemm_batched", cluster, collector);
+      AddGemms(group, node, group == "gemm_batched", cluster, collector);
     else if (group == "flash_attention")
-      AddAttention(node, "attention", cluster, collector);
+      AddAttention(group, node, "attention", cluster, collector);
     else if (group == "attention_head_sizes")
-      AddAttention(node, "attention head sizes", cluster, collector);
+      AddAttention(group, node, "attention head sizes", cluster, collector);
     else if (group == "memory_bound")
-      AddMemoryBound(node, cluster, collector);
+      AddMemoryBound(group, node, cluster, collector);
   }
   if (collector.families().empty())
     measurements.Fail(

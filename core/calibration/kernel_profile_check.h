@@ -32,6 +32,7 @@ struct KernelFamilyCheck {
 
 // One kernel timed: its throughput measured and as the model predicts it.
 struct KernelSample {
+  std::string group;  // of the measurement file: "gemm", "gemm_waves", "flash_attention", ...
   std::string family;
   std::string kernel;  // "4096x4096x4096 NN", "64 x 128x2048x7168 NN", "b8 h64 s1024 d64 causal backward", ...
   double measured = 0, predicted = 0;  // in the family's unit
@@ -40,7 +41,9 @@ struct KernelSample {
 struct KernelProfileCheck {
   std::string device;  // as the measurement file names it
   std::vector<KernelFamilyCheck> families;
-  std::vector<KernelSample> samples;  // group by group, each in the file's order
+  // Groups in name order (as the JSON reader keeps an object's keys), each
+  // group's kernels in the file's order.
+  std::vector<KernelSample> samples;
 
   // The family named `family`, or nullptr.
   const KernelFamilyCheck* Find(const std::string& family) const;

@@ -90,9 +90,11 @@ SearchOptions SearchOptionsOf(const RunSpec& run) {
   return options;
 }
 
-// The search cost model's figures for layouts it did not choose itself.
+// The search cost model's figures for layouts it did not choose itself. Done
+// once the search is: its graph's build reports no progress of its own.
 void Evaluate(const Graph& graph, const SearchOptions& options, const std::vector<OpLayout>& layouts,
               StrategyChoice* choice) {
+  ScopedProgressRange done(1, 1);
   const StrategyGraph fixed(graph, options, layouts);
   const std::vector<size_t> only(fixed.nodes().size(), 0);
   choice->objective = fixed.TotalCost(only);

@@ -28,9 +28,9 @@ struct ChildJobOptions {
   // budget) and the running ones finish.
   std::function<bool()> may_launch;
   // Whether the first job's progress (core/util/progress_report.h) reaches the
-  // parent's listener, as the share of the whole work (ranks of one program
-  // move alike: one speaks for all). Every other child's reports are dropped,
-  // so no child draws over the parent's output.
+  // parent's listener: the whole work's where the jobs move alike (the ranks of
+  // one program), else that job's alone. Every other child's reports are
+  // dropped, so no child draws over the parent's output.
   bool forward_progress = false;
 };
 

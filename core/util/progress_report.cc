@@ -19,9 +19,10 @@ ScopedProgressListener::ScopedProgressListener(std::function<void(double)> liste
 ScopedProgressListener::~ScopedProgressListener() { Listener() = std::move(previous_); }
 
 ScopedProgressRange::ScopedProgressRange(double begin, double end)
-    : listener_([outer = Listener(), begin, end](double fraction) {
-        if (outer) outer(begin + fraction * (end - begin));
-      }) {}
+    : listener_(Listener() ? std::function<void(double)>([outer = Listener(), begin, end](double fraction) {
+        outer(begin + fraction * (end - begin));
+      })
+                           : nullptr) {}
 
 void ReportProgress(double done, double total) {
   if (Listener() && total > 0) Listener()(std::clamp(done / total, 0.0, 1.0));

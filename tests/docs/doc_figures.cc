@@ -116,22 +116,27 @@ class Runner {
 
 // ---- Timings ------------------------------------------------------------------
 
+struct Measurement {
+  double value = 0;     // seconds or bytes
+  bool memory = false;  // bytes (peak memory), steadier than wall time
+};
+
 // A measurement in its base unit: "162 ms", "0.53 s", "46 us" as seconds,
 // "61 MiB" as bytes; nullopt when not a measurement.
-std::optional<double> ParseMeasurement(const std::string& text) {
+std::optional<Measurement> ParseMeasurement(const std::string& text) {
   static const std::regex kMeasurement(R"(^\s*([0-9]+(?:\.[0-9]+)?)\s*(ns|us|µs|ms|s|min|KiB|MiB|GiB)?\s*$)");
   std::smatch m;
   if (!std::regex_match(text, m, kMeasurement)) return std::nullopt;
   const double value = std::stod(m[1]);
   const std::string unit = m[2];
-  if (unit == "ns") return value * 1e-9;
-  if (unit == "us" || unit == "µs") return value * 1e-6;
-  if (unit == "ms") return value * 1e-3;
-  if (unit == "min") return value * 60;
-  if (unit == "KiB") return value * 1024;
-  if (unit == "MiB") return value * 1024 * 1024;
-  if (unit == "GiB") return value * 1024 * 1024 * 1024;
-  return value;
+  if (unit == "ns") return Measurement{value * 1e-9};
+  if (unit == "us" || unit == "µs") return Measurement{value * 1e-6};
+  if (unit == "ms") return Measurement{value * 1e-3};
+  if (unit == "min") return Measurement{value * 60};
+  if (unit == "KiB") return Measurement{value * 1024, true};
+  if (unit == "MiB") return Measurement{value * 1024 * 1024, true};
+  if (unit == "GiB") return Measurement{value * 1024 * 1024 * 1024, true};
+  return Measurement{value};
 }
 
 bool WithinFactor(double documented, double measured, double factor) {
@@ -142,7 +147,8 @@ bool WithinFactor(double documented, double measured, double factor) {
 
 struct Timings {
   std::vector<std::regex> patterns;  // each with one group: the measurement
-  double factor = 4;
+  double factor = 4;                 // for wall time
+  double memory_factor = 1.5;        // for peak memory
 
   // The line with every timing replaced by a marker, and the timings in order.
   std::pair<std::string, std::vector<std::string>> Mask(const std::string& line) const {
@@ -163,8 +169,8 @@ struct Timings {
     return {masked, found};
   }
 
-  // Equal, or equal but for timings within the factor (and the spaces that
-  // pad a measured column).
+  // Equal, or equal but for measurements within their factor; runs of spaces
+  // count as one (measured columns change width).
   bool Match(const std::string& doc, const std::string& out) const {
     if (doc == out) return true;
     auto [doc_masked, doc_times] = Mask(doc);
@@ -175,7 +181,8 @@ struct Timings {
       return false;
     for (size_t i = 0; i < doc_times.size(); ++i) {
       const auto d = ParseMeasurement(doc_times[i]), o = ParseMeasurement(out_times[i]);
-      if (!d || !o || !WithinFactor(*d, *o, factor)) return false;
+      if (!d || !o || d->memory != o->memory || !WithinFactor(d->value, o->value, d->memory ? memory_factor : factor))
+        return false;
     }
     return true;
   }
@@ -195,6 +202,11 @@ struct Block {
   std::vector<std::string> lines;  // the output lines as documented
 };
 
+// Whether `command` runs the program `program` (alone or with arguments).
+bool IsCommand(const std::string& command, const std::string& program) {
+  return command.rfind(program, 0) == 0 && (command.size() == program.size() || command[program.size()] == ' ');
+}
+
 // The output blocks of a document: those of `shardlab` and of the commands
 // starting with one of `benchmarks`.
 std::vector<Block> FindBlocks(const std::vector<std::string>& doc, const std::vector<std::string>& benchmarks) {
@@ -204,7 +216,7 @@ std::vector<Block> FindBlocks(const std::vector<std::string>& doc, const std::ve
   auto shown = [&](const std::string& command) {
     if (command.rfind("shardlab ", 0) == 0) return true;
     return std::any_of(benchmarks.begin(), benchmarks.end(),
-                       [&](const std::string& b) { return command.rfind(b, 0) == 0; });
+                       [&](const std::string& b) { return IsCommand(command, b); });
   };
   auto close = [&]() {
     if (open && !open->lines.empty() && shown(open->command)) blocks.push_back(*open);
@@ -359,6 +371,7 @@ class Figures {
   Figures(const fs::path& source, Runner& runner, double timing_factor) : source_(source), runner_(runner) {
     manifest_ = nlohmann::json::parse(Slurp(source / "docs/figures.json"));
     timings_.factor = timing_factor > 0 ? timing_factor : manifest_.value("timing_factor", 4.0);
+    timings_.memory_factor = timing_factor > 0 ? timing_factor : manifest_.value("memory_factor", 1.5);
     for (const auto& pattern : manifest_.value("timings", nlohmann::json::array()))
       timings_.patterns.emplace_back(pattern.get<std::string>());
   }
@@ -369,7 +382,7 @@ class Figures {
     Timings t = timings_;
     const nlohmann::json benchmarks = manifest_.value("bench_blocks", nlohmann::json::object());
     for (const auto& [prefix, patterns] : benchmarks.items())
-      if (command.rfind(prefix, 0) == 0)
+      if (IsCommand(command, prefix))
         for (const auto& pattern : patterns) t.patterns.emplace_back(pattern.get<std::string>());
     return t;
   }

@@ -389,6 +389,12 @@ TEST_CASE("collective prints an nccl-tests table next to the closed form") {
   CHECK_THAT(r.out, Catch::Contains("out-of-place") && Catch::Contains("in-place") && Catch::Contains("#wrong") &&
                         Catch::Contains("(elements)") && Catch::Contains("16 servers, 1 per server"));
   CHECK(Lines(r.out) == 6 + 3 + 2);  // six header lines, 1, 2 and 4 MiB, two closing lines
+  CHECK(r.err.empty());              // piped: no progress line
+  const CliResult shown = Run(
+      "collective --op allreduce --bytes 1MiB..4MiB --ranks 16 --stride 8 --cluster configs/clusters/dgx-h100-ndr.json",
+      "SHARDLAB_PROGRESS=always");
+  REQUIRE(shown.rc == 0);
+  CHECK_THAT(shown.err, Catch::Contains("simulating 3 sizes on SimGrid ["));
   // size, count (4-byte floats), type, redop, root, then time, algbw, busbw, #wrong twice.
   std::vector<std::string> row;
   {
