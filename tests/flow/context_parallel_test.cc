@@ -243,6 +243,57 @@ TEST_CASE("hybrid context parallel runs Ulysses inside and gathers keys and valu
   CHECK(run.sharded.layouts[flash].inputs[0].SliceShape() == Shape{1, 2048, 4, 128});
 }
 
+// Mixtral 8x7B as shipped (64 H100, PP 4, expert parallel 8, 16 micro-batches
+// of one 4096-token sequence per data-parallel slice) with its 16
+// data-parallel devices of a stage split as data_parallel 16 / cp x cp.
+RunSpec Mixtral(int64_t cp) {
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/mixtral-8x7b-h100-64.json"));
+  run.model.params.Set("data_parallel", 16 / cp);
+  run.model.params.Set("context_parallel", cp);
+  run.parallel.global_batch_size = 16 / cp * run.parallel.micro_batch_num;
+  run.model.params.Set("batch", 16 / cp);
+  return run;
+}
+
+double ExpertExchangeBytes(const StageProgram& s) {
+  double bytes = 0;
+  for (const Task& t : s.forward)
+    if (t.kind == Task::Kind::kCollective && t.dimension == CommDimension::kExpert) bytes += t.comm_bytes;
+  return bytes;
+}
+
+TEST_CASE("context parallel splits a mixture-of-experts layer's tokens and lays the experts over every device") {
+  const PreparedRun one = Prepare(Mixtral(1)), two = Prepare(Mixtral(2));
+  CHECK(SummarizeGraph(two.graph, 1).parameters == SummarizeGraph(one.graph, 1).parameters);
+  const StageProgram &a = one.plan.stages[1], &b = two.plan.stages[1];
+  // Each device routes half a sequence per micro-batch: the expert exchange halves.
+  CHECK(ExpertExchangeBytes(a) > 0);
+  CHECK(ExpertExchangeBytes(b) == Approx(ExpertExchangeBytes(a) / 2));
+  // Its expert group spans data x context parallel devices: 8 of the 16, as without context parallel.
+  for (const Task& t : b.forward)
+    if (t.kind == Task::Kind::kCollective && t.dimension == CommDimension::kExpert) CHECK(b.groups[t.group].size == 8);
+  CHECK(!ContextTasks(b.forward).empty());
+  // The dense gradients are reduced over all 16 devices either way, the experts' over the same 2 copies.
+  const StepResult ra = Summarize(one.plan, RunAnalytical(one.plan)), rb = Summarize(two.plan, RunAnalytical(two.plan));
+  CHECK(Dimension(rb.stages[1], CommDimension::kData).bytes ==
+        Approx(Dimension(ra.stages[1], CommDimension::kData).bytes));
+  CHECK(Dimension(rb.stages[1], CommDimension::kExpert).bytes ==
+        Approx(Dimension(ra.stages[1], CommDimension::kExpert).bytes / 2));
+  // Expert parallel is carved from the data x context parallel devices: 16 of them take 16 experts,
+  // 32 do not fit.
+  RunSpec wide = Mixtral(2);
+  wide.model.params.Set("experts", int64_t{16});
+  wide.model.params.Set("expert_parallel", int64_t{16});
+  const PreparedRun sixteen = Prepare(wide);
+  for (const Task& t : sixteen.plan.stages[1].forward)
+    if (t.kind == Task::Kind::kCollective && t.dimension == CommDimension::kExpert)
+      CHECK(sixteen.plan.stages[1].groups[t.group].size == 16);
+  wide.model.params.Set("experts", int64_t{32});
+  wide.model.params.Set("expert_parallel", int64_t{32});
+  CHECK_THROWS_WITH(Prepare(wide), Catch::Contains("expert_parallel 32 does not divide data_parallel x "
+                                                   "context_parallel 16"));
+}
+
 TEST_CASE("context parallel refuses what it cannot split") {
   RunSpec run = Llama70b(2);
   run.model.params.Set("attention", std::string("eager"));

@@ -77,8 +77,12 @@ struct Dims {
   DType dtype;
 
   int64_t tokens() const { return batch * seq; }
-  // Expert data parallel: the copies of each expert's weights.
-  int64_t expert_groups() const { return dp * mp / (ep * etp); }
+  // Expert data parallel: the copies of each expert's weights. The expert
+  // layers lay out every device of the stage, context parallel included.
+  int64_t expert_groups() const { return dp * cp * mp / (ep * etp); }
+  // The token groups routed per micro-batch: a sample, or its context-parallel
+  // chunk, or under sequence parallelism a model_parallel share of that.
+  int64_t routed_groups() const { return batch * cp * (seq_parallel ? mp : 1); }
   int64_t q_width() const { return heads * head_dim; }
   int64_t kv_width() const { return kv_heads * head_dim; }
 };
@@ -177,7 +181,6 @@ Dims ReadDims(const BuilderParams& p) {
                        ", which context_parallel_algo \"ulysses_cp\" does not have");
     if (!d.flash) throw GraphError(cp + " needs attention \"flash\" (MindFormers use_flash_attention)");
     if (d.kv_lora > 0) throw GraphError(cp + " is not built for multi-head latent attention");
-    if (d.experts > 0) throw GraphError(cp + " is not built for mixture-of-experts layers");
     if (d.seq_parallel && d.seq % (d.cp * d.mp) != 0)
       throw GraphError(cp + " with sequence parallel splits seq_length " + Text(d.seq) + " over context_parallel x " +
                        "model_parallel = " + Text(d.cp * d.mp) + ", which does not divide it");
@@ -211,24 +214,26 @@ Dims ReadDims(const BuilderParams& p) {
     if (d.capacity_factor <= 0) throw GraphError("capacity_factor must be > 0");
     if (d.experts % d.ep != 0)
       throw GraphError("expert_parallel " + Text(d.ep) + " does not divide experts " + Text(d.experts));
-    if (d.etp == d.mp && d.dp % d.ep != 0)
-      throw GraphError("expert_parallel " + Text(d.ep) + " does not divide data_parallel " + Text(d.dp) +
+    if (d.etp == d.mp && (d.dp * d.cp) % d.ep != 0)
+      throw GraphError("expert_parallel " + Text(d.ep) + " does not divide data_parallel " +
+                       (d.cp > 1 ? "x context_parallel " + Text(d.dp * d.cp) : Text(d.dp)) +
                        " (MindFormers splits the experts over a part of the data-parallel devices; "
                        "expert_tensor_parallel below model_parallel lets them take tensor-parallel devices too)");
-    if ((d.dp * d.mp) % (d.ep * d.etp) != 0)
+    if ((d.dp * d.cp * d.mp) % (d.ep * d.etp) != 0)
       throw GraphError("expert_parallel x expert_tensor_parallel = " + Text(d.ep) + " x " + Text(d.etp) +
-                       " does not divide the data_parallel x model_parallel = " + Text(d.dp * d.mp) +
-                       " devices the expert layers lay out");
+                       " does not divide the " +
+                       (d.cp > 1 ? "data_parallel x context_parallel x " : "data_parallel x ") +
+                       "model_parallel = " + Text(d.dp * d.cp * d.mp) + " devices the expert layers lay out");
     if (d.moe_ffn % d.etp != 0)
       throw GraphError("expert_tensor_parallel " + Text(d.etp) + " does not divide the experts' inner size " +
                        Text(d.moe_ffn));
-    const int64_t groups = d.batch * (d.seq_parallel ? d.mp : 1);
+    const int64_t groups = d.routed_groups();
     if (groups % d.expert_groups() != 0)
       throw GraphError("the experts' " + Text(d.expert_groups()) +
-                       " data-parallel copies (data_parallel x model_parallel / expert_parallel / "
+                       " data-parallel copies (data_parallel x context_parallel x model_parallel / expert_parallel / "
                        "expert_tensor_parallel) do not divide the " +
-                       Text(groups) + " token groups routed per micro-batch (" +
-                       (d.seq_parallel ? "batch x model_parallel" : "batch") + ")");
+                       Text(groups) + " token groups routed per micro-batch (batch" +
+                       (d.cp > 1 ? " x context_parallel" : "") + (d.seq_parallel ? " x model_parallel" : "") + ")");
   } else if (d.ep > 1) {
     throw GraphError("expert_parallel " + Text(d.ep) + " needs a mixture-of-experts model (experts > 0)");
   } else if (p.Int("expert_tensor_parallel") > 0) {
@@ -378,14 +383,14 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
        "average",
        0, 64},
       {"expert_parallel", int64_t{1},
-       "MindFormers expert_parallel: the experts split over this many of the data-parallel devices, tokens exchanged "
-       "by AlltoAll",
+       "MindFormers expert_parallel: the experts split over this many of the data-parallel (x context-parallel) "
+       "devices, tokens exchanged by AlltoAll",
        1, 4096},
       {"expert_tensor_parallel", int64_t{0},
        "Megatron --expert-tensor-parallel-size: the experts' inner size split over this many devices (0: "
        "model_parallel); below model_parallel, expert_parallel may take tensor-parallel devices too (MoE parallel "
-       "folding: expert layers lay data_parallel x model_parallel out as expert data parallel x expert_parallel x "
-       "expert_tensor_parallel)",
+       "folding: expert layers lay data_parallel x context_parallel x model_parallel out as expert data parallel x "
+       "expert_parallel x expert_tensor_parallel)",
        0, 4096},
       {"router_aux_loss", true, "compute the router's load-balancing loss (Switch Transformer) in every MoE layer"},
       {"router_scoring",
@@ -749,7 +754,7 @@ int ExpertLinear(GraphBuilder& b, const Dims& d, const std::string& name, int x,
 int MixtureOfExperts(GraphBuilder& b, const Dims& d, int x) {
   const Shard shard{d.sharded && d.all_ops};
   const int64_t rows = d.rows(), g = d.expert_groups(), k = d.experts_per_token;
-  const int64_t groups = d.batch * (d.seq_parallel ? d.mp : 1), tokens = d.tokens() / groups;
+  const int64_t groups = d.routed_groups(), tokens = d.tokens() / groups;
   // The rounding tolerates the factor's binary representation (1.1 x 1000 is 1100 slots).
   const int64_t capacity = std::max<int64_t>(
       1, static_cast<int64_t>(
