@@ -294,6 +294,45 @@ TEST_CASE("context parallel splits a mixture-of-experts layer's tokens and lays 
                                                    "context_parallel 16"));
 }
 
+// DeepSeek-V3 cut to 8 layers (3 dense, then 5 with experts) on 256 H800 of
+// its cluster: PP 2, expert parallel 64 over data_parallel 128 / cp x cp,
+// one 4096-token sequence per data-parallel slice and micro-batch.
+RunSpec DeepSeek(int64_t cp) {
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/deepseek-v3-h800-2048.json"));
+  run.model.params.Set("layers", int64_t{8});
+  run.model.params.Set("offset", std::vector<int64_t>{0, 0});
+  run.parallel.device_num = 256;
+  run.parallel.pipeline_stages = 2;
+  run.parallel.micro_batch_num = 4;
+  run.model.params.Set("data_parallel", 128 / cp);
+  run.model.params.Set("context_parallel", cp);
+  run.model.params.Set("batch", 128 / cp);
+  run.parallel.global_batch_size = 128 / cp * 4;
+  return run;
+}
+
+TEST_CASE("context parallel gathers latent attention's up-projected keys and values") {
+  const PreparedRun one = Prepare(DeepSeek(1)), two = Prepare(DeepSeek(2));
+  const StageProgram& b = two.plan.stages[1];
+  CHECK(ContextTasks(one.plan.stages[1].forward).empty());
+  // Per layer an AllGather of the keys (128 heads of 192: the 128 own and the 64 shared rotary
+  // dimensions) and of the values (128 heads of 128), each device's 2048 tokens in bf16.
+  std::multiset<double> bytes;
+  for (const Task* t : ContextTasks(b.forward)) {
+    CHECK(t->collective == Collective::kAllGather);
+    bytes.insert(t->comm_bytes);
+  }
+  const int layers = 4;
+  CHECK(bytes.count(2048.0 * 128 * 192 * 2) == layers);
+  CHECK(bytes.count(2048.0 * 128 * 128 * 2) == layers);
+  CHECK(bytes.size() == 2 * layers);
+  // Half the FLOPs per device, the same parameters.
+  CHECK(Flops(b) == Approx(Flops(one.plan.stages[1]) / 2).epsilon(0.01));
+  // Ulysses would need the heads exchanged, which latent attention does not build.
+  RunSpec ulysses = Ulysses(DeepSeek(2), "ulysses_cp");
+  CHECK_THROWS_WITH(Prepare(ulysses), Catch::Contains("not built for multi-head latent attention"));
+}
+
 TEST_CASE("context parallel refuses what it cannot split") {
   RunSpec run = Llama70b(2);
   run.model.params.Set("attention", std::string("eager"));

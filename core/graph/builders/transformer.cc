@@ -180,7 +180,10 @@ Dims ReadDims(const BuilderParams& p) {
       throw GraphError("use_ring_attention passes keys and values around the ring part of " + cp +
                        ", which context_parallel_algo \"ulysses_cp\" does not have");
     if (!d.flash) throw GraphError(cp + " needs attention \"flash\" (MindFormers use_flash_attention)");
-    if (d.kv_lora > 0) throw GraphError(cp + " is not built for multi-head latent attention");
+    if (d.kv_lora > 0 && d.ulysses > 1)
+      throw GraphError(cp +
+                       " exchanges heads for sequence (Ulysses), which is not built for multi-head latent "
+                       "attention; use context_parallel_algo colossalai_cp");
     if (d.seq_parallel && d.seq % (d.cp * d.mp) != 0)
       throw GraphError(cp + " with sequence parallel splits seq_length " + Text(d.seq) + " over context_parallel x " +
                        "model_parallel = " + Text(d.cp * d.mp) + ", which does not divide it");
@@ -517,10 +520,13 @@ int LatentNorm(GraphBuilder& b, const Dims& d, const std::string& name, int x, i
 // head's key the non-rotary part of its own and a rotary part shared by all
 // heads, values of v_head_dim. The down projections are replicated over
 // model_parallel, the up projections split heads like column-parallel layers.
+// Under context parallel the heads stay [batch, seq, heads, head_dim] (BSND)
+// with the queries split by sequence and the up-projected keys and values
+// gathered over the group, as for standard attention.
 int LatentAttention(GraphBuilder& b, const Dims& d, int x) {
   const Shard shard{d.sharded && d.all_ops};
-  const int64_t dp = d.dp, mp = d.mp, qk_dim = d.head_dim + d.rope_dim;
-  const Strategy heads4 = {{dp, 1, mp, 1}};
+  const int64_t dp = d.dp, cp = d.cp, mp = d.mp, qk_dim = d.head_dim + d.rope_dim;
+  const Strategy heads4 = {{dp, cp, mp, 1}};
   int q = x;
   if (d.q_lora > 0)
     q = LatentNorm(b, d, "attention/q_norm", ReplicatedLinear(b, d, "attention/q_down", x, d.q_lora), d.rows());
@@ -531,16 +537,26 @@ int LatentAttention(GraphBuilder& b, const Dims& d, int x) {
   q = b.Concat("attention/query_join", {q_parts[0], q_rope}, 3, shard({heads4[0], heads4[0]}));
 
   const int kv = ReplicatedLinear(b, d, "attention/kv_down", x, d.kv_lora + d.rope_dim);
-  const auto kv_parts = b.SplitV("attention/kv_latent_split", kv, 1, {d.kv_lora, d.rope_dim}, shard({{dp, 1}}));
-  const int latent = LatentNorm(b, d, "attention/kv_norm", kv_parts[0], dp);
+  const auto kv_parts =
+      b.SplitV("attention/kv_latent_split", kv, 1, {d.kv_lora, d.rope_dim}, shard({{d.token_split(), 1}}));
+  const int latent = LatentNorm(b, d, "attention/kv_norm", kv_parts[0], d.token_split());
   int kv_heads = Linear(b, d, "attention/kv_up", latent, d.heads * (d.head_dim + d.v_dim), true, false);
   kv_heads = b.Reshape("attention/kv_split", kv_heads, {d.batch, d.seq, d.heads, d.head_dim + d.v_dim});
   const auto k_v = b.SplitV("attention/key_value_split", kv_heads, 3, {d.head_dim, d.v_dim}, shard(heads4));
   int k_rope = b.Reshape("attention/key_rope_heads", kv_parts[1], {d.batch, d.seq, 1, d.rope_dim});
-  k_rope = b.RotaryPositionEmbedding("attention/key_rotary", k_rope, shard({{dp, 1, 1, 1}}));
-  k_rope =
-      b.BroadcastTo("attention/key_rope_shared", k_rope, {d.batch, d.seq, d.heads, d.rope_dim}, shard({{dp, 1, 1, 1}}));
+  k_rope = b.RotaryPositionEmbedding("attention/key_rotary", k_rope, shard({{dp, cp, 1, 1}}));
+  k_rope = b.BroadcastTo("attention/key_rope_shared", k_rope, {d.batch, d.seq, d.heads, d.rope_dim},
+                         shard({{dp, cp, 1, 1}}));
   const int k = b.Concat("attention/key_join", {k_v[0], k_rope}, 3, shard({heads4[0], heads4[0]}));
+  if (cp > 1) {
+    const std::vector<int64_t> q_split = {dp, cp, mp, 1}, kv_split = {dp, 1, mp, 1};
+    const int context =
+        b.FlashAttention("attention/flash", q, k, k_v[1], true, shard(Strategy{q_split, kv_split, kv_split}), "BSND");
+    if (d.ring_attention) b.SetProducerAttr(context, "enable_ring_attention", true);
+    MarkDocuments(b, d, context);
+    return Linear(b, d, "attention/projection", b.Reshape("attention/merge", context, {d.tokens(), d.heads * d.v_dim}),
+                  d.hidden, false, d.bias_rest);
+  }
 
   const std::vector<int64_t> bnsd = {dp, mp, 1, 1};
   auto to_bnsd = [&](const std::string& name, int t) {
