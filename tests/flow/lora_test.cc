@@ -110,10 +110,47 @@ TEST_CASE("LoRA adapters beside row-parallel layers reduce their narrow product"
   CHECK(tuned.parameters == 80 * per_layer);
 }
 
-TEST_CASE("LoRA refuses what it does not build") {
+TEST_CASE("LoRA gives every routed expert its own adapters, split over expert parallel like the experts") {
   RunSpec moe = LoadRunFile(testing::SourcePath("configs/runs/mixtral-8x7b-h100-64.json"));
   moe.model.params.Set("lora_rank", int64_t{16});
-  CHECK_THROWS_WITH(Prepare(moe), Catch::Contains("lora_rank 16 is not built for mixture-of-experts layers"));
+  moe.model.params.Set("lora_targets", std::string("mlp"));
+  const PreparedRun run = Prepare(moe);
+  // Per layer and expert: gate/up (4096 -> 2 x 14336) and down (14336 -> 4096), (in + out) x 16 each.
+  CHECK(SummarizeGraph(run.graph, 1).parameters == 32 * 8 * 16 * ((4096 + 2 * 14336) + (14336 + 4096)));
+  // One batched adapter pair per expert layer, the router without one.
+  int64_t adapters = 0, router_adapters = 0;
+  for (const Tensor& t : run.graph.tensors()) {
+    const std::string suffix = "experts.gate_up.lora_a";
+    adapters +=
+        t.name.size() >= suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    router_adapters += t.name.find("router.lora") != std::string::npos;
+  }
+  CHECK(adapters == 32);
+  CHECK(router_adapters == 0);
+  // The expert GEMM's thin adapters run beside it, after the expert exchange, on every device:
+  // down, up and the add, for each of the stage's 8 layers.
+  int thin = 0;
+  for (const Task& t : run.plan.stages[1].forward)
+    if (t.name.find("moe/experts.projection.lora_") != std::string::npos && t.kind == Task::Kind::kCompute) {
+      ++thin;
+      if (t.name.find("lora_add") == std::string::npos) {
+        CHECK(t.kernel.gemm.batch == 1);  // one expert per device (expert parallel 8 over 8 experts)
+        CHECK((t.kernel.gemm.n == 16 || t.kernel.gemm.k == 16));  // rank 16
+      }
+    }
+  CHECK(thin == 3 * 8);
+  // With the adapters only on attention the experts train nothing.
+  moe.model.params.Set("lora_targets", std::string("attention_qkv"));
+  CHECK(SummarizeGraph(Prepare(moe).graph, 1).parameters == 32 * 16 * (4096 + 6144));
+}
+
+TEST_CASE("LoRA on latent attention adapts its replicated down and split up projections") {
+  RunSpec mla = LoadRunFile(testing::SourcePath("configs/runs/deepseek-v3-h800-2048.json"));
+  mla.model.params.Set("lora_rank", int64_t{16});
+  const PreparedRun run = Prepare(mla);
+  // q_down 7168 -> 1536, q_up 1536 -> 128 x 192, kv_down 7168 -> 576, kv_up 512 -> 128 x 256 per layer.
+  const int64_t per_layer = 16 * ((7168 + 1536) + (1536 + 24576) + (7168 + 576) + (512 + 32768));
+  CHECK(SummarizeGraph(run.graph, 1).parameters == 61 * per_layer);
 }
 
 }  // namespace

@@ -146,10 +146,6 @@ Dims ReadDims(const BuilderParams& p) {
   d.fp8_dispatch = p.Bool("moe_fp8_dispatch");
   d.lora_rank = p.Int("lora_rank");
   d.lora_targets = p.String("lora_targets");
-  if (d.lora_rank > 0 && d.experts > 0)
-    throw GraphError("lora_rank " + Text(d.lora_rank) + " is not built for mixture-of-experts layers");
-  if (d.lora_rank > 0 && d.kv_lora > 0)
-    throw GraphError("lora_rank " + Text(d.lora_rank) + " is not built for multi-head latent attention");
   if (d.kv_lora > 0) {
     if (!d.flash) throw GraphError("multi-head latent attention (kv_lora_rank > 0) needs attention \"flash\"");
     if (d.position != "rope" || d.rope_dim == 0 || d.rope_dim % 2 != 0)
@@ -447,10 +443,15 @@ bool LoraTargets(const Dims& d, const std::string& name) {
     const std::string s = suffix;
     return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
   };
-  const bool qkv = ends("attention/qkv") || ends("attention/query") || ends("attention/key") || ends("attention/value");
+  const bool qkv = ends("attention/qkv") || ends("attention/query") || ends("attention/key") ||
+                   ends("attention/value") || ends("attention/q_down") || ends("attention/q_up") ||
+                   ends("attention/kv_down") || ends("attention/kv_up");  // latent attention's
   const bool dense = ends("attention/projection");
-  const bool fc2 = ends("ffn/projection");
-  const bool fc1 = !fc2 && name.find("ffn/") != std::string::npos;
+  // The MLPs: dense, the shared experts' and the routed experts' (each expert its own adapter).
+  const bool mlp = name.find("ffn/") != std::string::npos || name.find("moe/shared_experts/") != std::string::npos ||
+                   name.find("moe/experts.") != std::string::npos;
+  const bool fc2 = mlp && (ends("/projection") || ends(".projection"));
+  const bool fc1 = mlp && !fc2;
   const std::string& t = d.lora_targets;
   return (qkv && t != "mlp") || (dense && (t == "attention" || t == "all")) ||
          ((fc1 || fc2) && (t == "mlp" || t == "all"));
@@ -481,6 +482,45 @@ int LoraAdapter(GraphBuilder& b, const Dims& d, const std::string& name, int x, 
   return b.Binary("Add", name + ".lora_add", y, up, shard({{d.rows(), 1}, {d.rows(), 1}}));
 }
 
+// LoRA beside a layer replicated over model_parallel (latent attention's
+// down projections): A and B whole on every device, no communication.
+int ReplicatedLoraAdapter(GraphBuilder& b, const Dims& d, const std::string& name, int x, int y, int64_t out_dim) {
+  const Shard shard{d.sharded && d.all_ops};
+  const Shard weights{d.sharded};
+  b.set_frozen(false);
+  const int a = b.Parameter(name + ".lora_a", {d.lora_rank, b.shape(x).back()}, d.dtype);
+  const int bw = b.Parameter(name + ".lora_b", {out_dim, d.lora_rank}, d.dtype);
+  b.set_frozen(true);
+  const int down = b.MatMul(name + ".lora_down", x, a, false, true, weights({{d.rows(), 1}, {1, 1}}));
+  const int up = b.MatMul(name + ".lora_up", down, bw, false, true, weights({{d.rows(), 1}, {1, 1}}));
+  return b.Binary("Add", name + ".lora_add", y, up, shard({{d.rows(), 1}, {d.rows(), 1}}));
+}
+
+// LoRA beside the experts' batched GEMM x [groups, experts, capacity, in]:
+// each expert its own adapters A [experts, rank, in] and B [experts, out,
+// rank], split over expert_parallel like the experts. Beside the
+// column-parallel up projection A is whole and B split over
+// expert_tensor_parallel; beside the row-parallel down projection A is split
+// like the weight (the narrow partial sums reduced) and B whole.
+int ExpertLoraAdapter(GraphBuilder& b, const Dims& d, const std::string& name, int x, int y, int64_t out_dim,
+                      bool column) {
+  const Shard shard{d.sharded && d.all_ops};
+  const Shard weights{d.sharded};
+  const int64_t g = d.expert_groups(), ep = d.ep, etp = d.etp;
+  b.set_frozen(false);
+  const int a = b.Parameter(name + ".lora_a", {d.experts, d.lora_rank, b.shape(x).back()}, d.dtype);
+  const int bw = b.Parameter(name + ".lora_b", {d.experts, out_dim, d.lora_rank}, d.dtype);
+  b.set_frozen(true);
+  if (column) {
+    const int down = b.BatchMatMul(name + ".lora_down", x, a, false, true, weights({{g, ep, 1, 1}, {ep, 1, 1}}));
+    const int up = b.BatchMatMul(name + ".lora_up", down, bw, false, true, weights({{g, ep, 1, 1}, {ep, etp, 1}}));
+    return b.Binary("Add", name + ".lora_add", y, up, shard({{g, ep, 1, etp}, {g, ep, 1, etp}}));
+  }
+  const int down = b.BatchMatMul(name + ".lora_down", x, a, false, true, weights({{g, ep, 1, etp}, {ep, 1, etp}}));
+  const int up = b.BatchMatMul(name + ".lora_up", down, bw, false, true, weights({{g, ep, 1, 1}, {ep, 1, 1}}));
+  return b.Binary("Add", name + ".lora_add", y, up, shard({{g, ep, 1, 1}, {g, ep, 1, 1}}));
+}
+
 // A Dense layer on x [tokens, in]: weight [out, in], split over model_parallel
 // by rows (column-parallel, output split) or by columns (row-parallel, the
 // partial sums AllReduced), with its bias when it has one.
@@ -506,6 +546,7 @@ int ReplicatedLinear(GraphBuilder& b, const Dims& d, const std::string& name, in
   const int w = b.Parameter(name + ".weight", {out_dim, b.shape(x).back()}, d.dtype);
   const int y = b.MatMul(name, x, w, false, true, Shard{d.sharded}({{d.rows(), 1}, {1, 1}}));
   MarkFp8(b, d, y);
+  if (LoraTargets(d, name)) return ReplicatedLoraAdapter(b, d, name, x, y, out_dim);
   return y;
 }
 
@@ -758,6 +799,7 @@ int ExpertLinear(GraphBuilder& b, const Dims& d, const std::string& name, int x,
       column ? Strategy{{g, d.ep, 1, 1}, {d.ep, d.etp, 1}} : Strategy{{g, d.ep, 1, d.etp}, {d.ep, 1, d.etp}};
   const int y = b.BatchMatMul(name, x, w, false, true, Shard{d.sharded}(s));
   MarkFp8(b, d, y);
+  if (LoraTargets(d, name)) return ExpertLoraAdapter(b, d, name, x, y, out_dim, column);
   return y;
 }
 
