@@ -150,17 +150,33 @@ int64_t EvenMembersPerServer(const std::map<int64_t, std::vector<int64_t>>& by_s
   return even ? static_cast<int64_t>(members / by_server.size()) : 1;
 }
 
-// Whether a pairwise AlltoAll over these servers runs rail by rail (PXN).
-bool RailAllToAll(const std::map<int64_t, std::vector<int64_t>>& by_server, int64_t k, size_t members) {
-  return by_server.size() > 1 && k > 1 && members <= 64;
+// Whether a pairwise AlltoAll over these servers runs rail by rail (PXN):
+// the same slots on every server, so that the i-th member of each shares a
+// rail.
+bool RailAllToAll(const std::map<int64_t, std::vector<int64_t>>& by_server, int64_t k, size_t members,
+                  int64_t devices_per_server) {
+  if (by_server.size() < 2 || k < 2 || members > 64) return false;
+  auto slots = [&](const std::vector<int64_t>& ranks) {
+    std::vector<int64_t> s;
+    for (int64_t r : ranks) s.push_back(r % devices_per_server);
+    std::sort(s.begin(), s.end());
+    return s;
+  };
+  const std::vector<int64_t> first = slots(by_server.begin()->second);
+  return std::all_of(by_server.begin(), by_server.end(),
+                     [&](const auto& entry) { return slots(entry.second) == first; });
 }
 
 // PXN: member (A, j) sends over NVLink to (A, i) its data for (A, i) and for
 // the i-th member of every other server; (A, i) sends to (B, i) what its
 // server's k members hold for (B, i). Each member's buffer is `bytes`, bytes/n
 // for each peer.
-void RailAllToAll(const std::map<int64_t, std::vector<int64_t>>& by_server, int64_t k, double bytes,
-                  std::vector<Phase>* out) {
+void RailAllToAll(std::map<int64_t, std::vector<int64_t>> by_server, int64_t k, double bytes,
+                  int64_t devices_per_server, std::vector<Phase>* out) {
+  // Each server's members by slot, so that the i-th of every server share a rail.
+  for (auto& [server, ranks] : by_server)
+    std::sort(ranks.begin(), ranks.end(),
+              [&](int64_t a, int64_t b) { return a % devices_per_server < b % devices_per_server; });
   const double share = bytes / static_cast<double>(k * static_cast<int64_t>(by_server.size()));
   const double servers = static_cast<double>(by_server.size());
   Phase p;
@@ -205,8 +221,9 @@ std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double 
   // server; a group spread unevenly (a data-parallel size that does not
   // divide the servers' devices) runs one flat ring over its members.
   const int64_t k = EvenMembersPerServer(by_server, members.size());
-  if (c == Collective::kAllToAll && a != CollectiveAlgorithm::kFullMesh && RailAllToAll(by_server, k, members.size())) {
-    RailAllToAll(by_server, k, bytes, &out);
+  if (c == Collective::kAllToAll && a != CollectiveAlgorithm::kFullMesh &&
+      RailAllToAll(by_server, k, members.size(), devices_per_server)) {
+    RailAllToAll(by_server, k, bytes, devices_per_server, &out);
     return out;
   }
   const bool hierarchical =
@@ -303,11 +320,13 @@ std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double 
   return out;
 }
 
-int64_t AllToAllFlowsPerMember(const std::vector<int64_t>& members, int64_t devices_per_server) {
+int64_t AllToAllFlowsPerMember(CollectiveAlgorithm a, const std::vector<int64_t>& members, int64_t devices_per_server) {
   const int64_t n = static_cast<int64_t>(members.size());
+  if (a == CollectiveAlgorithm::kFullMesh) return n - 1;
   const auto by_server = ByServer(members, devices_per_server);
   const int64_t k = EvenMembersPerServer(by_server, members.size());
-  if (RailAllToAll(by_server, k, members.size())) return (k - 1) + static_cast<int64_t>(by_server.size()) - 1;
+  if (RailAllToAll(by_server, k, members.size(), devices_per_server))
+    return (k - 1) + static_cast<int64_t>(by_server.size()) - 1;
   return n <= 64 ? n - 1 : 1;
 }
 

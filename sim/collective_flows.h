@@ -34,7 +34,7 @@ struct Phase {
 // (inside the servers and along the rails between them). A library-timed
 // collective (LibraryTiming::timed) runs as one aggregated phase whose
 // flows carry wire_factor times the bytes, and takes the library's latency.
-// An AlltoAll over members spread evenly on several servers (up to 64
+// An AlltoAll over members on the same slots of several servers (up to 64
 // members) runs as NCCL's PXN does: each member sends its data for another
 // server's member over NVLink to the local member on that member's rail,
 // which sends one flow per remote server carrying its server's data for it.
@@ -42,8 +42,8 @@ std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double 
                                     const std::vector<int64_t>& members, int64_t devices_per_server, Fidelity fidelity,
                                     const LibraryTiming& library = {});
 
-// The flows each member of `members` starts in a pairwise AlltoAll
+// The flows each member of `members` starts in an AlltoAll run by `a`
 // (ExpandCollective): what the engine's work estimate counts.
-int64_t AllToAllFlowsPerMember(const std::vector<int64_t>& members, int64_t devices_per_server);
+int64_t AllToAllFlowsPerMember(CollectiveAlgorithm a, const std::vector<int64_t>& members, int64_t devices_per_server);
 
 }  // namespace shardlab::sim

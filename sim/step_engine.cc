@@ -335,7 +335,8 @@ class Engine {
         const Task& task = tasks[t];
         if (task.collective != shardlab::Collective::kAllToAll || d.inside_lane[task.group]) continue;
         const auto& members = shape_.groups[d.stage][task.group].MembersOf(d.local);
-        flows += static_cast<int64_t>(d.ranks.size()) * AllToAllFlowsPerMember(members, shape_.devices_per_server);
+        flows += static_cast<int64_t>(d.ranks.size()) *
+                 AllToAllFlowsPerMember(task.algorithm, members, shape_.devices_per_server);
       }
     return flows;
   }

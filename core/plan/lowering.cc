@@ -341,6 +341,10 @@ class Lowering {
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       const Tensor& t = graph_.tensor(op.inputs[i]);
       if (t.kind == TensorKind::kInput && backward) continue;  // dataset inputs have no gradient
+      // A LoRA adapter beside an expert GEMM reads the GEMM's own input,
+      // which came to its experts with the GEMM's redistribution (and its
+      // gradient goes back with it).
+      if (i == 0 && op.BoolAttr("shares_expert_input", false)) continue;
       const auto r = InputRedistribution(op_index, i);
       if (!r) continue;
       // Tokens on their way to their experts or back.

@@ -139,6 +139,16 @@ TEST_CASE("LoRA gives every routed expert its own adapters, split over expert pa
       }
     }
   CHECK(thin == 3 * 8);
+  // The tokens come to their experts once for the expert GEMM and its adapter, in each pass.
+  RunSpec full = moe;
+  full.model.params.Set("lora_rank", int64_t{0});
+  auto exchanges = [](const StageProgram& s) {
+    int n = 0;
+    for (const auto* pass : {&s.forward, &s.backward})
+      for (const Task& t : *pass) n += t.kind == Task::Kind::kCollective && t.dimension == CommDimension::kExpert;
+    return n;
+  };
+  CHECK(exchanges(run.plan.stages[1]) == exchanges(Prepare(full).plan.stages[1]));
   // With the adapters only on attention the experts train nothing.
   moe.model.params.Set("lora_targets", std::string("attention_qkv"));
   CHECK(SummarizeGraph(Prepare(moe).graph, 1).parameters == 32 * 16 * (4096 + 6144));

@@ -390,7 +390,7 @@ TEST_CASE("an AlltoAll over servers runs rail by rail as NCCL's PXN routes it") 
       ExpandCollective(Collective::kAllToAll, CollectiveAlgorithm::kPairwise, bytes, members, 8, Fidelity::kAggregated);
   REQUIRE(phases.size() == 1);
   CHECK(phases[0].flows.size() == 64 * (7 + 7));
-  CHECK(AllToAllFlowsPerMember(members, 8) == 14);
+  CHECK(AllToAllFlowsPerMember(CollectiveAlgorithm::kPairwise, members, 8) == 14);
   double nvlink = 0, rails = 0;
   for (const Flow& f : phases[0].flows) {
     if (f.src / 8 == f.dst / 8) {
@@ -407,8 +407,16 @@ TEST_CASE("an AlltoAll over servers runs rail by rail as NCCL's PXN routes it") 
   CHECK(rails == Approx(64.0 * 56 * (1 << 20)));
   CHECK(nvlink == Approx(64.0 * 7 * 8 * (1 << 20)));
   // One server, or more than 64 members: as before (every peer, or the opposite member).
-  CHECK(AllToAllFlowsPerMember(Strided(8, 1), 8) == 7);
-  CHECK(AllToAllFlowsPerMember(Strided(128, 1), 8) == 1);
+  CHECK(AllToAllFlowsPerMember(CollectiveAlgorithm::kPairwise, Strided(8, 1), 8) == 7);
+  CHECK(AllToAllFlowsPerMember(CollectiveAlgorithm::kPairwise, Strided(128, 1), 8) == 1);
+  CHECK(AllToAllFlowsPerMember(CollectiveAlgorithm::kFullMesh, members, 8) == 63);
+  // Members on other slots of each server (slots 0 and 3, then 1 and 4) share no rails: every peer its flow.
+  CHECK(AllToAllFlowsPerMember(CollectiveAlgorithm::kPairwise, {0, 3, 9, 12}, 8) == 3);
+  // The same slots listed in another order on one server still pair by rail.
+  const std::vector<Phase> shuffled = ExpandCollective(Collective::kAllToAll, CollectiveAlgorithm::kPairwise, 4 << 20,
+                                                       {0, 3, 11, 8}, 8, Fidelity::kAggregated);
+  for (const Flow& f : shuffled[0].flows)
+    if (f.src / 8 != f.dst / 8) CHECK(f.src % 8 == f.dst % 8);
 }
 
 }  // namespace

@@ -55,8 +55,8 @@ struct Dims {
   int64_t experts, experts_per_token, moe_ffn, shared_experts, first_dense_layers, ep;
   // The experts' own tensor parallelism (their inner size split over etp
   // devices): model_parallel unless expert_tensor_parallel says otherwise.
-  // The expert layers lay the stage's dp x mp devices out as (expert data
-  // parallel, ep, etp), etp innermost: Megatron's MoE parallel folding.
+  // The expert layers lay the stage's dp x cp x mp devices out as (expert
+  // data parallel, ep, etp), etp innermost: Megatron's MoE parallel folding.
   int64_t etp;
   double capacity_factor;
   bool aux_loss;
@@ -501,7 +501,9 @@ int ReplicatedLoraAdapter(GraphBuilder& b, const Dims& d, const std::string& nam
 // rank], split over expert_parallel like the experts. Beside the
 // column-parallel up projection A is whole and B split over
 // expert_tensor_parallel; beside the row-parallel down projection A is split
-// like the weight (the narrow partial sums reduced) and B whole.
+// like the weight (the narrow partial sums reduced) and B whole. A reads the
+// expert GEMM's own input: the tokens come to their experts once for both
+// (the op is marked so that lowering adds no second exchange).
 int ExpertLoraAdapter(GraphBuilder& b, const Dims& d, const std::string& name, int x, int y, int64_t out_dim,
                       bool column) {
   const Shard shard{d.sharded && d.all_ops};
@@ -513,10 +515,12 @@ int ExpertLoraAdapter(GraphBuilder& b, const Dims& d, const std::string& name, i
   b.set_frozen(true);
   if (column) {
     const int down = b.BatchMatMul(name + ".lora_down", x, a, false, true, weights({{g, ep, 1, 1}, {ep, 1, 1}}));
+    b.SetProducerAttr(down, "shares_expert_input", true);
     const int up = b.BatchMatMul(name + ".lora_up", down, bw, false, true, weights({{g, ep, 1, 1}, {ep, etp, 1}}));
     return b.Binary("Add", name + ".lora_add", y, up, shard({{g, ep, 1, etp}, {g, ep, 1, etp}}));
   }
   const int down = b.BatchMatMul(name + ".lora_down", x, a, false, true, weights({{g, ep, 1, etp}, {ep, 1, etp}}));
+  b.SetProducerAttr(down, "shares_expert_input", true);
   const int up = b.BatchMatMul(name + ".lora_up", down, bw, false, true, weights({{g, ep, 1, 1}, {ep, 1, 1}}));
   return b.Binary("Add", name + ".lora_add", y, up, shard({{g, ep, 1, 1}, {g, ep, 1, 1}}));
 }
@@ -807,8 +811,9 @@ int ExpertLinear(GraphBuilder& b, const Dims& d, const std::string& name, int x,
 // per token, the tokens dispatched to them (an AlltoAll over expert_parallel
 // where the experts are split), each expert's MLP, the outputs combined back
 // weighted by the router, plus the shared experts every token passes through.
-// Tokens are routed in groups (a sample, or under sequence parallelism a
-// model_parallel share of one); each expert takes `capacity` tokens per group.
+// Tokens are routed in groups (a sample, or its context-parallel chunk, or
+// under sequence parallelism a model_parallel share of that); each expert
+// takes `capacity` tokens per group.
 int MixtureOfExperts(GraphBuilder& b, const Dims& d, int x) {
   const Shard shard{d.sharded && d.all_ops};
   const int64_t rows = d.rows(), g = d.expert_groups(), k = d.experts_per_token;
