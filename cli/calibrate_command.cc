@@ -48,6 +48,7 @@ int CheckProfile(const CalibrateArgs& args) {
       samples.push_back({{"group", k.group},
                          {"family", k.family},
                          {"kernel", k.kernel},
+                         {"unit", k.unit},
                          {"measured", k.measured},
                          {"predicted", k.predicted}});
     out["files"].push_back(

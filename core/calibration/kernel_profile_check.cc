@@ -14,32 +14,20 @@
 namespace shardlab {
 namespace {
 
-// The samples of one family, gathered before they are summarised.
-struct Samples {
-  std::string unit;
-  std::vector<double> measured;  // throughput, in the unit
-  std::vector<double> signed_errors;
-};
-
-// Gathers every family's samples and the list of all of them.
+// Every kernel timed, in the order read.
 class Collector {
  public:
   // A kernel of `work` units (FLOPs or bytes) measured and predicted.
   void Add(const std::string& group, const std::string& family, const std::string& unit, const std::string& kernel,
            double work, double predicted_seconds, double measured_seconds) {
     const double scale = unit == "TFLOP/s" ? 1e12 : 1e9;
-    Samples& s = families_[family];
-    s.unit = unit;
-    s.measured.push_back(work / measured_seconds / scale);
-    s.signed_errors.push_back(predicted_seconds / measured_seconds - 1);
-    samples_.push_back({group, family, kernel, work / measured_seconds / scale, work / predicted_seconds / scale});
+    samples_.push_back(
+        {group, family, kernel, unit, work / measured_seconds / scale, work / predicted_seconds / scale});
   }
 
-  const std::map<std::string, Samples>& families() const { return families_; }
   std::vector<KernelSample>& samples() { return samples_; }
 
  private:
-  std::map<std::string, Samples> families_;
   std::vector<KernelSample> samples_;
 };
 
@@ -118,19 +106,25 @@ void AddMemoryBound(const std::string& name, const JsonNode& group, const Cluste
   }
 }
 
-KernelFamilyCheck Summarise(const std::string& family, const Samples& s) {
+// A family's figures from its samples; predicted / measured - 1 of the
+// times is measured / predicted - 1 of the throughputs.
+KernelFamilyCheck Summarise(const std::string& family, const std::vector<const KernelSample*>& samples) {
   KernelFamilyCheck c;
   c.family = family;
-  c.unit = s.unit;
-  c.samples = s.measured.size();
-  c.measured_min = *std::min_element(s.measured.begin(), s.measured.end());
-  c.measured_max = *std::max_element(s.measured.begin(), s.measured.end());
-  std::vector<double> errors;
-  for (double e : s.signed_errors) errors.push_back(std::abs(e));
+  c.unit = samples.front()->unit;
+  c.samples = samples.size();
+  c.measured_min = c.measured_max = samples.front()->measured;
+  std::vector<double> errors, signed_errors;
+  for (const KernelSample* k : samples) {
+    c.measured_min = std::min(c.measured_min, k->measured);
+    c.measured_max = std::max(c.measured_max, k->measured);
+    signed_errors.push_back(k->measured / k->predicted - 1);
+    errors.push_back(std::abs(signed_errors.back()));
+  }
   c.median_error = Median(errors);
   c.p90_error = Quantile(errors, 0.9);
   c.max_error = *std::max_element(errors.begin(), errors.end());
-  c.median_signed_error = Median(s.signed_errors);
+  c.median_signed_error = Median(signed_errors);
   return c;
 }
 
@@ -160,12 +154,14 @@ KernelProfileCheck CheckKernelProfile(const JsonNode& measurements, const Cluste
     else if (group == "memory_bound")
       AddMemoryBound(group, node, cluster, collector);
   }
-  if (collector.families().empty())
+  if (collector.samples().empty())
     measurements.Fail(
         "no kernel of 60 us or more in any group (gemm*, flash_attention, attention_head_sizes, "
         "memory_bound)");
-  for (const auto& [family, samples] : collector.families()) check.families.push_back(Summarise(family, samples));
   check.samples = std::move(collector.samples());
+  std::map<std::string, std::vector<const KernelSample*>> families;  // by name, as they are printed
+  for (const KernelSample& k : check.samples) families[k.family].push_back(&k);
+  for (const auto& [family, samples] : families) check.families.push_back(Summarise(family, samples));
   return check;
 }
 

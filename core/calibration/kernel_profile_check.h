@@ -35,7 +35,8 @@ struct KernelSample {
   std::string group;  // of the measurement file: "gemm", "gemm_waves", "flash_attention", ...
   std::string family;
   std::string kernel;  // "4096x4096x4096 NN", "64 x 128x2048x7168 NN", "b8 h64 s1024 d64 causal backward", ...
-  double measured = 0, predicted = 0;  // in the family's unit
+  std::string unit;    // "TFLOP/s" or "GB/s"
+  double measured = 0, predicted = 0;  // in the unit
 };
 
 struct KernelProfileCheck {
