@@ -44,7 +44,7 @@ class RankProgram {
   RankProgram(const Plan& plan, int64_t rank, Communicator& world, Runtime& runtime)
       : plan_(plan), rank_(rank), world_(world), runtime_(runtime) {
     if (plan.schedule == PipelineSchedule::kInterleaved && plan.chunks > 1)
-      throw std::runtime_error("the executor runs 1f1b and gpipe schedules, not interleaved chunks");
+      throw std::runtime_error("the executor runs 1f1b, gpipe and zero_bubble_h1 schedules, not interleaved chunks");
     if (world.size() != plan.devices)
       throw std::runtime_error(
           fmt::format("the plan has {} devices but the world {} ranks", plan.devices, world.size()));
@@ -75,17 +75,20 @@ class RankProgram {
     if (!plan_.training)
       order.erase(std::remove_if(order.begin(), order.end(), [](const ScheduleItem& i) { return !i.forward; }),
                   order.end());
-    size_t last_backward = order.size();
+    // The step's last pass that completes gradients (a backward, or a weight-gradient pass when split).
+    size_t last_gradients = order.size();
     for (size_t i = 0; i < order.size(); ++i)
-      if (!order[i].forward) last_backward = i;
+      if (!order[i].forward && order[i].weight_gradient == stage.splits_backward) last_gradients = i;
     for (size_t i = 0; i < order.size(); ++i) {
       const ScheduleItem& item = order[i];
       if (item.forward)
         Forward(item.micro_batch);
+      else if (item.weight_gradient)
+        WeightGradient(item.micro_batch, i == last_gradients);
       else
-        Backward(item.micro_batch, i == last_backward);
+        Backward(item.micro_batch, i == last_gradients);
     }
-    StartBuckets(static_cast<int>(stage.backward.size()));  // any not yet started
+    StartBuckets(static_cast<int>(stage.GradientTasks().size()));  // any not yet started
     runtime_.Wait(kCompute, runtime_.Record(kComm));
     runtime_.Wait(kCompute, runtime_.Record(kSend));
     for (const Task& t : stage.optimizer) {
@@ -294,7 +297,7 @@ class RankProgram {
   // Prefetched weight gathers run on the communication stream as their step
   // starts; a step that needs them makes the compute stream wait for the
   // event recorded after the last one it needs.
-  void Pass(const std::vector<Task>& tasks, const std::vector<bool>& breaks, bool backward) {
+  void Pass(const std::vector<Task>& tasks, const std::vector<bool>& breaks, bool completes_gradients) {
     std::vector<Runtime::Event> prefetched;
     for (const PassStep& step : PassSteps(tasks, 0, tasks.size(), breaks)) {
       for (int p : step.prefetches) {
@@ -313,7 +316,7 @@ class RankProgram {
       for (int i = step.first_task; i < step.end_task; ++i) {
         if (tasks[i].kind != Task::Kind::kCompute) continue;
         Kernel(kCompute, tasks[i]);
-        if (backward) StartBuckets(i);
+        if (completes_gradients) StartBuckets(i);
       }
       if (overlapped) runtime_.Wait(kCompute, runtime_.Record(kComm));
     }
@@ -379,17 +382,32 @@ class RankProgram {
     if (stage_ + 1 < S_) SendTo(to_next_.get(), stage.send_forward_bytes, micro_batch, "F");
   }
 
+  // `last`: the step's last pass that completes gradients.
   void Backward(int64_t micro_batch, bool last) {
     const StageProgram& stage = Stage();
     if (stage_ + 1 < S_) Receive(grad_from_next_.get(), plan_.stages[stage_ + 1].send_backward_bytes, micro_batch, "B");
     TraceEvent e = Event(stage_, Lane::kCompute, EventKind::kBackward, "B" + std::to_string(micro_batch), micro_batch);
+    if (stage.splits_backward)
+      Timed(kCompute, "", 0, false, &e, [&] { Pass(stage.backward, {}, false); });
+    else
+      GradientPass(stage.backward, micro_batch, last, &e);
+    if (stage_ > 0) SendTo(grad_to_prev_.get(), stage.send_backward_bytes, micro_batch, "B");
+  }
+
+  void WeightGradient(int64_t micro_batch, bool last) {
+    TraceEvent e =
+        Event(stage_, Lane::kCompute, EventKind::kWeightGradient, "W" + std::to_string(micro_batch), micro_batch);
+    GradientPass(Stage().weight_gradient, micro_batch, last, &e);
+  }
+
+  // The pass that completes a micro-batch's gradients, starting its buckets as they become ready.
+  void GradientPass(const std::vector<Task>& tasks, int64_t micro_batch, bool last, TraceEvent* e) {
     buckets_started_ = 0;
     last_backward_ = last;
     backward_micro_batch_ = micro_batch;
     StartBuckets(-1);
-    Timed(kCompute, "", 0, false, &e, [&] { Pass(stage.backward, BucketBreaks(stage), true); });
-    if (!last) StartBuckets(static_cast<int>(stage.backward.size()));
-    if (stage_ > 0) SendTo(grad_to_prev_.get(), stage.send_backward_bytes, micro_batch, "B");
+    Timed(kCompute, "", 0, false, e, [&] { Pass(tasks, BucketBreaks(Stage()), true); });
+    if (!last) StartBuckets(static_cast<int>(tasks.size()));
   }
 
   const Plan& plan_;

@@ -23,6 +23,8 @@ inline QColor KindColor(EventKind kind) {
       return {66, 133, 244};
     case EventKind::kBackward:
       return {52, 168, 83};
+    case EventKind::kWeightGradient:
+      return {150, 200, 80};
     case EventKind::kOptimizer:
       return {128, 128, 128};
     case EventKind::kWeightGather:

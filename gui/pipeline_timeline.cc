@@ -94,7 +94,11 @@ void AttachPassTasks(const Plan& plan, PipelineTimeline* timeline) {
     if (row.stage < 0 || row.stage >= static_cast<int64_t>(plan.stages.size())) continue;
     const StageProgram& stage = plan.stages[row.stage];
     row.forward_tasks = TasksOf(stage.forward, {});
-    row.backward_tasks = TasksOf(stage.backward, BucketBreaks(stage));
+    ScheduleItem backward, weight_gradient;
+    backward.forward = weight_gradient.forward = false;
+    weight_gradient.weight_gradient = true;
+    row.backward_tasks = TasksOf(stage.backward, PassBreaks(stage, backward));
+    row.weight_gradient_tasks = TasksOf(stage.weight_gradient, PassBreaks(stage, weight_gradient));
     row.chunks = std::max<int64_t>(plan.chunks, 1);
   }
 }
@@ -103,7 +107,10 @@ const PassTask* StageRow::TaskAt(const TimelineSpan& pass, double x) const {
   if (!pass.IsPass()) return nullptr;
   const double share =
       (static_cast<double>(std::clamp<int64_t>(pass.chunk, 0, chunks - 1)) + x) / static_cast<double>(chunks);
-  for (const PassTask& t : pass.kind == EventKind::kForward ? forward_tasks : backward_tasks)
+  const std::vector<PassTask>& tasks = pass.kind == EventKind::kForward    ? forward_tasks
+                                       : pass.kind == EventKind::kBackward ? backward_tasks
+                                                                           : weight_gradient_tasks;
+  for (const PassTask& t : tasks)
     if (share >= t.begin && share < t.end) return &t;
   return nullptr;
 }

@@ -20,7 +20,9 @@ struct TimelineSpan {
   int64_t micro_batch = -1;
   int64_t chunk = 0;  // interleaved pipelines: the virtual chunk of the stage this pass runs
 
-  bool IsPass() const { return kind == EventKind::kForward || kind == EventKind::kBackward; }
+  bool IsPass() const {
+    return kind == EventKind::kForward || kind == EventKind::kBackward || kind == EventKind::kWeightGradient;
+  }
 };
 
 // A task inside a stage's forward or backward work, as a share of it: clicking
@@ -48,7 +50,7 @@ struct StageRow {
   std::vector<TimelineSpan> bubbles;
   double bubble_fraction = 0;      // of the step
   std::vector<DeviceRow> devices;  // every traced device, when the result has several per stage
-  std::vector<PassTask> forward_tasks, backward_tasks;
+  std::vector<PassTask> forward_tasks, backward_tasks, weight_gradient_tasks;
   int64_t chunks = 1;  // virtual chunks a pass covers a share of
   // The task of `pass` at `x` (0..1) of its width, null for none.
   const PassTask* TaskAt(const TimelineSpan& pass, double x) const;

@@ -20,8 +20,9 @@ constexpr double kComputeShare = 30.0 / 64, kCommShare = 12.0 / 64, kTransferSha
 
 constexpr Track kTracks[] = {Track::kCompute, Track::kCommunication, Track::kTransfers};
 
-const std::vector<LegendItem>& Legend() {
-  static const std::vector<LegendItem> items = {
+// The legend; the weight-gradient pass only on timelines of a schedule that splits the backward.
+std::vector<LegendItem> Legend(const PipelineTimeline& timeline) {
+  std::vector<LegendItem> items = {
       {"forward pass", KindColor(EventKind::kForward)},
       {"backward pass", KindColor(EventKind::kBackward)},
       {"bubble (idle compute)", BubbleColor(), LegendMark::kHatch},
@@ -31,6 +32,11 @@ const std::vector<LegendItem>& Legend() {
       {"pipeline send", KindColor(EventKind::kSend)},
       {"optimizer update", KindColor(EventKind::kOptimizer)},
   };
+  const bool split = std::any_of(timeline.stages.begin(), timeline.stages.end(), [](const StageRow& s) {
+    return std::any_of(s.compute.begin(), s.compute.end(),
+                       [](const TimelineSpan& span) { return span.kind == EventKind::kWeightGradient; });
+  });
+  if (split) items.insert(items.begin() + 2, {"weight-gradient pass", KindColor(EventKind::kWeightGradient)});
   return items;
 }
 
@@ -83,7 +89,7 @@ const std::vector<TimelineSpan>& PipelineView::Spans(const VisualRow& r, Track t
 double PipelineView::RowsTopAt(int width) const {
   const QFontMetrics m = fontMetrics();
   const double header = 8 + HeaderHeight(m, width - 20, HeaderText());
-  return DrawLegend(nullptr, m, QRectF(10, header + 6, width - 20, 0), Legend()) + 14;
+  return DrawLegend(nullptr, m, QRectF(10, header + 6, width - 20, 0), Legend(timeline_)) + 14;
 }
 
 double PipelineView::RowsTop() const {
@@ -152,7 +158,7 @@ void PipelineView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), Qt::white);
   const double header = DrawHeader(p, QRectF(10, 8, width() - 20, 0), HeaderText());
-  DrawLegend(&p, p.fontMetrics(), QRectF(10, header + 6, width() - 20, 0), Legend());
+  DrawLegend(&p, p.fontMetrics(), QRectF(10, header + 6, width() - 20, 0), Legend(timeline_));
   const double top = RowsTop();
   p.setClipRect(QRectF(0, top - 4, width(), height()));
   for (size_t r = 0; r < rows_.size(); ++r) {

@@ -35,12 +35,17 @@ struct StagePrograms {
   std::vector<ScheduleItem> order;
   std::vector<std::vector<PassStep>> forward;   // per chunk
   std::vector<std::vector<PassStep>> backward;  // per chunk
-  std::vector<int> backward_task_chunk;         // chunk of each backward task
-  // Per order item: the micro-batch's last backward item, after which its
-  // gradients are complete; and the last of those (the step's last backward).
+  std::vector<std::vector<PassStep>> weight_gradient;  // per chunk: a split backward's weight-gradient pass
+  // Per order item: the micro-batch's last item of the pass that completes
+  // its gradients (its backward, or its weight-gradient pass when split),
+  // after which they are complete; and the last of those (the step's last).
   std::vector<bool> final_backward;
   size_t last_final_backward = 0;
-  std::vector<bool> bucket_breaks;  // per backward task: a gradient bucket is ready after it
+  std::vector<bool> bucket_breaks;  // per task of the gradient pass: a gradient bucket is ready after it
+
+  const std::vector<PassStep>& Steps(const ScheduleItem& item) const {
+    return (item.forward ? forward : item.weight_gradient ? weight_gradient : backward)[item.chunk];
+  }
   // Per group spec: the representatives in each instance, whose arrivals
   // start it (every member when nothing is folded).
   std::vector<std::vector<int32_t>> arrivals;
@@ -62,7 +67,7 @@ std::vector<std::vector<int64_t>> Lanes(const StageProgram& stage, const std::ve
   // The passes decide lockstep; step-start gathers and gradient buckets run
   // per device across lanes.
   std::set<int> specs;
-  for (const auto* tasks : {&stage.forward, &stage.backward})
+  for (const auto* tasks : {&stage.forward, &stage.backward, &stage.weight_gradient})
     for (const Task& t : *tasks)
       if (t.kind == Task::Kind::kCollective) specs.insert(t.group);
   // A group that spans servers does not bind its members into one lane: its
@@ -92,16 +97,10 @@ std::vector<std::vector<int64_t>> Lanes(const StageProgram& stage, const std::ve
 
 // A pass's tasks split evenly over the virtual chunks, each chunk as steps.
 std::vector<std::vector<PassStep>> Split(const std::vector<Task>& tasks, int64_t chunks,
-                                         const std::vector<bool>& breaks, std::vector<int>* chunk_of_task = nullptr) {
+                                         const std::vector<bool>& breaks) {
   std::vector<std::vector<PassStep>> out(chunks);
   const size_t n = tasks.size();
-  if (chunk_of_task) chunk_of_task->assign(n, 0);
-  for (int64_t c = 0; c < chunks; ++c) {
-    const size_t begin = n * c / chunks, end = n * (c + 1) / chunks;
-    if (chunk_of_task)
-      for (size_t i = begin; i < end; ++i) (*chunk_of_task)[i] = static_cast<int>(c);
-    out[c] = PassSteps(tasks, begin, end, breaks);
-  }
+  for (int64_t c = 0; c < chunks; ++c) out[c] = PassSteps(tasks, n * c / chunks, n * (c + 1) / chunks, breaks);
   return out;
 }
 
@@ -131,11 +130,16 @@ class Engine {
                       p.order.end());
       p.forward = Split(stage.forward, V_, {});
       p.bucket_breaks = BucketBreaks(stage);
-      p.backward = Split(stage.backward, V_, p.bucket_breaks, &p.backward_task_chunk);
+      ScheduleItem backward, weight_gradient;
+      backward.forward = weight_gradient.forward = false;
+      weight_gradient.weight_gradient = true;
+      p.backward = Split(stage.backward, V_, PassBreaks(stage, backward));
+      p.weight_gradient = Split(stage.weight_gradient, V_, PassBreaks(stage, weight_gradient));
       p.final_backward.assign(p.order.size(), false);
       std::map<int64_t, size_t> last_backward_of;
       for (size_t i = 0; i < p.order.size(); ++i)
-        if (!p.order[i].forward) last_backward_of[p.order[i].micro_batch] = i;
+        if (!p.order[i].forward && p.order[i].weight_gradient == stage.splits_backward)
+          last_backward_of[p.order[i].micro_batch] = i;
       for (const auto& [micro_batch, i] : last_backward_of) {
         p.final_backward[i] = true;
         p.last_final_backward = std::max(p.last_final_backward, i);
@@ -180,7 +184,7 @@ class Engine {
         for (const GroupInstances& groups : shape_.groups[s])
           d.inside_lane.push_back(shape_.InsideLane(groups.MembersOf(d.local)));
         d.closed_passes = true;
-        for (const auto* tasks : {&plan.stages[s].forward, &plan.stages[s].backward})
+        for (const auto* tasks : {&plan.stages[s].forward, &plan.stages[s].backward, &plan.stages[s].weight_gradient})
           for (const Task& t : *tasks)
             if (t.kind == Task::Kind::kCollective) d.closed_passes = d.closed_passes && d.inside_lane[t.group];
         for (int64_t r : d.ranks) lane_of_rank_[r] = static_cast<int64_t>(devices_.size());
@@ -219,12 +223,12 @@ class Engine {
     for (const Device& d : devices_) {
       const StagePrograms& p = programs_[d.stage];
       for (const ScheduleItem& item : p.order) {
-        const auto& pass = (item.forward ? p.forward : p.backward)[item.chunk];
+        const auto& pass = p.Steps(item);
         steps += d.closed_passes ? 1 : static_cast<int64_t>(pass.size());
-        if (!d.closed_passes)
-          alltoall_flows += AllToAllFlows(d, item.forward ? StageOf(d).forward : StageOf(d).backward, pass);
+        if (!d.closed_passes) alltoall_flows += AllToAllFlows(d, StageOf(d).PassTasks(item), pass);
       }
-      transfers += static_cast<int64_t>(d.ranks.size() * p.order.size());
+      transfers += static_cast<int64_t>(d.ranks.size()) *
+                   std::count_if(p.order.begin(), p.order.end(), [](const ScheduleItem& i) { return i.Exchanges(); });
       devices += static_cast<int64_t>(d.ranks.size());
     }
     const double seconds = EstimateSimGridSeconds(transfers, alltoall_flows, steps, devices);
@@ -282,7 +286,7 @@ class Engine {
     // For the link usage: the bytes on each link of a collective inside the
     // lane, and of a closed-form pass (forward, chunk), which run as timers.
     std::map<std::tuple<int, int, int, double>, ClosedFormTraffic> task_traffic;
-    std::map<std::pair<bool, int64_t>, ClosedFormTraffic> pass_traffic;
+    std::map<std::tuple<bool, bool, int64_t>, ClosedFormTraffic> pass_traffic;  // (forward, weight gradient, chunk)
     // Gradient buckets on the communication stream: the runs queued by the
     // micro-batches whose final backward item has started, in order.
     struct BucketRun {
@@ -381,6 +385,7 @@ class Engine {
   using InputKey = std::tuple<int64_t, bool, int64_t, int64_t>;
 
   bool NeedsInput(const Device& d, const ScheduleItem& item) const {
+    if (!item.Exchanges()) return false;  // a weight-gradient pass follows its own backward
     const int64_t vs = item.chunk * S_ + d.stage;
     return item.forward ? vs > 0 : vs + 1 < S_ * V_;
   }
@@ -420,7 +425,7 @@ class Engine {
   void RunStep(Device& d) {
     const StagePrograms& p = programs_[d.stage];
     const ScheduleItem& item = p.order[d.item];
-    const auto& steps = (item.forward ? p.forward : p.backward)[item.chunk];
+    const auto& steps = p.Steps(item);
     if (d.step == steps.size()) {
       // The pass ends with its last host copy and its last prefetch.
       const double drain = std::max(d.copies.Drain(Now()), d.closed_prefetches.Drain(Now()));
@@ -436,7 +441,7 @@ class Engine {
       EndPass(d, item);
       return;
     }
-    const std::vector<Task>& tasks = item.forward ? StageOf(d).forward : StageOf(d).backward;
+    const std::vector<Task>& tasks = StageOf(d).PassTasks(item);
     if (d.closed_passes) {
       RunClosedSteps(d, item, steps, tasks);
       return;
@@ -610,12 +615,11 @@ class Engine {
   void RecordClosedPassTraffic(Device& d, const ScheduleItem& item) {
     LinkUsageRecorder* usage = runner_.link_usage();
     if (!usage || !d.closed_passes) return;
-    auto [it, is_new] = d.pass_traffic.try_emplace({item.forward, item.chunk});
+    auto [it, is_new] = d.pass_traffic.try_emplace({item.forward, item.weight_gradient, item.chunk});
     if (is_new) {
-      const StagePrograms& p = programs_[d.stage];
-      const std::vector<Task>& tasks = item.forward ? StageOf(d).forward : StageOf(d).backward;
+      const std::vector<Task>& tasks = StageOf(d).PassTasks(item);
       std::map<int32_t, double> bytes;
-      for (const PassStep& step : (item.forward ? p.forward : p.backward)[item.chunk])
+      for (const PassStep& step : programs_[d.stage].Steps(item))
         for (const std::vector<int>* list : {&step.collectives, &step.prefetches})
           for (int t : *list)
             for (const auto& [link, b] : TaskTraffic(d, tasks[t]).link_bytes) bytes[link] += b;
@@ -627,10 +631,10 @@ class Engine {
   void EndPass(Device& d, const ScheduleItem& item) {
     RecordClosedPassTraffic(d, item);
     if (d.traced) {
-      TraceEvent e = Event(d, Lane::kCompute, item.forward ? EventKind::kForward : EventKind::kBackward,
-                           (item.forward ? "F" : "B") + std::to_string(item.micro_batch) +
-                               (V_ > 1 ? "." + std::to_string(item.chunk) : ""),
-                           d.pass_start, Now() - d.pass_start);
+      const EventKind kind = item.forward           ? EventKind::kForward
+                             : item.weight_gradient ? EventKind::kWeightGradient
+                                                    : EventKind::kBackward;
+      TraceEvent e = Event(d, Lane::kCompute, kind, PassName(item, V_), d.pass_start, Now() - d.pass_start);
       e.micro_batch = item.micro_batch;
       e.chunk = item.chunk;
       e.compute = d.pass_compute;
@@ -644,7 +648,7 @@ class Engine {
     // Hand the activation (or its gradient) to the neighbouring virtual stage.
     const int64_t vs = item.chunk * S_ + d.stage;
     const int64_t target_vs = item.forward ? vs + 1 : vs - 1;
-    if (plan_.training || item.forward) {
+    if (item.Exchanges() && (plan_.training || item.forward)) {
       if (target_vs >= 0 && target_vs < S_ * V_) {
         const int64_t target_stage = target_vs % S_;
         const double bytes =

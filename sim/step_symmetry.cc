@@ -19,7 +19,7 @@ constexpr double kProbeBytes = 1 << 20;
 
 std::vector<GroupUse> GroupUses(const StageProgram& stage) {
   std::set<GroupUse> uses;
-  for (const auto* tasks : {&stage.forward, &stage.backward, &stage.step_start})
+  for (const auto* tasks : {&stage.forward, &stage.backward, &stage.weight_gradient, &stage.step_start})
     for (const Task& t : *tasks)
       if (t.kind == Task::Kind::kCollective) uses.insert({stage.stage, t.group, t.collective, t.algorithm});
   for (const GradientBucket& b : stage.buckets) uses.insert({stage.stage, b.group, b.collective, b.algorithm});

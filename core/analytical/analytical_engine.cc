@@ -11,30 +11,45 @@
 namespace shardlab {
 namespace {
 
-// One micro-batch's passes (all chunks): their durations, the compute
-// stream's work and the collectives inside them.
-struct PassTimes {
-  double forward = 0, forward_compute = 0, forward_communication = 0;
-  double backward = 0, backward_compute = 0, backward_communication = 0;
-  std::vector<double> backward_task_end;  // offset in one backward pass after which each task is done
+// One micro-batch's pass (all chunks): its duration, the compute stream's
+// work and the collectives inside it.
+struct PassTime {
+  double duration = 0, compute = 0, communication = 0;
+  std::vector<double> task_end;  // offset in the pass after which each task is done
 };
 
-PassTimes Sum(const StageProgram& stage) {
-  PassTimes t;
-  auto add = [](const std::vector<Task>& tasks, const std::vector<bool>& breaks, double* duration, double* compute,
-                double* communication, std::vector<double>* task_end) {
-    if (task_end) task_end->assign(tasks.size(), 0);
-    *duration =
-        ClosedFormPass(PassSteps(tasks, 0, tasks.size(), breaks), tasks, [&](const PassStep& step, double end, double) {
-          *compute += step.compute_seconds;
-          *communication += step.CommunicationSeconds(tasks) + step.PrefetchSeconds(tasks);
-          if (task_end)
-            for (int i = step.first_task; i < step.end_task; ++i) (*task_end)[i] = end;
-        });
-  };
-  add(stage.forward, {}, &t.forward, &t.forward_compute, &t.forward_communication, nullptr);
-  add(stage.backward, BucketBreaks(stage), &t.backward, &t.backward_compute, &t.backward_communication,
-      &t.backward_task_end);
+PassTime Sum(const std::vector<Task>& tasks, const std::vector<bool>& breaks) {
+  PassTime t;
+  t.task_end.assign(tasks.size(), 0);
+  t.duration =
+      ClosedFormPass(PassSteps(tasks, 0, tasks.size(), breaks), tasks, [&](const PassStep& step, double end, double) {
+        t.compute += step.compute_seconds;
+        t.communication += step.CommunicationSeconds(tasks) + step.PrefetchSeconds(tasks);
+        for (int i = step.first_task; i < step.end_task; ++i) t.task_end[i] = end;
+      });
+  return t;
+}
+
+// A stage's forward, backward and (split backward) weight-gradient passes.
+struct StagePasses {
+  PassTime forward, backward, weight_gradient;
+  const PassTime& Of(const ScheduleItem& item) const {
+    return item.forward ? forward : item.weight_gradient ? weight_gradient : backward;
+  }
+  // The pass that completes the gradients (StageProgram::GradientTasks).
+  const PassTime& gradients(const StageProgram& stage) const {
+    return stage.splits_backward ? weight_gradient : backward;
+  }
+};
+
+StagePasses Sum(const StageProgram& stage) {
+  StagePasses t;
+  ScheduleItem item;
+  t.forward = Sum(stage.forward, {});
+  item.forward = false;
+  t.backward = Sum(stage.backward, PassBreaks(stage, item));
+  item.weight_gradient = true;
+  t.weight_gradient = Sum(stage.weight_gradient, PassBreaks(stage, item));
   return t;
 }
 
@@ -49,7 +64,7 @@ Trace RunAnalytical(const Plan& plan) {
   const int64_t S = static_cast<int64_t>(plan.stages.size());
   const int64_t M = plan.micro_batches;
   const int64_t V = plan.schedule == PipelineSchedule::kInterleaved ? plan.chunks : 1;
-  std::vector<PassTimes> times;
+  std::vector<StagePasses> times;
   for (const auto& stage : plan.stages) times.push_back(Sum(stage));
 
   // Step start: parallel-optimizer weight gathers.
@@ -75,7 +90,8 @@ Trace RunAnalytical(const Plan& plan) {
       o.erase(std::remove_if(o.begin(), o.end(), [](const ScheduleItem& i) { return !i.forward; }), o.end());
   std::vector<size_t> next(S, 0);
   std::vector<double> free_at = start, last_end(S, 0);
-  std::vector<std::vector<double>> backward_end(S, std::vector<double>(M, 0));  // per micro-batch, all chunks
+  // Per micro-batch (all chunks): when the pass that completes its gradients ends.
+  std::vector<std::vector<double>> gradients_end(S, std::vector<double>(M, 0));
   const int64_t virtual_stages = S * V;
   size_t remaining = 0;
   for (const auto& o : order) remaining += o.size();
@@ -97,30 +113,32 @@ Trace RunAnalytical(const Plan& plan) {
         bool ok = true;
         if (item.forward) {
           if (vs > 0) ok = wait_for(true, vs - 1, item.micro_batch, plan.stages[prev_stage].send_seconds);
-        } else {
+        } else if (!item.weight_gradient) {  // a weight-gradient pass follows its own backward in the order
           ok = wait_for(true, vs, item.micro_batch, 0);
           if (ok && vs + 1 < virtual_stages)
             ok = wait_for(false, vs + 1, item.micro_batch, plan.stages[s].send_seconds);
         }
         if (!ok) break;
         const double share = 1.0 / static_cast<double>(V);
-        const double duration = (item.forward ? times[s].forward : times[s].backward) * share;
-        done[{item.forward, vs, item.micro_batch}] = ready + duration;
+        const PassTime& pass_time = times[s].Of(item);
+        const double duration = pass_time.duration * share;
+        if (item.Exchanges()) done[{item.forward, vs, item.micro_batch}] = ready + duration;
         free_at[s] = ready + duration;
         last_end[s] = free_at[s];
-        if (!item.forward) backward_end[s][item.micro_batch] = std::max(backward_end[s][item.micro_batch], free_at[s]);
-        TraceEvent pass = MakeEvent(s, Lane::kCompute, item.forward ? EventKind::kForward : EventKind::kBackward,
-                                    (item.forward ? "F" : "B") + std::to_string(item.micro_batch) +
-                                        (V > 1 ? "." + std::to_string(item.chunk) : ""),
-                                    ready, duration);
+        if (!item.forward && item.weight_gradient == plan.stages[s].splits_backward)
+          gradients_end[s][item.micro_batch] = std::max(gradients_end[s][item.micro_batch], free_at[s]);
+        const EventKind kind = item.forward           ? EventKind::kForward
+                               : item.weight_gradient ? EventKind::kWeightGradient
+                                                      : EventKind::kBackward;
+        TraceEvent pass = MakeEvent(s, Lane::kCompute, kind, PassName(item, V), ready, duration);
         pass.micro_batch = item.micro_batch;
         pass.chunk = item.chunk;
-        pass.compute = (item.forward ? times[s].forward_compute : times[s].backward_compute) * share;
-        pass.communication = (item.forward ? times[s].forward_communication : times[s].backward_communication) * share;
+        pass.compute = pass_time.compute * share;
+        pass.communication = pass_time.communication * share;
         events.push_back(pass);
         // The activation (or its gradient) leaves for the neighbouring virtual stage.
         const int64_t target = item.forward ? vs + 1 : vs - 1;
-        if ((plan.training || item.forward) && target >= 0 && target < virtual_stages) {
+        if (item.Exchanges() && (plan.training || item.forward) && target >= 0 && target < virtual_stages) {
           const double seconds = item.forward ? plan.stages[s].send_seconds : plan.stages[prev_stage].send_seconds;
           TraceEvent send =
               MakeEvent(s, Lane::kPipeline, EventKind::kSend,
@@ -144,13 +162,13 @@ Trace RunAnalytical(const Plan& plan) {
     // backward produces their gradients: every bucket after the last
     // micro-batch, the every-micro-batch ones after the others too.
     double comm_free = last_end[s];
-    const double backward = times[s].backward;
+    const PassTime& gradients = times[s].gradients(stage);
     if (plan.training && !stage.buckets.empty()) {
-      const std::vector<double>& task_end = times[s].backward_task_end;
+      const std::vector<double>& task_end = gradients.task_end;
       std::vector<int64_t> micro_batches(M);
       for (int64_t m = 0; m < M; ++m) micro_batches[m] = m;
       std::stable_sort(micro_batches.begin(), micro_batches.end(),
-                       [&](int64_t a, int64_t b) { return backward_end[s][a] < backward_end[s][b]; });
+                       [&](int64_t a, int64_t b) { return gradients_end[s][a] < gradients_end[s][b]; });
       comm_free = 0;
       for (size_t i = 0; i < micro_batches.size(); ++i) {
         const int64_t m = micro_batches[i];
@@ -158,7 +176,8 @@ Trace RunAnalytical(const Plan& plan) {
         for (size_t b = 0; b < stage.buckets.size(); ++b) {
           const GradientBucket& bucket = stage.buckets[b];
           if (!last && !bucket.every_micro_batch) continue;
-          const double ready = backward_end[s][m] - (backward - task_end[bucket.ready_after]) / static_cast<double>(V);
+          const double done_after = bucket.ready_after < 0 ? 0 : task_end[bucket.ready_after];
+          const double ready = gradients_end[s][m] - (gradients.duration - done_after) / static_cast<double>(V);
           const double begin = std::max(ready, comm_free);
           comm_free = begin + bucket.seconds;
           TraceEvent e = MakeEvent(s, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(b),

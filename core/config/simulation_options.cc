@@ -10,7 +10,7 @@ namespace {
 
 constexpr EnumNames<Engine, 3> kEngines({"simgrid", "analytical", "both"});
 constexpr EnumNames<StepMode, 2> kModes({"train", "infer"});
-constexpr EnumNames<PipelineSchedule, 3> kSchedules({"1f1b", "gpipe", "interleaved"});
+constexpr EnumNames<PipelineSchedule, 4> kSchedules({"1f1b", "gpipe", "interleaved", "zero_bubble_h1"});
 constexpr EnumNames<Fidelity, 2> kFidelities({"aggregated", "step"});
 constexpr EnumNames<Symmetry, 2> kSymmetries({"fold", "off"});
 constexpr EnumNames<Optimizer, 5> kOptimizers({"adam", "lamb", "momentum", "sgd", "adam_offload"});
@@ -25,6 +25,7 @@ Enum Read(ObjectReader& r, const std::string& key, Enum fallback, const EnumName
 const char* ToString(Engine e) { return kEngines[e]; }
 const char* ToString(StepMode m) { return kModes[m]; }
 const char* ToString(PipelineSchedule s) { return kSchedules[s]; }
+bool SplitsBackward(PipelineSchedule s) { return s == PipelineSchedule::kZeroBubbleH1; }
 const char* ToString(Fidelity f) { return kFidelities[f]; }
 const char* ToString(Optimizer o) { return kOptimizers[o]; }
 const char* ToString(Symmetry s) { return kSymmetries[s]; }

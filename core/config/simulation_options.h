@@ -33,7 +33,17 @@ enum class PipelineSchedule {
   k1F1B,         // one forward one backward after the warm-up ("1f1b")
   kGPipe,        // all forwards, then all backwards ("gpipe")
   kInterleaved,  // 1F1B over virtual_pipeline_chunks model chunks per stage ("interleaved")
+  // 1F1B with every backward split in two (Qi et al., "Zero Bubble Pipeline
+  // Parallelism", ICLR 2024, schedule ZB-H1): the input-gradient half (B),
+  // which the stage before waits for, runs in 1F1B's place; the
+  // weight-gradient half (W) runs after it, stage s holding its first s back
+  // to fill the cool-down's bubbles. Peak activations as 1F1B
+  // ("zero_bubble_h1").
+  kZeroBubbleH1,
 };
+
+// Whether `s` runs the weight-gradient half of each backward as a pass of its own.
+bool SplitsBackward(PipelineSchedule s);
 
 enum class Fidelity {
   kAggregated,  // a collective's ring steps as one flow per link ("aggregated")

@@ -56,7 +56,7 @@ double PeakFlops(const DeviceSpec& device, DType dtype) {
   return best;
 }
 
-double GemmEfficiency(const DeviceSpec& d, const GemmShape& g, DType dtype, bool backward) {
+double GemmEfficiency(const DeviceSpec& d, const GemmShape& g, DType dtype, bool backward, GemmGradient gradient) {
   double efficiency = d.compute_efficiency;
   auto own = d.gemm_efficiency.find(dtype);
   // E5M2 operands run at E4M3's rate unless the device lists their own.
@@ -69,7 +69,7 @@ double GemmEfficiency(const DeviceSpec& d, const GemmShape& g, DType dtype, bool
     // the FLOPs each: their times add.
     const double a = ProductEfficiency(d, efficiency, batch, g.m, g.k, g.n);
     const double b = ProductEfficiency(d, efficiency, batch, g.k, g.n, g.m);
-    efficiency = 2 / (1 / a + 1 / b);
+    efficiency = gradient == GemmGradient::kFirst ? a : gradient == GemmGradient::kSecond ? b : 2 / (1 / a + 1 / b);
   } else {
     efficiency = ProductEfficiency(d, efficiency, batch, g.m, g.n, g.k);
   }
@@ -96,7 +96,7 @@ ComputeCost ComputeSeconds(double flops, double bytes, DType dtype, const Cluste
     const DeviceSpec& d = cluster.device;
     double efficiency = d.compute_efficiency;
     if (!kernel.gemm.empty())
-      efficiency = GemmEfficiency(d, kernel.gemm, dtype, kernel.backward);
+      efficiency = GemmEfficiency(d, kernel.gemm, dtype, kernel.backward, kernel.gradient);
     else if (!kernel.attention.empty())
       efficiency = AttentionEfficiency(d, kernel.attention, kernel.backward);
     compute = flops / (PeakFlops(d, dtype) * efficiency);

@@ -40,13 +40,22 @@ struct AttentionShape {
   bool operator==(const AttentionShape&) const = default;
 };
 
+// Which products of C = A B a backward GEMM runs.
+enum class GemmGradient : uint8_t {
+  kBoth,    // dA = dC B^T, then dB = A^T dC (one backward pass)
+  kFirst,   // dA alone: the input-gradient half of a backward split in two (zero-bubble schedules)
+  kSecond,  // dB alone: the weight-gradient half
+};
+
 // The kernel an operator's pass runs, when it is one whose efficiency
-// depends on its shape. A backward GEMM runs dA = dC B^T and dB = A^T dC.
+// depends on its shape. A backward GEMM runs dA = dC B^T and dB = A^T dC
+// (or one of them, `gradient`).
 struct KernelShape {
   GemmShape gemm;
   AttentionShape attention;
   bool backward = false;
   bool fused = false;  // runs inside the kernel of the operator before it: no launch of its own
+  GemmGradient gradient = GemmGradient::kBoth;
   bool operator==(const KernelShape&) const = default;
 };
 
@@ -62,7 +71,8 @@ ComputeCost ComputeSeconds(double flops, double bytes, DType dtype, const Cluste
 // device: the dtype's gemm_efficiency (else compute_efficiency), the
 // small-dimension factor, the best tile's wave fill and the alignment rule
 // (DeviceSpec).
-double GemmEfficiency(const DeviceSpec& device, const GemmShape& gemm, DType dtype, bool backward);
+double GemmEfficiency(const DeviceSpec& device, const GemmShape& gemm, DType dtype, bool backward,
+                      GemmGradient gradient = GemmGradient::kBoth);
 
 // The fraction of peak fused attention of this shape reaches (the device's
 // attention figures, else compute_efficiency).

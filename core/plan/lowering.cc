@@ -102,6 +102,8 @@ class Lowering {
     }
     if (plan.training) {
       for (auto& stage : plan.stages) GradientsAndOptimizer(stage);
+      if (SplitsBackward(plan.schedule))
+        for (auto& stage : plan.stages) SplitWeightGradients(stage, run_.cluster);
     }
     Sends(plan);
     for (auto& stage : plan.stages) Memory(plan, stage);
@@ -168,6 +170,7 @@ class Lowering {
         }
         Task c = Compute(t.name, t.op, t.flops / kk, t.bytes / kk, t.dtype, t.on_host, kernel);
         c.recompute = t.recompute;
+        c.weight_gradient_fraction = t.weight_gradient_fraction;
         return c;
       }
       // Prefetched weight gathers become overlapped collectives of the
@@ -639,6 +642,9 @@ class Lowering {
         share * (std::max(0.0, layout.work.backward_bytes - fusion_[static_cast<size_t>(index)].saved_backward_bytes) +
                  fusion_[static_cast<size_t>(index)].extra_backward_bytes),
         PassDType(graph_, op, true), op.OnHost(), KernelOf(index, true)));
+    // Half of a product's backward FLOPs form its second operand's gradient.
+    if ((op.type == "MatMul" || op.type == "BatchMatMul") && Trained(op.inputs[1]) && share > 0)
+      stage.backward.back().weight_gradient_fraction = 0.5 / share;
     for (const OpComm& c : layout.backward_comm) {
       const Tensor& input = graph_.tensor(op.inputs[c.input]);
       if (input.producer < 0) continue;  // dataset inputs need no gradient
@@ -1069,18 +1075,56 @@ class Lowering {
     return host_only;
   }
 
-  // The most micro-batches whose activations a stage holds at once, from its
-  // schedule: every forward whose backward has not run yet holds its chunk's
-  // share (1/chunks) of them. 1F1B: min(M, S - s); GPipe: M; interleaved:
-  // Megatron's warm-up plus one, over the chunks.
-  static double MicroBatchesInFlight(const Plan& plan, int64_t stage) {
-    int64_t outstanding = 0, most = 0;
+  // The most a stage holds at once of its micro-batches' activations (`kept`
+  // each) and, when the backward is split, of what a backward's
+  // input-gradient pass leaves for its weight-gradient pass (`held` each),
+  // from its schedule: every forward whose backward has not run yet holds
+  // its chunk's share (1/chunks) of the activations, every input-gradient
+  // pass whose weight-gradient pass has not run yet its `held`. Sets the
+  // micro-batches of each at that peak. 1F1B: min(M, S - s); GPipe: M;
+  // interleaved: Megatron's warm-up plus one, over the chunks.
+  static double PeakInFlight(const Plan& plan, int64_t stage, double kept, double held, double* micro_batches,
+                             double* held_micro_batches) {
+    int64_t forwards = 0, weight_gradients = 0;
+    double peak = -1;
+    const double chunks = static_cast<double>(plan.chunks);
     for (const ScheduleItem& item : StageSchedule(plan.schedule, stage, static_cast<int64_t>(plan.stages.size()),
                                                   plan.micro_batches, plan.chunks)) {
-      outstanding += item.forward ? 1 : -1;
-      most = std::max(most, outstanding);
+      if (item.forward) {
+        ++forwards;
+      } else if (item.weight_gradient) {
+        --weight_gradients;
+      } else {
+        --forwards;
+        if (SplitsBackward(plan.schedule)) ++weight_gradients;
+      }
+      const double bytes =
+          (static_cast<double>(forwards) * kept + static_cast<double>(weight_gradients) * held) / chunks;
+      // Ties go to more activations in flight (the held bytes may be 0).
+      if (bytes > peak || (bytes == peak && static_cast<double>(forwards) / chunks > *micro_batches)) {
+        peak = bytes;
+        *micro_batches = static_cast<double>(forwards) / chunks;
+        *held_micro_batches = static_cast<double>(weight_gradients) / chunks;
+      }
     }
-    return static_cast<double>(most) / static_cast<double>(plan.chunks);
+    return std::max(peak, 0.0);
+  }
+
+  // What one micro-batch's input-gradient pass leaves for its weight-gradient
+  // pass: each trained product's first operand and its output's gradient
+  // (dB = A^T dC), each tensor once.
+  double HeldForWeightGradients(int64_t stage) const {
+    SavedActivations held;
+    for (size_t i = 0; i < graph_.operators().size(); ++i) {
+      const int index = static_cast<int>(i);
+      const Operator& op = graph_.op(index);
+      if (op.pipeline_stage != stage || op.OnHost()) continue;
+      if ((op.type != "MatMul" && op.type != "BatchMatMul") || !Trained(op.inputs[1])) continue;
+      const int a = op.inputs[0];
+      held.Keep(Storage(a), SliceBytes(layouts_[index].inputs[0], graph_.tensor(a).dtype));
+      held.Keep(op.outputs[0], OutputSliceBytes(op.outputs[0]));
+    }
+    return held.Bytes();
   }
 
   // The tensors one micro-batch keeps for its backward, each counted once.
@@ -1129,6 +1173,7 @@ class Lowering {
   // Whether tensor `t` is a weight that gets no gradient (frozen: a LoRA
   // fine-tune's base model, BatchNorm's statistics).
   bool Frozen(int t) const { return graph_.tensor(t).is_parameter() && !graph_.tensor(t).requires_grad; }
+  bool Trained(int t) const { return graph_.tensor(t).is_parameter() && graph_.tensor(t).requires_grad; }
 
   double BackwardShare(int index) const { return shardlab::BackwardShare(graph_, graph_.op(index)); }
 
@@ -1244,8 +1289,12 @@ class Lowering {
     const double kept = device.Bytes(), host_kept = host.Bytes() + offloaded_bytes;
     if (plan.training) {
       m.activations_per_micro_batch = kept;
-      m.micro_batches_in_flight = MicroBatchesInFlight(plan, stage.stage);
-      m.activations = kept * m.micro_batches_in_flight + largest_segment + offload_buffers;
+      const double held = stage.splits_backward ? HeldForWeightGradients(stage.stage) : 0;
+      double held_micro_batches = 0;
+      const double in_flight =
+          PeakInFlight(plan, stage.stage, kept, held, &m.micro_batches_in_flight, &held_micro_batches);
+      m.held_for_weight_gradients = held * held_micro_batches;
+      m.activations = in_flight + largest_segment + offload_buffers;
       m.host += host_kept * m.micro_batches_in_flight;
     } else {
       m.activations_per_micro_batch = 2 * largest_output;  // inference frees what it has consumed

@@ -102,10 +102,15 @@ std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, si
 }
 
 std::vector<bool> BucketBreaks(const StageProgram& stage) {
-  std::vector<bool> breaks(stage.backward.size(), false);
+  std::vector<bool> breaks(stage.GradientTasks().size(), false);
   for (const GradientBucket& b : stage.buckets)
     if (b.ready_after >= 0) breaks[b.ready_after] = true;
   return breaks;
+}
+
+std::vector<bool> PassBreaks(const StageProgram& stage, const ScheduleItem& item) {
+  const bool completes_gradients = !item.forward && item.weight_gradient == stage.splits_backward;
+  return completes_gradients ? BucketBreaks(stage) : std::vector<bool>{};
 }
 
 }  // namespace shardlab

@@ -85,8 +85,13 @@ double ClosedFormPass(const std::vector<PassStep>& steps, const std::vector<Task
   return t + drain;
 }
 
-// break_after for a stage's backward tasks: where its gradient buckets become ready.
+// break_after for a stage's GradientTasks() (its backward, or its
+// weight-gradient pass when the backward is split): where its gradient
+// buckets become ready.
 std::vector<bool> BucketBreaks(const StageProgram& stage);
+// break_after for the tasks of a schedule item's pass: the bucket breaks on
+// the pass that completes the gradients, none on the others.
+std::vector<bool> PassBreaks(const StageProgram& stage, const ScheduleItem& item);
 
 // Splits a pass into `slices` interleaved copies of 1/slices of the batch
 // each (MindSpore's MicroBatchInterleaved): segment i of slice j (its compute

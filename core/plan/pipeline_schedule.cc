@@ -1,6 +1,7 @@
 #include "core/plan/pipeline_schedule.h"
 
 #include <algorithm>
+#include <deque>
 
 namespace shardlab {
 namespace {
@@ -19,7 +20,33 @@ std::vector<ScheduleItem> ChunkOrder(bool forward, int64_t stages, int64_t micro
   return order;
 }
 
+// ZB-H1 from a 1F1B order: each backward is followed by a weight-gradient
+// pass, stage s holding back its first s of them (so the stages after it get
+// their input gradients sooner) and running them after its last backward.
+std::vector<ScheduleItem> WithWeightGradients(const std::vector<ScheduleItem>& order, int64_t stage) {
+  std::vector<ScheduleItem> out;
+  std::deque<ScheduleItem> held;
+  for (const ScheduleItem& item : order) {
+    out.push_back(item);
+    if (item.forward) continue;
+    ScheduleItem w = item;
+    w.weight_gradient = true;
+    held.push_back(w);
+    if (static_cast<int64_t>(held.size()) > stage) {
+      out.push_back(held.front());
+      held.pop_front();
+    }
+  }
+  out.insert(out.end(), held.begin(), held.end());
+  return out;
+}
+
 }  // namespace
+
+std::string PassName(const ScheduleItem& item, int64_t chunks) {
+  const char* kind = item.forward ? "F" : item.weight_gradient ? "W" : "B";
+  return kind + std::to_string(item.micro_batch) + (chunks > 1 ? "." + std::to_string(item.chunk) : "");
+}
 
 std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage, int64_t stages,
                                         int64_t micro_batches, int64_t chunks) {
@@ -50,6 +77,7 @@ std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage
     }
   }
   while (b < backwards.size()) order.push_back(backwards[b++]);
+  if (SplitsBackward(schedule)) return WithWeightGradients(order, stage);
   return order;
 }
 

@@ -1,7 +1,9 @@
 // The order in which a pipeline stage runs its forward and backward passes:
 // GPipe (all forwards, then all backwards), 1F1B (MindSpore's default: S-s
 // warm-up forwards on stage s, then one backward and one forward alternately,
-// then the remaining backwards) and interleaved 1F1B over virtual chunks.
+// then the remaining backwards), interleaved 1F1B over virtual chunks, and
+// ZB-H1 (1F1B whose backwards are split into an input-gradient pass and a
+// weight-gradient pass, some of the latter held back to fill bubbles).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +18,18 @@ struct ScheduleItem {
   bool forward = true;
   int64_t micro_batch = 0;
   int64_t chunk = 0;  // virtual stage chunk (interleaved); the virtual stage is chunk * stages + stage
+  // A backward item that runs a micro-batch's weight-gradient pass
+  // (StageProgram::weight_gradient) of a schedule that splits the backward;
+  // its other backward item is then the input-gradient pass alone.
+  bool weight_gradient = false;
+
+  // The item that sends to the neighbouring stage and waits for it: a
+  // forward, or a backward's input-gradient pass.
+  bool Exchanges() const { return !weight_gradient; }
 };
+
+// The item's name on timelines: "F3", "B3", "W3" (".1" for chunk 1 of `chunks` > 1).
+std::string PassName(const ScheduleItem& item, int64_t chunks);
 
 std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage, int64_t stages,
                                         int64_t micro_batches, int64_t chunks);

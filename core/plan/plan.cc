@@ -32,30 +32,72 @@ bool StageProgram::GathersOverlapForward() const {
   return std::any_of(step_start.begin(), step_start.end(), [](const Task& t) { return t.lead_seconds > 0; });
 }
 
+void SplitWeightGradients(StageProgram& stage, const ClusterSpec& cluster) {
+  stage.splits_backward = true;
+  std::vector<Task> backward;
+  // Per backward task: the weight-gradient tasks taken out of it and the ones before it.
+  std::vector<int> split_through(stage.backward.size());
+  auto part = [&cluster](const Task& t, double fraction, GemmGradient gradient, const std::string& name) {
+    Task p = t;
+    p.name = name;
+    p.flops = t.flops * fraction;
+    p.bytes = t.bytes * fraction;
+    p.kernel.gradient = gradient;
+    p.weight_gradient_fraction = 0;
+    p.prefetches_needed = 0;  // dB needs no weight: the W pass waits for no gather
+    p.after_host_copies = false;
+    p.seconds = ComputeSeconds(p.flops, p.bytes, p.dtype, cluster, p.on_host, p.kernel).seconds;
+    return p;
+  };
+  for (size_t i = 0; i < stage.backward.size(); ++i) {
+    const Task& t = stage.backward[i];
+    if (t.kind != Task::Kind::kCompute || t.weight_gradient_fraction <= 0) {
+      backward.push_back(t);
+    } else {
+      const double fraction = t.weight_gradient_fraction;
+      std::string name = t.name;
+      if (const size_t slash = name.rfind("/backward"); slash != std::string::npos) name.resize(slash);
+      stage.weight_gradient.push_back(part(t, fraction, GemmGradient::kSecond, name + "/weight_gradient"));
+      if (fraction < 1) backward.push_back(part(t, 1 - fraction, GemmGradient::kFirst, name + "/input_gradient"));
+    }
+    split_through[i] = static_cast<int>(stage.weight_gradient.size());
+  }
+  stage.backward = std::move(backward);
+  // A bucket is ready once the weight gradients up to its last one exist;
+  // the others (norm scales, biases, embeddings) came with the input-gradient
+  // pass, which runs first.
+  for (GradientBucket& b : stage.buckets)
+    b.ready_after = b.ready_after < 0 ? -1 : split_through[static_cast<size_t>(b.ready_after)] - 1;
+}
+
 int64_t Plan::RepresentativeRank(int64_t stage) const {
   const StageProgram& s = stages[stage];
   return focus_rank >= s.first_rank && focus_rank < s.first_rank + s.devices ? focus_rank : s.first_rank;
 }
 
 nlohmann::json ToJson(const MemoryBreakdown& m) {
-  return {{"parameters", m.parameters},
-          {"gathered_weights", m.gathered_weights},
-          {"gradients", m.gradients},
-          {"optimizer_states", m.optimizer_states},
-          {"activations_per_micro_batch", m.activations_per_micro_batch},
-          {"micro_batches_in_flight", m.micro_batches_in_flight},
-          {"activations", m.activations},
-          {"communication_buffers", m.communication_buffers},
-          {"host", m.host},
-          {"peak", m.peak},
-          {"dominant", m.dominant},
-          {"dominant_bytes", m.dominant_bytes}};
+  nlohmann::json j = {{"parameters", m.parameters},
+                      {"gathered_weights", m.gathered_weights},
+                      {"gradients", m.gradients},
+                      {"optimizer_states", m.optimizer_states},
+                      {"activations_per_micro_batch", m.activations_per_micro_batch},
+                      {"micro_batches_in_flight", m.micro_batches_in_flight},
+                      {"activations", m.activations},
+                      {"communication_buffers", m.communication_buffers},
+                      {"host", m.host},
+                      {"peak", m.peak},
+                      {"dominant", m.dominant},
+                      {"dominant_bytes", m.dominant_bytes}};
+  if (m.held_for_weight_gradients > 0)
+    j["held_for_weight_gradients"] = m.held_for_weight_gradients;  // split backwards only
+  return j;
 }
 
 int64_t TaskRunsPerStep(const Plan& plan) {
   int64_t runs = 0;
   for (const StageProgram& stage : plan.stages)
-    runs += static_cast<int64_t>(stage.forward.size() + stage.backward.size()) * plan.micro_batches;
+    runs += static_cast<int64_t>(stage.forward.size() + stage.backward.size() + stage.weight_gradient.size()) *
+            plan.micro_batches;
   return runs;
 }
 
@@ -64,7 +106,8 @@ void CheckTaskRuns(const Plan& plan, int64_t limit, const std::string& engine, c
   if (runs <= limit) return;
   int64_t largest = 0;
   for (const StageProgram& stage : plan.stages)
-    largest = std::max(largest, static_cast<int64_t>(stage.forward.size() + stage.backward.size()));
+    largest = std::max(
+        largest, static_cast<int64_t>(stage.forward.size() + stage.backward.size() + stage.weight_gradient.size()));
   throw std::runtime_error(fmt::format(
       "this step would run {} tasks ({} stage{} x {} micro-batch{} x up to {} tasks each), more than the {} engine's "
       "limit of {} ({}): lower micro_batch_num or the model's size",

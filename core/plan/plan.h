@@ -15,6 +15,7 @@
 #include "core/cost/collective_cost.h"
 #include "core/cost/compute_cost.h"
 #include "core/graph/graph.h"
+#include "core/plan/pipeline_schedule.h"
 
 namespace shardlab {
 
@@ -61,6 +62,11 @@ struct Task {
   // (an offloaded layer's backward, waiting for its activations).
   bool after_host_copies = false;
   KernelShape kernel;             // MatMul/BatchMatMul product or fused attention per device, and the pass
+  // A product's backward whose second operand is a trained weight: the share
+  // of its FLOPs and bytes that forms that operand's gradient (dB of C = A B;
+  // 1 when dA is not needed), which a schedule that splits the backward runs
+  // in the weight-gradient pass (SplitWeightGradients).
+  double weight_gradient_fraction = 0;
   DType dtype = DType::kFloat32;  // whose peak the compute runs at (an FP8 GEMM's operand format)
   // Collective.
   Collective collective = Collective::kAllReduce;
@@ -97,7 +103,7 @@ struct GradientBucket {
   int group = -1;
   Collective collective = Collective::kAllReduce;  // ReduceScatter for optimizer-sharded weights
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
-  int ready_after = -1;  // backward task after which its last gradient exists
+  int ready_after = -1;  // task of StageProgram::GradientTasks() after which its last gradient exists
   double seconds = 0;
   LibraryTiming library;
   // gradient_accumulation_shard: the bucket runs after every micro-batch's
@@ -120,6 +126,9 @@ struct MemoryBreakdown {
   double optimizer_states = 0;
   double activations_per_micro_batch = 0;
   double micro_batches_in_flight = 1;  // fractional when interleaved: chunks of micro-batches
+  // Of the activations, a split backward's (zero-bubble schedules): what the
+  // input-gradient passes leave for their weight-gradient passes still to run.
+  double held_for_weight_gradients = 0;
   double activations = 0;
   double communication_buffers = 0;
   // Host-device training: parameters used only by host operators (with their
@@ -138,6 +147,12 @@ struct StageProgram {
   std::vector<CommGroupSpec> groups;
   std::vector<Task> forward;   // one micro-batch
   std::vector<Task> backward;  // one micro-batch; recomputed forwards come before their backward
+  // Schedules that split the backward (SplitsBackward): the weight-gradient
+  // products taken out of `backward`, one micro-batch's, run as a pass of
+  // their own after its input-gradient pass; the gradient buckets become
+  // ready in it. Empty otherwise.
+  std::vector<Task> weight_gradient;
+  bool splits_backward = false;
   std::vector<GradientBucket> buckets;
   std::vector<Task> step_start;  // parallel optimizer: weights gathered before the first forward
   std::vector<Task> optimizer;
@@ -152,7 +167,20 @@ struct StageProgram {
   double FirstForwardStart() const;
   // Whether some step-start gather runs beside the first forward (a lead).
   bool GathersOverlapForward() const;
+  // The pass that completes the gradients, whose tasks the buckets'
+  // ready_after index: the weight-gradient pass when the backward is split.
+  const std::vector<Task>& GradientTasks() const { return splits_backward ? weight_gradient : backward; }
+  // A schedule item's tasks: the forward, the backward (its input-gradient
+  // half when split) or the weight-gradient pass.
+  const std::vector<Task>& PassTasks(const ScheduleItem& item) const {
+    return item.forward ? forward : item.weight_gradient ? weight_gradient : backward;
+  }
 };
+
+// Moves the weight-gradient half of every product with a trained weight out
+// of the stage's backward into its weight-gradient pass (same kernel shape,
+// each half at its own efficiency) and re-points the buckets into that pass.
+void SplitWeightGradients(StageProgram& stage, const ClusterSpec& cluster);
 
 struct Plan {
   bool training = true;

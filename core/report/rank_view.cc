@@ -34,6 +34,8 @@ std::vector<std::string> CollectivesIn(const StageProgram& stage, int g, bool tr
   if (training) {
     for (const Task& t : stage.backward)
       if (t.kind == Task::Kind::kCollective && t.group == g) count("backward", t.collective);
+    for (const Task& t : stage.weight_gradient)
+      if (t.kind == Task::Kind::kCollective && t.group == g) count("weight gradient", t.collective);
     for (const GradientBucket& b : stage.buckets)
       if (b.group == g) count(b.every_micro_batch ? "gradient (every micro-batch)" : "gradient", b.collective);
   }

@@ -71,12 +71,16 @@ std::string FormatStepReport(const RunSpec& run, const Plan& plan, const StepRes
     if (s.memory.peak > peak->memory.peak) peak = &s;
   const std::string gathered =
       peak->memory.gathered_weights > 0 ? fmt::format(" ({} gathered)", Bytes(peak->memory.gathered_weights)) : "";
+  const std::string held =
+      peak->memory.held_for_weight_gradients > 0
+          ? fmt::format(", {} held for weight gradients", Bytes(peak->memory.held_for_weight_gradients))
+          : "";
   out += fmt::format(
       "  memory     peak {} of {} on stage {}: parameters {}{}, gradients {}, optimizer {}, "
-      "activations {} ({:.4g} micro-batch{} in flight)\n",
+      "activations {} ({:.4g} micro-batch{} in flight{})\n",
       Bytes(peak->memory.peak), Bytes(plan.device_memory), peak->stage, Bytes(peak->memory.parameters), gathered,
       Bytes(peak->memory.gradients), Bytes(peak->memory.optimizer_states), Bytes(peak->memory.activations),
-      peak->memory.micro_batches_in_flight, peak->memory.micro_batches_in_flight == 1 ? "" : "es");
+      peak->memory.micro_batches_in_flight, peak->memory.micro_batches_in_flight == 1 ? "" : "es", held);
   out += fmt::format("  slowest    stage {}: {}\n", r.slowest_stage, r.slowest_reason);
   if (r.out_of_memory) out += fmt::format("  OUT OF MEMORY: {}\n", r.memory_message);
   if (r.stages.size() > 1) {

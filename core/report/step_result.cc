@@ -69,7 +69,7 @@ void ShareOut(double amount, const PerDimension& weights, const PerDimension& fa
 PerDimension StepBytes(const Plan& plan, const StageProgram& program) {
   PerDimension bytes{};
   const double m = static_cast<double>(plan.micro_batches);
-  for (const auto* pass : {&program.forward, &program.backward})
+  for (const auto* pass : {&program.forward, &program.backward, &program.weight_gradient})
     for (const Task& t : *pass)
       if (t.kind == Task::Kind::kCollective) bytes[static_cast<size_t>(t.dimension)] += m * t.comm_bytes;
   for (const Task& t : program.step_start) bytes[static_cast<size_t>(t.dimension)] += t.comm_bytes;
@@ -90,7 +90,11 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
   r.memory = program.memory;
   const std::vector<const TraceEvent*> events = RepresentativeEvents(trace, s, plan.RepresentativeRank(s));
   const PassComm forward_comm = ClosedFormPassComm(program.forward);
-  const PassComm backward_comm = ClosedFormPassComm(program.backward, BucketBreaks(program));
+  ScheduleItem backward_item, weight_item;
+  backward_item.forward = weight_item.forward = false;
+  weight_item.weight_gradient = true;
+  const PassComm backward_comm = ClosedFormPassComm(program.backward, PassBreaks(program, backward_item));
+  const PassComm weight_comm = ClosedFormPassComm(program.weight_gradient, PassBreaks(program, weight_item));
   PerDimension seconds{}, exposed{};
   constexpr auto kData = static_cast<size_t>(CommDimension::kData);
   constexpr auto kPipeline = static_cast<size_t>(CommDimension::kPipeline);
@@ -115,12 +119,15 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
         break;
       }
       case EventKind::kForward:
-      case EventKind::kBackward: {
+      case EventKind::kBackward:
+      case EventKind::kWeightGradient: {
         (e->kind == EventKind::kForward ? forward : backward) += e->duration;
         r.compute_seconds += e->compute;
         r.communication_seconds += e->communication;
         r.exposed_communication_seconds += e->duration - e->compute;
-        const PassComm& closed = e->kind == EventKind::kForward ? forward_comm : backward_comm;
+        const PassComm& closed = e->kind == EventKind::kForward    ? forward_comm
+                                 : e->kind == EventKind::kBackward ? backward_comm
+                                                                   : weight_comm;
         ShareOut(e->communication, closed.seconds, closed.seconds, seconds);
         ShareOut(e->duration - e->compute, closed.exposed, closed.seconds, exposed);
         last_pass_end = std::max(last_pass_end, e->end());
@@ -256,6 +263,8 @@ StageResult StageResultFromJson(const nlohmann::json& s) {
   st.memory.optimizer_states = m.at("optimizer_states");
   st.memory.activations_per_micro_batch = m.at("activations_per_micro_batch");
   st.memory.micro_batches_in_flight = m.at("micro_batches_in_flight");
+  // result.json files written before split backwards were simulated have none
+  st.memory.held_for_weight_gradients = m.value("held_for_weight_gradients", 0.0);
   st.memory.activations = m.at("activations");
   st.memory.communication_buffers = m.at("communication_buffers");
   st.memory.host = m.value("host", 0.0);  // result.json files written before host memory was counted

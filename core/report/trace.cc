@@ -12,8 +12,8 @@ namespace shardlab {
 namespace {
 
 constexpr std::array<const char*, 3> kLanes = {"compute", "communication", "pipeline"};
-constexpr std::array<const char*, 7> kKinds = {"forward",  "backward", "optimizer", "weight_gather",
-                                               "gradient", "send",     "receive"};
+constexpr std::array<const char*, 8> kKinds = {"forward",  "backward", "optimizer", "weight_gather",
+                                               "gradient", "send",     "receive",   "weight_gradient"};
 
 template <typename Enum, size_t N>
 Enum Parse(const std::array<const char*, N>& names, const std::string& name, const char* what) {

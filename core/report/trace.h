@@ -20,13 +20,14 @@ enum class Lane {
 
 // What an event is.
 enum class EventKind {
-  kForward,       // a forward pass of one micro-batch (one chunk when interleaved)
-  kBackward,      // a backward pass (with its recomputed forward)
-  kOptimizer,     // the optimizer update that closes the step
-  kWeightGather,  // a parallel-optimizer weight AllGather before the first pass
-  kGradient,      // a fused gradient bucket's collective
-  kSend,          // activations or gradients sent to the neighbouring stage
-  kReceive,       // waiting for them to arrive (measured by the real executor)
+  kForward,         // a forward pass of one micro-batch (one chunk when interleaved)
+  kBackward,        // a backward pass (with its recomputed forward)
+  kOptimizer,       // the optimizer update that closes the step
+  kWeightGather,    // a parallel-optimizer weight AllGather before the first pass
+  kGradient,        // a fused gradient bucket's collective
+  kSend,            // activations or gradients sent to the neighbouring stage
+  kReceive,         // waiting for them to arrive (measured by the real executor)
+  kWeightGradient,  // a split backward's weight-gradient pass (zero-bubble schedules)
 };
 
 const char* ToString(Lane lane);
@@ -50,7 +51,9 @@ struct TraceEvent {
   double communication = 0;
   std::vector<int64_t> ranks;  // the devices it stands for; empty: the stage's representative
 
-  bool IsPass() const { return kind == EventKind::kForward || kind == EventKind::kBackward; }
+  bool IsPass() const {
+    return kind == EventKind::kForward || kind == EventKind::kBackward || kind == EventKind::kWeightGradient;
+  }
   double end() const { return start + duration; }
 };
 

@@ -15,10 +15,13 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Backward-pass offsets after which each backward task is done, as the engines step through it.
-std::vector<double> BackwardTaskEnds(const StageProgram& stage, double* backward) {
-  std::vector<double> ends(stage.backward.size(), 0);
-  *backward = ClosedFormPass(PassSteps(stage.backward, 0, stage.backward.size(), BucketBreaks(stage)), stage.backward,
+// Offsets in the pass that completes the gradients (the backward, or the
+// weight-gradient pass when split) after which each of its tasks is done, as
+// the engines step through it.
+std::vector<double> GradientTaskEnds(const StageProgram& stage, double* duration) {
+  const std::vector<Task>& tasks = stage.GradientTasks();
+  std::vector<double> ends(tasks.size(), 0);
+  *duration = ClosedFormPass(PassSteps(tasks, 0, tasks.size(), BucketBreaks(stage)), tasks,
                              [&](const PassStep& step, double end, double) {
                                for (int i = step.first_task; i < step.end_task; ++i) ends[i] = end;
                              });
@@ -91,11 +94,12 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
     fs.passes_end = timeline.stages[s].passes_end_seconds;
     for (const Task& t : stage.optimizer) fs.optimizer += t.seconds;
     double backward = 0;
-    const std::vector<double> task_end = BackwardTaskEnds(stage, &backward);
+    const std::vector<double> task_end = GradientTaskEnds(stage, &backward);
     fs.backward_start = fs.passes_end - backward / chunks;
+    const EventKind gradient_pass = stage.splits_backward ? EventKind::kWeightGradient : EventKind::kBackward;
     std::map<int64_t, double> backward_end;  // per micro-batch, all chunks
     for (const TraceEvent& e : timeline.events)
-      if (e.stage == stage.stage && e.kind == EventKind::kBackward)
+      if (e.stage == stage.stage && e.kind == gradient_pass)
         backward_end[e.micro_batch] = std::max(backward_end[e.micro_batch], e.end());
     for (const auto& [micro_batch, end] : backward_end)
       if (end < fs.passes_end) fs.earlier_backward_offsets.push_back(fs.passes_end - end);
@@ -106,7 +110,7 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
       g.tensor = bucket.parameters.front();
       g.name = graph.tensor(g.tensor).name;
       g.bytes = bucket.bytes;
-      g.ready = fs.passes_end - (backward - task_end[bucket.ready_after]) / chunks;
+      g.ready = fs.passes_end - (backward - (bucket.ready_after < 0 ? 0 : task_end[bucket.ready_after])) / chunks;
       by_list[bucket.list].emplace_back(bucket.position, g);
       first_of_list.emplace(bucket.list, &bucket);
     }

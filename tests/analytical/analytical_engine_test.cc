@@ -49,6 +49,61 @@ TEST_CASE("interleaving over v chunks divides the bubble by v") {
   CHECK(r.step_seconds == Approx(8 * 3.0 + 3 * 3.0 / 2));
 }
 
+// Uniform's stages with each backward split into an input-gradient pass of
+// `b` and a weight-gradient pass of `w` seconds.
+Plan UniformSplit(int64_t stages, int64_t micro_batches, double f, double b, double w) {
+  Plan plan = Uniform(stages, micro_batches, "zero_bubble_h1", 1, f, b);
+  for (StageProgram& stage : plan.stages) {
+    Task weight_gradient;
+    weight_gradient.seconds = w;
+    stage.weight_gradient = {weight_gradient};
+    stage.splits_backward = true;
+  }
+  return plan;
+}
+
+TEST_CASE("ZB-H1 shrinks 1F1B's bubble from (S-1)(F+B+W) to (S-1)(F+B-W)") {
+  // Qi et al., "Zero Bubble Pipeline Parallelism" (ICLR 2024), section 3.1.
+  const StepResult one_f_one_b = Analytical(Uniform(4, 8, "1f1b", 1, 1.0, 2.0));
+  const StepResult zb = Analytical(UniformSplit(4, 8, 1.0, 1.0, 1.0));
+  CHECK(one_f_one_b.step_seconds == Approx(8 * 3.0 + 3 * 3.0));
+  CHECK(zb.step_seconds == Approx(8 * 3.0 + 3 * 1.0));
+  CHECK(zb.stages[0].bubble_seconds == Approx(3 * 1.0));
+  // Stage s holds back its first s weight-gradient passes and runs them after its last backward.
+  std::vector<std::string> last_stage;
+  for (const TraceEvent& e : zb.events)
+    if (e.stage == 3 && e.IsPass()) last_stage.push_back(e.name);
+  REQUIRE(last_stage.size() == 24);
+  CHECK(last_stage[0] == "F0");
+  CHECK(last_stage[1] == "B0");
+  CHECK(last_stage[2] == "F1");
+  CHECK(last_stage[7] == "B3");
+  CHECK(last_stage[8] == "W0");  // the fourth backward releases the first weight-gradient pass
+  CHECK(last_stage[9] == "F4");
+  CHECK(std::vector<std::string>(last_stage.end() - 3, last_stage.end()) == std::vector<std::string>{"W5", "W6", "W7"});
+}
+
+TEST_CASE("a split backward's buckets become ready in its weight-gradient pass") {
+  Plan plan = UniformSplit(1, 1, 1.0, 1.0, 0.0);
+  StageProgram& stage = plan.stages[0];
+  stage.weight_gradient.clear();
+  for (int i = 0; i < 2; ++i) {
+    Task t;
+    t.seconds = 1.0;
+    stage.weight_gradient.push_back(t);
+  }
+  GradientBucket early, late;
+  early.ready_after = -1;  // its gradients all came with the input-gradient pass
+  early.seconds = 1.0;
+  late.ready_after = 1;
+  late.seconds = 0.5;
+  stage.buckets = {early, late};
+  const StepResult r = Analytical(plan);
+  // F 1, B 1, W 2; the early bucket runs beside the W pass, the late one after it.
+  CHECK(r.step_seconds == Approx(4.5));
+  CHECK(r.exposed_communication_seconds == Approx(0.5));
+}
+
 TEST_CASE("gradient buckets overlap the rest of the backward pass") {
   Plan plan = Uniform(1, 1, "1f1b", 1, 1.0, 0.0);
   StageProgram& stage = plan.stages[0];

@@ -167,6 +167,30 @@ TEST_CASE("the executor runs a pipeline of model-parallel stages") {
       (e.stage == 0 ? first0 : first1) = std::min(e.stage == 0 ? first0 : first1, e.start);
   CHECK(first1 > first0);
 }
+
+TEST_CASE("the executor runs ZB-H1's weight-gradient passes and their gradient buckets") {
+  RunSpec run = LoadRunFile(SourcePath("configs/runs/tiny-gpt-cpu-mp2-pp2.json"));
+  run.simulation.pipeline_schedule = PipelineSchedule::kZeroBubbleH1;
+  const Plan plan = Prepare(run).plan;
+  REQUIRE(!plan.stages[1].weight_gradient.empty());
+  const auto ranks = Execute(plan);
+  const StepResult measured = MeasuredStep(plan, ranks);
+  for (int64_t s = 0; s < 2; ++s) {
+    INFO("stage " << s);
+    int weight_gradients = 0;
+    for (const TraceEvent& e : measured.events)
+      weight_gradients += e.kind == EventKind::kWeightGradient && e.stage == s;
+    CHECK(weight_gradients == plan.micro_batches);
+    CHECK(HasEvent(measured, EventKind::kGradient, s));
+  }
+  // Stage 1 holds its first weight-gradient pass back: its second backward comes before it.
+  std::vector<std::string> order;
+  for (const TraceEvent& e : ranks.back().events)
+    if (e.IsPass()) order.push_back(e.name);
+  REQUIRE(order.size() >= 5);
+  CHECK(std::vector<std::string>(order.begin(), order.begin() + 5) ==
+        std::vector<std::string>{"F0", "B0", "F1", "B1", "W0"});
+}
 #endif
 
 TEST_CASE("nccl runs only where a GPU is and says why not elsewhere") {

@@ -12,6 +12,7 @@
 
 #include "gui/axis.h"
 #include "gui/export.h"
+#include "gui/palette.h"
 #include "gui/run_loader.h"
 #include "gui/strategy_view.h"
 #include "tests/test_util.h"
@@ -108,6 +109,41 @@ class PipelineViewTest : public QObject {
         previous = op;
       }
     }
+  }
+
+  void ZeroBubbleWeightGradientPassesAreDrawnAndPointToTheirProducts() {
+    RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/pangu-alpha-13b-ascend-512.json"));
+    run.model.params.Set("layers", int64_t{4});
+    run.simulation.pipeline_schedule = PipelineSchedule::kZeroBubbleH1;
+    const RunView loaded = SimulateForView(run);
+    PipelineView view;
+    view.resize(1200, 400);
+    view.SetTimeline(loaded.timeline);
+    // Stage 1 (the last) holds back its first weight-gradient pass until after its second backward.
+    const StageRow& last = view.timeline().stages.back();
+    std::vector<std::string> names;
+    for (const TimelineSpan& span : last.compute)
+      if (span.IsPass()) names.push_back(span.name);
+    QVERIFY(names.size() >= 5);
+    QCOMPARE(names[4], std::string("W0"));
+    const TimelineSpan* w0 = nullptr;
+    for (const TimelineSpan& span : last.compute)
+      if (span.kind == EventKind::kWeightGradient && !w0) w0 = &span;
+    QVERIFY(w0);
+    // Its tasks are the products' weight gradients; the tooltip names them.
+    const PassTask* task = last.TaskAt(*w0, 0.5);
+    QVERIFY(task);
+    QVERIFY2(QString::fromStdString(task->name).endsWith("/weight_gradient"), task->name.c_str());
+    view.SetVisibleRange(w0->start, w0->end);
+    const QRectF zoomed = view.SpanRect(1, *w0, Track::kCompute);
+    QVERIFY(view.ToolTipAt(zoomed.center().toPoint()).contains("weight_gradient"));
+    // Drawn in its own colour, which the legend lists.
+    const QImage image = view.grab().toImage();
+    int weight_pixels = 0;
+    for (int y = 0; y < image.height(); ++y)
+      for (int x = 0; x < image.width(); ++x)
+        weight_pixels += image.pixelColor(x, y) == KindColor(EventKind::kWeightGradient);
+    QVERIFY(weight_pixels > 100);
   }
 
   void PipelineSendsHaveTheirOwnTrack() {

@@ -8,8 +8,7 @@ namespace {
 std::string Render(const std::vector<ScheduleItem>& items) {
   std::string out;
   for (const auto& i : items) {
-    out += (out.empty() ? "" : " ") + std::string(i.forward ? "F" : "B") + std::to_string(i.micro_batch);
-    if (i.chunk) out += "." + std::to_string(i.chunk);
+    out += (out.empty() ? "" : " ") + PassName(i, i.chunk + 1);
   }
   return out;
 }
@@ -31,6 +30,14 @@ TEST_CASE("interleaved 1F1B visits chunks in groups of S micro-batches") {
   int forwards = 0;
   for (const auto& i : order) forwards += i.forward;
   CHECK(forwards == 8);
+}
+
+TEST_CASE("ZB-H1 follows 1F1B, each backward's weight-gradient pass after it, stage s holding back s of them") {
+  CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleH1, 0, 4, 6, 1)) ==
+        "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 B3 W3 B4 W4 B5 W5");
+  CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleH1, 2, 4, 6, 1)) ==
+        "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 B5 W3 W4 W5");
+  CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleH1, 3, 4, 2, 1)) == "F0 B0 F1 B1 W0 W1");
 }
 
 }  // namespace
