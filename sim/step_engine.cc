@@ -556,6 +556,7 @@ class Engine {
     for (size_t b = 0; b < buckets.size(); ++b)
       if (last || buckets[b].every_micro_batch)
         d.bucket_runs.push_back({item.micro_batch, b, d.final_backwards - 1, last});
+    MaybeStartBucket(d);  // a split backward's buckets whose gradients all came with its input-gradient pass
   }
 
   // Tracks how far a final backward item has come, for the gradient buckets.

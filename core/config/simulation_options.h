@@ -36,9 +36,10 @@ enum class PipelineSchedule {
   // 1F1B with every backward split in two (Qi et al., "Zero Bubble Pipeline
   // Parallelism", ICLR 2024, schedule ZB-H1): the input-gradient half (B),
   // which the stage before waits for, runs in 1F1B's place; the
-  // weight-gradient half (W) runs after it, stage s holding its first s back
-  // to fill the cool-down's bubbles. Peak activations as 1F1B
-  // ("zero_bubble_h1").
+  // weight-gradient half (W) of micro-batch i runs after B of micro-batch
+  // i + s on stage s, the last s of them after the last B, where they fill
+  // the cool-down's bubbles. What a B leaves for its W stays in memory until
+  // the W runs ("zero_bubble_h1").
   kZeroBubbleH1,
 };
 

@@ -1081,13 +1081,15 @@ class Lowering {
   // from its schedule: every forward whose backward has not run yet holds
   // its chunk's share (1/chunks) of the activations, every input-gradient
   // pass whose weight-gradient pass has not run yet its `held`. Sets the
-  // micro-batches of each at that peak. 1F1B: min(M, S - s); GPipe: M;
-  // interleaved: Megatron's warm-up plus one, over the chunks.
+  // most micro-batches in flight (1F1B: min(M, S - s); GPipe: M;
+  // interleaved: Megatron's warm-up plus one, over the chunks) and the
+  // held micro-batches at the peak.
   static double PeakInFlight(const Plan& plan, int64_t stage, double kept, double held, double* micro_batches,
                              double* held_micro_batches) {
     int64_t forwards = 0, weight_gradients = 0;
     double peak = -1;
     const double chunks = static_cast<double>(plan.chunks);
+    *micro_batches = 0;
     for (const ScheduleItem& item : StageSchedule(plan.schedule, stage, static_cast<int64_t>(plan.stages.size()),
                                                   plan.micro_batches, plan.chunks)) {
       if (item.forward) {
@@ -1100,10 +1102,9 @@ class Lowering {
       }
       const double bytes =
           (static_cast<double>(forwards) * kept + static_cast<double>(weight_gradients) * held) / chunks;
-      // Ties go to more activations in flight (the held bytes may be 0).
-      if (bytes > peak || (bytes == peak && static_cast<double>(forwards) / chunks > *micro_batches)) {
+      *micro_batches = std::max(*micro_batches, static_cast<double>(forwards) / chunks);
+      if (bytes > peak) {
         peak = bytes;
-        *micro_batches = static_cast<double>(forwards) / chunks;
         *held_micro_batches = static_cast<double>(weight_gradients) / chunks;
       }
     }
@@ -1114,17 +1115,17 @@ class Lowering {
   // pass: each trained product's first operand and its output's gradient
   // (dB = A^T dC), each tensor once.
   double HeldForWeightGradients(int64_t stage) const {
-    SavedActivations held;
+    SavedActivations operands, gradients;  // apart: a product's output may be the next one's operand
     for (size_t i = 0; i < graph_.operators().size(); ++i) {
       const int index = static_cast<int>(i);
       const Operator& op = graph_.op(index);
       if (op.pipeline_stage != stage || op.OnHost()) continue;
       if ((op.type != "MatMul" && op.type != "BatchMatMul") || !Trained(op.inputs[1])) continue;
       const int a = op.inputs[0];
-      held.Keep(Storage(a), SliceBytes(layouts_[index].inputs[0], graph_.tensor(a).dtype));
-      held.Keep(op.outputs[0], OutputSliceBytes(op.outputs[0]));
+      operands.Keep(Storage(a), SliceBytes(layouts_[index].inputs[0], graph_.tensor(a).dtype));
+      gradients.Keep(op.outputs[0], OutputSliceBytes(op.outputs[0]));
     }
-    return held.Bytes();
+    return operands.Bytes() + gradients.Bytes();
   }
 
   // The tensors one micro-batch keeps for its backward, each counted once.

@@ -20,9 +20,9 @@ std::vector<ScheduleItem> ChunkOrder(bool forward, int64_t stages, int64_t micro
   return order;
 }
 
-// ZB-H1 from a 1F1B order: each backward is followed by a weight-gradient
-// pass, stage s holding back its first s of them (so the stages after it get
-// their input gradients sooner) and running them after its last backward.
+// ZB-H1 from a 1F1B order: stage s runs micro-batch i's weight-gradient pass
+// after the backward of micro-batch i + s (so its backwards, all the stages
+// before it wait for, come sooner), the last s after its last backward.
 std::vector<ScheduleItem> WithWeightGradients(const std::vector<ScheduleItem>& order, int64_t stage) {
   std::vector<ScheduleItem> out;
   std::deque<ScheduleItem> held;

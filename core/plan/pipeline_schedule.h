@@ -3,7 +3,7 @@
 // warm-up forwards on stage s, then one backward and one forward alternately,
 // then the remaining backwards), interleaved 1F1B over virtual chunks, and
 // ZB-H1 (1F1B whose backwards are split into an input-gradient pass and a
-// weight-gradient pass, some of the latter held back to fill bubbles).
+// weight-gradient pass, the latter lagging s backwards behind on stage s).
 #pragma once
 
 #include <cstdint>

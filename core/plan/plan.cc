@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -49,16 +50,23 @@ void SplitWeightGradients(StageProgram& stage, const ClusterSpec& cluster) {
     p.seconds = ComputeSeconds(p.flops, p.bytes, p.dtype, cluster, p.on_host, p.kernel).seconds;
     return p;
   };
+  bool waits_for_copies = false;  // a wait for host copies on a task that moved whole to the W pass
   for (size_t i = 0; i < stage.backward.size(); ++i) {
     const Task& t = stage.backward[i];
     if (t.kind != Task::Kind::kCompute || t.weight_gradient_fraction <= 0) {
       backward.push_back(t);
+      backward.back().after_host_copies |= std::exchange(waits_for_copies, false);
     } else {
       const double fraction = t.weight_gradient_fraction;
       std::string name = t.name;
       if (const size_t slash = name.rfind("/backward"); slash != std::string::npos) name.resize(slash);
       stage.weight_gradient.push_back(part(t, fraction, GemmGradient::kSecond, name + "/weight_gradient"));
-      if (fraction < 1) backward.push_back(part(t, 1 - fraction, GemmGradient::kFirst, name + "/input_gradient"));
+      if (fraction < 1) {
+        backward.push_back(part(t, 1 - fraction, GemmGradient::kFirst, name + "/input_gradient"));
+        backward.back().after_host_copies = t.after_host_copies || std::exchange(waits_for_copies, false);
+      } else {
+        waits_for_copies |= t.after_host_copies;
+      }
     }
     split_through[i] = static_cast<int>(stage.weight_gradient.size());
   }

@@ -69,7 +69,7 @@ TEST_CASE("ZB-H1 shrinks 1F1B's bubble from (S-1)(F+B+W) to (S-1)(F+B-W)") {
   CHECK(one_f_one_b.step_seconds == Approx(8 * 3.0 + 3 * 3.0));
   CHECK(zb.step_seconds == Approx(8 * 3.0 + 3 * 1.0));
   CHECK(zb.stages[0].bubble_seconds == Approx(3 * 1.0));
-  // Stage s holds back its first s weight-gradient passes and runs them after its last backward.
+  // Stage s runs micro-batch i's weight-gradient pass after micro-batch i + s's backward, the last s at the end.
   std::vector<std::string> last_stage;
   for (const TraceEvent& e : zb.events)
     if (e.stage == 3 && e.IsPass()) last_stage.push_back(e.name);

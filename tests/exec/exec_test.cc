@@ -183,7 +183,7 @@ TEST_CASE("the executor runs ZB-H1's weight-gradient passes and their gradient b
     CHECK(weight_gradients == plan.micro_batches);
     CHECK(HasEvent(measured, EventKind::kGradient, s));
   }
-  // Stage 1 holds its first weight-gradient pass back: its second backward comes before it.
+  // Stage 1 runs W0 after B1, its second backward.
   std::vector<std::string> order;
   for (const TraceEvent& e : ranks.back().events)
     if (e.IsPass()) order.push_back(e.name);

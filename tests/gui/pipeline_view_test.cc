@@ -119,7 +119,7 @@ class PipelineViewTest : public QObject {
     PipelineView view;
     view.resize(1200, 400);
     view.SetTimeline(loaded.timeline);
-    // Stage 1 (the last) holds back its first weight-gradient pass until after its second backward.
+    // Stage 1 (the last) runs W0 after B1, its second backward.
     const StageRow& last = view.timeline().stages.back();
     std::vector<std::string> names;
     for (const TimelineSpan& span : last.compute)

@@ -32,7 +32,7 @@ TEST_CASE("interleaved 1F1B visits chunks in groups of S micro-batches") {
   CHECK(forwards == 8);
 }
 
-TEST_CASE("ZB-H1 follows 1F1B, each backward's weight-gradient pass after it, stage s holding back s of them") {
+TEST_CASE("ZB-H1 follows 1F1B, micro-batch i's weight-gradient pass after micro-batch i + s's backward on stage s") {
   CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleH1, 0, 4, 6, 1)) ==
         "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 B3 W3 B4 W4 B5 W5");
   CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleH1, 2, 4, 6, 1)) ==
