@@ -105,8 +105,10 @@ void AttachPassTasks(const Plan& plan, PipelineTimeline* timeline) {
 
 const PassTask* StageRow::TaskAt(const TimelineSpan& pass, double x) const {
   if (!pass.IsPass()) return nullptr;
-  const double share =
-      (static_cast<double>(std::clamp<int64_t>(pass.chunk, 0, chunks - 1)) + x) / static_cast<double>(chunks);
+  // A backward runs the stage's layers in reverse: chunk c is the c-th share of its tasks from the end.
+  const int64_t chunk = std::clamp<int64_t>(pass.chunk, 0, chunks - 1);
+  const int64_t share_index = pass.kind == EventKind::kForward ? chunk : chunks - 1 - chunk;
+  const double share = (static_cast<double>(share_index) + x) / static_cast<double>(chunks);
   const std::vector<PassTask>& tasks = pass.kind == EventKind::kForward    ? forward_tasks
                                        : pass.kind == EventKind::kBackward ? backward_tasks
                                                                            : weight_gradient_tasks;

@@ -26,8 +26,9 @@ struct TimelineSpan {
 };
 
 // A task inside a stage's forward or backward work, as a share of it: clicking
-// a pass there selects its operator. With interleaved chunks a pass runs the
-// chunk's share of that work ((chunk + x) / chunks of it at x of the pass).
+// a pass there selects its operator. With interleaved chunks a forward runs
+// the chunk's share of that work ((chunk + x) / chunks of it at x of the
+// pass), a backward the share as far from the end ((chunks - 1 - chunk + x) / chunks).
 struct PassTask {
   int op = -1;
   std::string name;

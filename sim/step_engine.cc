@@ -96,11 +96,17 @@ std::vector<std::vector<int64_t>> Lanes(const StageProgram& stage, const std::ve
 }
 
 // A pass's tasks split evenly over the virtual chunks, each chunk as steps.
+// The forward runs the stage's layers in order, so chunk c takes the c-th
+// share of its tasks; a backward runs them in reverse (`reversed`), so
+// chunk c takes the c-th share from the end.
 std::vector<std::vector<PassStep>> Split(const std::vector<Task>& tasks, int64_t chunks,
-                                         const std::vector<bool>& breaks) {
+                                         const std::vector<bool>& breaks, bool reversed) {
   std::vector<std::vector<PassStep>> out(chunks);
   const size_t n = tasks.size();
-  for (int64_t c = 0; c < chunks; ++c) out[c] = PassSteps(tasks, n * c / chunks, n * (c + 1) / chunks, breaks);
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t share = reversed ? chunks - 1 - c : c;
+    out[c] = PassSteps(tasks, n * share / chunks, n * (share + 1) / chunks, breaks);
+  }
   return out;
 }
 
@@ -128,13 +134,13 @@ class Engine {
       if (!plan.training)
         p.order.erase(std::remove_if(p.order.begin(), p.order.end(), [](const ScheduleItem& i) { return !i.forward; }),
                       p.order.end());
-      p.forward = Split(stage.forward, V_, {});
+      p.forward = Split(stage.forward, V_, {}, false);
       p.bucket_breaks = BucketBreaks(stage);
       ScheduleItem backward, weight_gradient;
       backward.forward = weight_gradient.forward = false;
       weight_gradient.weight_gradient = true;
-      p.backward = Split(stage.backward, V_, PassBreaks(stage, backward));
-      p.weight_gradient = Split(stage.weight_gradient, V_, PassBreaks(stage, weight_gradient));
+      p.backward = Split(stage.backward, V_, PassBreaks(stage, backward), true);
+      p.weight_gradient = Split(stage.weight_gradient, V_, PassBreaks(stage, weight_gradient), true);
       p.final_backward.assign(p.order.size(), false);
       std::map<int64_t, size_t> last_backward_of;
       for (size_t i = 0; i < p.order.size(); ++i)

@@ -109,6 +109,16 @@ class PipelineViewTest : public QObject {
         previous = op;
       }
     }
+    // A backward runs its chunk's layers too: chunk 1's the stage's later operators.
+    std::vector<int> backward_op(static_cast<size_t>(stage.chunks), -1);
+    for (const TimelineSpan& span : stage.compute) {
+      if (span.kind != EventKind::kBackward || span.micro_batch != 0 || backward_op[span.chunk] >= 0) continue;
+      const double margin = 0.05 * (span.end - span.start);
+      pipeline.SetVisibleRange(span.start - margin, span.end + margin);
+      backward_op[span.chunk] = pipeline.OperatorAt(pipeline.SpanRect(0, span, Track::kCompute).center().toPoint());
+    }
+    QVERIFY(backward_op[0] >= 0);
+    QVERIFY(backward_op[1] > backward_op[0]);
   }
 
   void ZeroBubbleWeightGradientPassesAreDrawnAndPointToTheirProducts() {
