@@ -109,6 +109,36 @@ DatasetStrategy ReadDatasetStrategy(const JsonNode& node) {
   return strategy;
 }
 
+// MindSpore's pipeline_config (set_auto_parallel_context, AutoParallel.pipeline):
+// both keys given, as MindSpore reads them. Schedulers: "1f1b", "gpipe"
+// (MindSpore 2.4), "seqpipe" (2.5), "seqvpp", "seqsmartvpp" (2.6),
+// "zero_bubble_v" (2.7); every one but "1f1b" needs pipeline_interleave.
+// "1f1b" with pipeline_interleave is the interleaved (virtual pipeline)
+// 1F1B over the model's chunks (simulation.virtual_pipeline_chunks,
+// MindFormers' pp_interleave_num).
+PipelineSchedule ReadPipelineConfig(const JsonNode& node) {
+  ObjectReader r(node);
+  const bool interleave = r.Required("pipeline_interleave").AsBool();
+  const JsonNode scheduler_node = r.Required("pipeline_scheduler");
+  const std::string scheduler =
+      scheduler_node.AsEnum({"1f1b", "gpipe", "seqpipe", "seqvpp", "seqsmartvpp", "zero_bubble_v"});
+  r.Finish();
+  if (!interleave && scheduler != "1f1b")
+    scheduler_node.Fail(
+        fmt::format("MindSpore runs pipeline_scheduler \"{}\" only with pipeline_interleave true", scheduler));
+  if (scheduler == "1f1b") return interleave ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
+  if (scheduler == "gpipe") return PipelineSchedule::kGPipe;
+  if (scheduler == "zero_bubble_v")
+    scheduler_node.Fail(
+        "pipeline_scheduler \"zero_bubble_v\" (two chunks per stage placed in a V, split backwards) is not "
+        "simulated yet; the nearest: simulation.pipeline_schedule \"zero_bubble_h1\" (split backwards, one chunk) "
+        "or \"interleaved\"");
+  scheduler_node.Fail(fmt::format(
+      "pipeline_scheduler \"{}\" (each micro-batch pipelined in sequence chunks, seq_split_num) is not simulated "
+      "yet; the nearest: pipeline_scheduler \"1f1b\" with pipeline_interleave",
+      scheduler));
+}
+
 }  // namespace
 
 const char* ToString(ParallelMode mode) { return kParallelModes[static_cast<int>(mode)].c_str(); }
@@ -179,6 +209,7 @@ ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size) {
     c.parallel_optimizer_config = ReadParallelOptimizerConfig(*v);
   c.parameter_broadcast = reader.Bool("parameter_broadcast", false);
   c.pipeline_stages = reader.Int("pipeline_stages", 1, 1, kMaxDevices);
+  if (auto v = reader.Optional("pipeline_config")) c.pipeline_config = ReadPipelineConfig(*v);
   c.full_batch = reader.Bool("full_batch", false);
   const auto dataset = reader.Optional("dataset_strategy");
   if (dataset) c.dataset_strategy = ReadDatasetStrategy(*dataset);

@@ -5,10 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
+
+#include "core/config/simulation_options.h"
 
 namespace shardlab {
 
@@ -91,6 +94,11 @@ struct ParallelConfig {
   ParallelOptimizerConfig parallel_optimizer_config;
   bool parameter_broadcast = false;
   int64_t pipeline_stages = 1;
+  // MindSpore's pipeline_config ({"pipeline_interleave": bool,
+  // "pipeline_scheduler": "1f1b" | "gpipe" | ...}), when the run gives it:
+  // the schedule it names. Read only; the run's schedule is
+  // simulation.pipeline_schedule, which it sets (ReadRun).
+  std::optional<PipelineSchedule> pipeline_config;
   bool full_batch = false;
   DatasetStrategy dataset_strategy;
   std::string strategy_ckpt_load_file;  // resolved against the run file's folder

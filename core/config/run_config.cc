@@ -229,7 +229,25 @@ RunSpec ReadRunSpec(const JsonNode& node) {
       params->Child("batch").Fail("the batch comes from the run: global_batch_size / micro_batch_num");
     ApplyModelParams(run.model, *params);
   }
-  if (auto simulation = r.Optional("simulation")) run.simulation = ReadSimulation(*simulation);
+  // MindSpore's parallel.pipeline_config names the schedule simulation.pipeline_schedule leaves out.
+  SimulationOptions simulation_defaults;
+  if (run.parallel.pipeline_config) simulation_defaults.pipeline_schedule = *run.parallel.pipeline_config;
+  if (auto simulation = r.Optional("simulation")) {
+    if (run.parallel.pipeline_config && simulation->json().is_object() &&
+        simulation->json().contains("pipeline_schedule") && simulation->json()["pipeline_schedule"].is_string() &&
+        simulation->json()["pipeline_schedule"] != ToString(*run.parallel.pipeline_config))
+      simulation->Child("pipeline_schedule")
+          .Fail(fmt::format("parallel.pipeline_config names the schedule \"{}\": give one of the two, or the same",
+                            ToString(*run.parallel.pipeline_config)));
+    run.simulation = ReadSimulation(*simulation, simulation_defaults);
+  } else {
+    run.simulation = simulation_defaults;
+  }
+  if (run.simulation.pipeline_schedule == PipelineSchedule::kInterleaved && run.simulation.virtual_pipeline_chunks < 2)
+    parallel_node.Child("pipeline_config")
+        .Fail(
+            "pipeline_interleave runs the model in chunks: set simulation.virtual_pipeline_chunks (MindFormers' "
+            "pp_interleave_num) to 2 or more");
   if (auto stack = r.Optional("stack")) run.stack = ReadSoftwareStack(*stack);
   r.Finish();
   if (!run.model.builder.empty()) run.model.params.Set("batch", run.parallel.micro_batch_size());

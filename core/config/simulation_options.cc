@@ -47,9 +47,9 @@ std::vector<std::string> SimulationKeyVocabulary(const std::string& key) {
   return {};
 }
 
-SimulationOptions ReadSimulation(const JsonNode& node) {
+SimulationOptions ReadSimulation(const JsonNode& node, const SimulationOptions& defaults) {
   ObjectReader r(node);
-  SimulationOptions s;
+  SimulationOptions s = defaults;
   s.engine = Read(r, "engine", s.engine, kEngines);
   s.mode = Read(r, "mode", s.mode, kModes);
   s.pipeline_schedule = Read(r, "pipeline_schedule", s.pipeline_schedule, kSchedules);
@@ -75,7 +75,9 @@ SimulationOptions ReadSimulation(const JsonNode& node) {
   r.Finish();
   if (s.virtual_pipeline_chunks > 1 && s.pipeline_schedule != PipelineSchedule::kInterleaved)
     chunks->Fail("virtual_pipeline_chunks > 1 needs pipeline_schedule \"interleaved\"");
-  if (s.pipeline_schedule == PipelineSchedule::kInterleaved && s.virtual_pipeline_chunks < 2)
+  // A schedule from `defaults` is checked by whoever chose it.
+  if (s.pipeline_schedule == PipelineSchedule::kInterleaved && s.virtual_pipeline_chunks < 2 &&
+      node.json().contains("pipeline_schedule"))
     node.Fail("pipeline_schedule \"interleaved\" needs virtual_pipeline_chunks >= 2");
   return s;
 }

@@ -102,7 +102,8 @@ struct SimulationOptions {
   bool operator==(const SimulationOptions&) const = default;
 };
 
-SimulationOptions ReadSimulation(const JsonNode& node);
+// `defaults`: the values of the keys the section leaves out.
+SimulationOptions ReadSimulation(const JsonNode& node, const SimulationOptions& defaults = {});
 nlohmann::json ToJson(const SimulationOptions& s);
 
 }  // namespace shardlab

@@ -111,6 +111,58 @@ TEST_CASE("run files check the rules between their sections") {
              Catch::Contains(R"(missing required key "model")"));
 }
 
+TEST_CASE("MindSpore's pipeline_config names the pipeline schedule") {
+  const std::string head = R"({"name": "r", "cluster": "../clusters/ascend910-atlas900.json",
+      "model": "../models/gpt3-175b.json", "model_params": {"data_parallel": 2, "model_parallel": 2},
+      "parallel": {"parallel_mode": "semi_auto_parallel", "device_num": 16, "pipeline_stages": 4,
+                   "micro_batch_num": 8, "global_batch_size": 16, )";
+  auto schedule_of = [&](const std::string& rest) {
+    Doc doc(head + rest, SourcePath("configs/runs/inline.json"));
+    return ReadRunSpec(doc.root()).simulation;
+  };
+  CHECK(schedule_of(R"("pipeline_config": {"pipeline_interleave": false, "pipeline_scheduler": "1f1b"}}})")
+            .pipeline_schedule == PipelineSchedule::k1F1B);
+  CHECK(schedule_of(R"("pipeline_config": {"pipeline_interleave": true, "pipeline_scheduler": "gpipe"}}})")
+            .pipeline_schedule == PipelineSchedule::kGPipe);
+  const SimulationOptions interleaved =
+      schedule_of(R"("pipeline_config": {"pipeline_interleave": true, "pipeline_scheduler": "1f1b"}},
+                     "simulation": {"virtual_pipeline_chunks": 2}})");
+  CHECK(interleaved.pipeline_schedule == PipelineSchedule::kInterleaved);
+  CHECK(interleaved.virtual_pipeline_chunks == 2);
+  // The same schedule named twice is fine.
+  CHECK(schedule_of(R"("pipeline_config": {"pipeline_interleave": false, "pipeline_scheduler": "1f1b"}},
+                       "simulation": {"pipeline_schedule": "1f1b"}})")
+            .pipeline_schedule == PipelineSchedule::k1F1B);
+
+  std::string pointer;
+  CHECK_THAT(
+      ErrorOf(head + R"("pipeline_config": {"pipeline_interleave": false, "pipeline_scheduler": "gpipe"}}})", &pointer),
+      Catch::Contains("only with pipeline_interleave true"));
+  CHECK(pointer == "/parallel/pipeline_config/pipeline_scheduler");
+  CHECK_THAT(
+      ErrorOf(head + R"("pipeline_config": {"pipeline_interleave": true, "pipeline_scheduler": "zero_bubble_v"}}})",
+              &pointer),
+      Catch::Contains("not simulated yet"));
+  CHECK(pointer == "/parallel/pipeline_config/pipeline_scheduler");
+  CHECK_THAT(ErrorOf(head + R"("pipeline_config": {"pipeline_interleave": true, "pipeline_scheduler": "seqpipe"}}})",
+                     &pointer),
+             Catch::Contains("sequence chunks"));
+  CHECK_THAT(
+      ErrorOf(head + R"("pipeline_config": {"pipeline_interleave": true, "pipeline_scheduler": "2f2b"}}})", &pointer),
+      Catch::Contains("zero_bubble_v"));
+  CHECK_THAT(ErrorOf(head + R"("pipeline_config": {"pipeline_scheduler": "1f1b"}}})", &pointer),
+             Catch::Contains("pipeline_interleave"));
+  CHECK_THAT(
+      ErrorOf(head + R"("pipeline_config": {"pipeline_interleave": true, "pipeline_scheduler": "1f1b"}}})", &pointer),
+      Catch::Contains("pp_interleave_num"));
+  CHECK(pointer == "/parallel/pipeline_config");
+  CHECK_THAT(ErrorOf(head + R"("pipeline_config": {"pipeline_interleave": false, "pipeline_scheduler": "1f1b"}},
+                     "simulation": {"pipeline_schedule": "gpipe"}})",
+                     &pointer),
+             Catch::Contains("give one of the two"));
+  CHECK(pointer == "/simulation/pipeline_schedule");
+}
+
 TEST_CASE("a run cannot use more devices than its cluster has") {
   std::string pointer;
   const std::string cluster = R"({"name": "one-server", "servers": 1, "devices_per_server": 8,
