@@ -49,6 +49,13 @@ TEST_CASE("interleaving over v chunks divides the bubble by v") {
   CHECK(r.step_seconds == Approx(8 * 3.0 + 3 * 3.0 / 2));
 }
 
+// `n` tasks of `seconds` each.
+std::vector<Task> Tasks(int n, double seconds) {
+  Task t;
+  t.seconds = seconds;
+  return std::vector<Task>(static_cast<size_t>(n), t);
+}
+
 // Uniform's stages with each backward split into an input-gradient pass of
 // `b` and a weight-gradient pass of `w` seconds.
 Plan UniformSplit(int64_t stages, int64_t micro_batches, double f, double b, double w) {
@@ -86,12 +93,7 @@ TEST_CASE("ZB-H1 shrinks 1F1B's bubble from (S-1)(F+B+W) to (S-1)(F+B-W)") {
 TEST_CASE("a split backward's buckets become ready in its weight-gradient pass") {
   Plan plan = UniformSplit(1, 1, 1.0, 1.0, 0.0);
   StageProgram& stage = plan.stages[0];
-  stage.weight_gradient.clear();
-  for (int i = 0; i < 2; ++i) {
-    Task t;
-    t.seconds = 1.0;
-    stage.weight_gradient.push_back(t);
-  }
+  stage.weight_gradient = Tasks(2, 1.0);
   GradientBucket early, late;
   early.ready_after = -1;  // its gradients all came with the input-gradient pass
   early.seconds = 1.0;
@@ -107,12 +109,7 @@ TEST_CASE("a split backward's buckets become ready in its weight-gradient pass")
 TEST_CASE("gradient buckets overlap the rest of the backward pass") {
   Plan plan = Uniform(1, 1, "1f1b", 1, 1.0, 0.0);
   StageProgram& stage = plan.stages[0];
-  stage.backward.clear();
-  for (int i = 0; i < 4; ++i) {
-    Task t;
-    t.seconds = 1.0;
-    stage.backward.push_back(t);
-  }
+  stage.backward = Tasks(4, 1.0);
   GradientBucket early;
   early.ready_after = 0;
   early.seconds = 0.5;
