@@ -43,8 +43,9 @@ class RankProgram {
  public:
   RankProgram(const Plan& plan, int64_t rank, Communicator& world, Runtime& runtime)
       : plan_(plan), rank_(rank), world_(world), runtime_(runtime) {
-    if (plan.schedule == PipelineSchedule::kInterleaved && plan.chunks > 1)
-      throw std::runtime_error("the executor runs 1f1b, gpipe and zero_bubble_h1 schedules, not interleaved chunks");
+    if (RunsChunks(plan.schedule) && plan.chunks > 1)
+      throw std::runtime_error(
+          "the executor runs 1f1b, gpipe and zero_bubble_h1 schedules, not chunks (interleaved, zero_bubble_v)");
     if (world.size() != plan.devices)
       throw std::runtime_error(
           fmt::format("the plan has {} devices but the world {} ranks", plan.devices, world.size()));

@@ -121,7 +121,7 @@ class Engine {
         record_link_usage_(trace.enabled) {
     S_ = static_cast<int64_t>(plan.stages.size());
     M_ = plan.micro_batches;
-    V_ = plan.schedule == PipelineSchedule::kInterleaved ? plan.chunks : 1;
+    V_ = RunsChunks(plan.schedule) ? plan.chunks : 1;
     D_ = plan.devices_per_stage;
     shape_.plan = &plan;
     shape_.devices_per_server = cluster.devices_per_server;
@@ -392,7 +392,7 @@ class Engine {
 
   bool NeedsInput(const Device& d, const ScheduleItem& item) const {
     if (!item.Exchanges()) return false;  // a weight-gradient pass follows its own backward
-    const int64_t vs = item.chunk * S_ + d.stage;
+    const int64_t vs = VirtualStage(plan_.schedule, item.chunk, d.stage, S_);
     return item.forward ? vs > 0 : vs + 1 < S_ * V_;
   }
 
@@ -406,7 +406,7 @@ class Engine {
       return;
     }
     const ScheduleItem& item = p.order[d.item];
-    const int64_t vs = item.chunk * S_ + d.stage;
+    const int64_t vs = VirtualStage(plan_.schedule, item.chunk, d.stage, S_);
     if (NeedsInput(d, item)) {
       const InputKey key{d.rank, item.forward, vs, item.micro_batch};
       auto it = arrived_.find(key);
@@ -653,11 +653,15 @@ class Engine {
       MaybeStartBucket(d);
     }
     // Hand the activation (or its gradient) to the neighbouring virtual stage.
-    const int64_t vs = item.chunk * S_ + d.stage;
+    const int64_t vs = VirtualStage(plan_.schedule, item.chunk, d.stage, S_);
     const int64_t target_vs = item.forward ? vs + 1 : vs - 1;
-    if (item.Exchanges() && (plan_.training || item.forward)) {
+    if (item.Exchanges() && (plan_.training || item.forward) && target_vs >= 0 && target_vs < S_ * V_ &&
+        StageOfVirtual(plan_.schedule, target_vs, S_) == d.stage) {
+      // The V's turn: the next virtual stage runs on this device.
+      arrived_[{d.rank, item.forward, target_vs, item.micro_batch}] += static_cast<int64_t>(d.ranks.size());
+    } else if (item.Exchanges() && (plan_.training || item.forward)) {
       if (target_vs >= 0 && target_vs < S_ * V_) {
-        const int64_t target_stage = target_vs % S_;
+        const int64_t target_stage = StageOfVirtual(plan_.schedule, target_vs, S_);
         const double bytes =
             item.forward ? StageOf(d).send_forward_bytes : plan_.stages[target_stage].send_forward_bytes;
         for (int64_t rank : d.ranks) {

@@ -63,7 +63,7 @@ Trace RunAnalytical(const Plan& plan) {
   std::vector<TraceEvent>& events = trace.events;
   const int64_t S = static_cast<int64_t>(plan.stages.size());
   const int64_t M = plan.micro_batches;
-  const int64_t V = plan.schedule == PipelineSchedule::kInterleaved ? plan.chunks : 1;
+  const int64_t V = RunsChunks(plan.schedule) ? plan.chunks : 1;
   std::vector<StagePasses> times;
   for (const auto& stage : plan.stages) times.push_back(Sum(stage));
 
@@ -93,6 +93,12 @@ Trace RunAnalytical(const Plan& plan) {
   // Per micro-batch (all chunks): when the pass that completes its gradients ends.
   std::vector<std::vector<double>> gradients_end(S, std::vector<double>(M, 0));
   const int64_t virtual_stages = S * V;
+  // The transfer between virtual stages v and v + 1: the activation v's stage
+  // sends (or its gradient back); none where both run on one stage (the V's turn).
+  auto boundary_seconds = [&](int64_t v) {
+    const int64_t from = StageOfVirtual(plan.schedule, v, S);
+    return from == StageOfVirtual(plan.schedule, v + 1, S) ? 0.0 : plan.stages[from].send_seconds;
+  };
   size_t remaining = 0;
   for (const auto& o : order) remaining += o.size();
   while (remaining > 0) {
@@ -100,7 +106,7 @@ Trace RunAnalytical(const Plan& plan) {
     for (int64_t s = 0; s < S; ++s) {
       while (next[s] < order[s].size()) {
         const ScheduleItem& item = order[s][next[s]];
-        const int64_t vs = item.chunk * S + s;
+        const int64_t vs = VirtualStage(plan.schedule, item.chunk, s, S);
         double ready = free_at[s];
         // Forward needs the previous virtual stage's forward; backward the next one's backward and its own forward.
         auto wait_for = [&](bool forward, int64_t v, int64_t m, double transfer) {
@@ -109,14 +115,12 @@ Trace RunAnalytical(const Plan& plan) {
           ready = std::max(ready, it->second + transfer);
           return true;
         };
-        const int64_t prev_stage = (s + S - 1) % S;
         bool ok = true;
         if (item.forward) {
-          if (vs > 0) ok = wait_for(true, vs - 1, item.micro_batch, plan.stages[prev_stage].send_seconds);
+          if (vs > 0) ok = wait_for(true, vs - 1, item.micro_batch, boundary_seconds(vs - 1));
         } else if (!item.weight_gradient) {  // a weight-gradient pass follows its own backward in the order
           ok = wait_for(true, vs, item.micro_batch, 0);
-          if (ok && vs + 1 < virtual_stages)
-            ok = wait_for(false, vs + 1, item.micro_batch, plan.stages[s].send_seconds);
+          if (ok && vs + 1 < virtual_stages) ok = wait_for(false, vs + 1, item.micro_batch, boundary_seconds(vs));
         }
         if (!ok) break;
         const double share = 1.0 / static_cast<double>(V);
@@ -138,8 +142,9 @@ Trace RunAnalytical(const Plan& plan) {
         events.push_back(pass);
         // The activation (or its gradient) leaves for the neighbouring virtual stage.
         const int64_t target = item.forward ? vs + 1 : vs - 1;
-        if (item.Exchanges() && (plan.training || item.forward) && target >= 0 && target < virtual_stages) {
-          const double seconds = item.forward ? plan.stages[s].send_seconds : plan.stages[prev_stage].send_seconds;
+        if (item.Exchanges() && (plan.training || item.forward) && target >= 0 && target < virtual_stages &&
+            StageOfVirtual(plan.schedule, target, S) != s) {
+          const double seconds = boundary_seconds(std::min(vs, target));
           TraceEvent send =
               MakeEvent(s, Lane::kPipeline, EventKind::kSend,
                         std::string("send ") + (item.forward ? "F" : "B") + std::to_string(item.micro_batch),

@@ -128,11 +128,7 @@ PipelineSchedule ReadPipelineConfig(const JsonNode& node) {
         fmt::format("MindSpore runs pipeline_scheduler \"{}\" only with pipeline_interleave true", scheduler));
   if (scheduler == "1f1b") return interleave ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
   if (scheduler == "gpipe") return PipelineSchedule::kGPipe;
-  if (scheduler == "zero_bubble_v")
-    scheduler_node.Fail(
-        "pipeline_scheduler \"zero_bubble_v\" (two chunks per stage placed in a V, split backwards) is not "
-        "simulated yet; the nearest: simulation.pipeline_schedule \"zero_bubble_h1\" (split backwards, one chunk) "
-        "or \"interleaved\"");
+  if (scheduler == "zero_bubble_v") return PipelineSchedule::kZeroBubbleV;
   scheduler_node.Fail(fmt::format(
       "pipeline_scheduler \"{}\" (each micro-batch pipelined in sequence chunks, seq_split_num) is not simulated "
       "yet; the nearest: pipeline_scheduler \"1f1b\" with pipeline_interleave",

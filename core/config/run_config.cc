@@ -232,6 +232,8 @@ RunSpec ReadRunSpec(const JsonNode& node) {
   // MindSpore's parallel.pipeline_config names the schedule simulation.pipeline_schedule leaves out.
   SimulationOptions simulation_defaults;
   if (run.parallel.pipeline_config) simulation_defaults.pipeline_schedule = *run.parallel.pipeline_config;
+  if (simulation_defaults.pipeline_schedule == PipelineSchedule::kZeroBubbleV)
+    simulation_defaults.virtual_pipeline_chunks = 2;
   if (auto simulation = r.Optional("simulation")) {
     if (run.parallel.pipeline_config && simulation->json().is_object() &&
         simulation->json().contains("pipeline_schedule") && simulation->json()["pipeline_schedule"].is_string() &&
@@ -248,6 +250,12 @@ RunSpec ReadRunSpec(const JsonNode& node) {
         .Fail(
             "pipeline_interleave runs the model in chunks: set simulation.virtual_pipeline_chunks (MindFormers' "
             "pp_interleave_num) to 2 or more");
+  if (run.simulation.pipeline_schedule == PipelineSchedule::kZeroBubbleV &&
+      (run.parallel.pipeline_stages < 2 || run.parallel.micro_batch_num < 2 * run.parallel.pipeline_stages))
+    parallel_node.Child(run.parallel.pipeline_stages < 2 ? "pipeline_stages" : "micro_batch_num")
+        .Fail(fmt::format("the zero_bubble_v schedule needs at least 2 pipeline stages and micro_batch_num >= 2 x "
+                          "pipeline_stages (MindSpore's rule); here {} stages and {} micro-batches",
+                          run.parallel.pipeline_stages, run.parallel.micro_batch_num));
   if (auto stack = r.Optional("stack")) run.stack = ReadSoftwareStack(*stack);
   r.Finish();
   if (!run.model.builder.empty()) run.model.params.Set("batch", run.parallel.micro_batch_size());

@@ -10,7 +10,8 @@ namespace {
 
 constexpr EnumNames<Engine, 3> kEngines({"simgrid", "analytical", "both"});
 constexpr EnumNames<StepMode, 2> kModes({"train", "infer"});
-constexpr EnumNames<PipelineSchedule, 4> kSchedules({"1f1b", "gpipe", "interleaved", "zero_bubble_h1"});
+constexpr EnumNames<PipelineSchedule, 5> kSchedules({"1f1b", "gpipe", "interleaved", "zero_bubble_h1",
+                                                     "zero_bubble_v"});
 constexpr EnumNames<Fidelity, 2> kFidelities({"aggregated", "step"});
 constexpr EnumNames<Symmetry, 2> kSymmetries({"fold", "off"});
 constexpr EnumNames<Optimizer, 5> kOptimizers({"adam", "lamb", "momentum", "sgd", "adam_offload"});
@@ -25,7 +26,12 @@ Enum Read(ObjectReader& r, const std::string& key, Enum fallback, const EnumName
 const char* ToString(Engine e) { return kEngines[e]; }
 const char* ToString(StepMode m) { return kModes[m]; }
 const char* ToString(PipelineSchedule s) { return kSchedules[s]; }
-bool SplitsBackward(PipelineSchedule s) { return s == PipelineSchedule::kZeroBubbleH1; }
+bool SplitsBackward(PipelineSchedule s) {
+  return s == PipelineSchedule::kZeroBubbleH1 || s == PipelineSchedule::kZeroBubbleV;
+}
+bool RunsChunks(PipelineSchedule s) {
+  return s == PipelineSchedule::kInterleaved || s == PipelineSchedule::kZeroBubbleV;
+}
 const char* ToString(Fidelity f) { return kFidelities[f]; }
 const char* ToString(Optimizer o) { return kOptimizers[o]; }
 const char* ToString(Symmetry s) { return kSymmetries[s]; }
@@ -73,8 +79,14 @@ SimulationOptions ReadSimulation(const JsonNode& node, const SimulationOptions& 
     a.Finish();
   }
   r.Finish();
-  if (s.virtual_pipeline_chunks > 1 && s.pipeline_schedule != PipelineSchedule::kInterleaved)
-    chunks->Fail("virtual_pipeline_chunks > 1 needs pipeline_schedule \"interleaved\"");
+  if (s.virtual_pipeline_chunks > 1 && !RunsChunks(s.pipeline_schedule))
+    chunks->Fail("virtual_pipeline_chunks > 1 needs pipeline_schedule \"interleaved\" or \"zero_bubble_v\"");
+  if (s.pipeline_schedule == PipelineSchedule::kZeroBubbleV) {
+    // Its two chunks are its V's two arms.
+    if (chunks && s.virtual_pipeline_chunks != 2)
+      chunks->Fail("pipeline_schedule \"zero_bubble_v\" runs exactly 2 chunks per stage");
+    s.virtual_pipeline_chunks = 2;
+  }
   // A schedule from `defaults` is checked by whoever chose it.
   if (s.pipeline_schedule == PipelineSchedule::kInterleaved && s.virtual_pipeline_chunks < 2 &&
       node.json().contains("pipeline_schedule"))

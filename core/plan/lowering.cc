@@ -61,7 +61,8 @@ class Lowering {
     plan.training = run_.simulation.training();
     plan.schedule = run_.simulation.pipeline_schedule;
     plan.micro_batches = p_.micro_batch_num;
-    plan.chunks = run_.simulation.virtual_pipeline_chunks;
+    // zero_bubble_v's V has two arms, whatever the options say.
+    plan.chunks = plan.schedule == PipelineSchedule::kZeroBubbleV ? 2 : run_.simulation.virtual_pipeline_chunks;
     plan.devices = p_.device_num;
     plan.devices_per_stage = p_.devices_per_stage();
     plan.focus_rank = p_.global_rank;
@@ -958,8 +959,7 @@ class Lowering {
   Task GatherTask(StageProgram& stage, const std::string& name, int op, int group, double bytes, bool prefetched) {
     Task gather = Collective(stage, name, op, shardlab::Collective::kAllGather, group, bytes);
     gather.dimension = CommDimension::kData;
-    const bool chunked = run_.simulation.pipeline_schedule == PipelineSchedule::kInterleaved &&
-                         run_.simulation.virtual_pipeline_chunks > 1;
+    const bool chunked = RunsChunks(run_.simulation.pipeline_schedule) && run_.simulation.virtual_pipeline_chunks > 1;
     (chunked ? gather.overlapped : gather.prefetch) = prefetched;
     return gather;
   }

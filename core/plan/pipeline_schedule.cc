@@ -41,7 +41,74 @@ std::vector<ScheduleItem> WithWeightGradients(const std::vector<ScheduleItem>& o
   return out;
 }
 
+// zero_bubble_v on stage r of n (DeepSeek's DualPipeV step order, which
+// MindSpore's ZeroBubbleV scheduler follows), each forward and backward
+// pair one after the other. Micro-batches enter every chunk in order; a
+// split backward queues its weight-gradient pass, which runs where the
+// order calls for one (first in, first out); an unsplit one runs it at once.
+std::vector<ScheduleItem> ZeroBubbleV(int64_t r, int64_t n, int64_t micro_batches) {
+  std::vector<ScheduleItem> out;
+  int64_t forwards[2] = {0, 0}, backwards[2] = {0, 0};
+  std::deque<ScheduleItem> weights;
+  bool split = false;
+  auto forward = [&](int64_t chunk) { out.push_back({true, forwards[chunk]++, chunk}); };
+  auto weight = [&] {
+    out.push_back(weights.front());
+    weights.pop_front();
+  };
+  auto backward = [&](int64_t chunk, bool split_it) {
+    const int64_t m = backwards[chunk]++;
+    out.push_back({false, m, chunk});
+    weights.push_back({false, m, chunk, true});
+    if (!split_it) weight();
+  };
+  for (int64_t i = 0; i < (n - r - 1) * 2; ++i) forward(0);
+  for (int64_t i = 0; i < r + 1; ++i) {
+    forward(0);
+    forward(1);
+  }
+  for (int64_t i = 0; i < n - r - 1; ++i) {
+    backward(1, true);
+    weight();
+    forward(1);
+  }
+  for (int64_t i = 0; i < micro_batches - 2 * n + r + 1; ++i) {
+    forward(0);
+    backward(1, false);
+    forward(1);
+    backward(0, false);
+  }
+  for (int64_t i = 0; i < n - r - 1; ++i) {
+    backward(1, false);
+    forward(1);
+    backward(0, false);
+  }
+  // From the middle of this run on, weight-gradient passes wait for the bubbles below.
+  for (int64_t i = 0; i < r + 1; ++i) {
+    if (i == (r + 1) / 2 && r % 2 == 1) split = true;
+    backward(1, split);
+    if (i == (r + 1) / 2 && r % 2 == 0) split = true;
+    backward(0, split);
+  }
+  for (int64_t i = 0; i < n - r - 1; ++i) {
+    weight();
+    backward(0, true);
+  }
+  while (!weights.empty()) weight();
+  return out;
+}
+
 }  // namespace
+
+int64_t VirtualStage(PipelineSchedule schedule, int64_t chunk, int64_t stage, int64_t stages) {
+  if (schedule == PipelineSchedule::kZeroBubbleV && chunk == 1) return 2 * stages - 1 - stage;
+  return chunk * stages + stage;
+}
+
+int64_t StageOfVirtual(PipelineSchedule schedule, int64_t virtual_stage, int64_t stages) {
+  if (schedule == PipelineSchedule::kZeroBubbleV && virtual_stage >= stages) return 2 * stages - 1 - virtual_stage;
+  return virtual_stage % stages;
+}
 
 std::string PassName(const ScheduleItem& item, int64_t chunks) {
   const char* kind = item.forward ? "F" : item.weight_gradient ? "W" : "B";
@@ -50,6 +117,7 @@ std::string PassName(const ScheduleItem& item, int64_t chunks) {
 
 std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage, int64_t stages,
                                         int64_t micro_batches, int64_t chunks) {
+  if (schedule == PipelineSchedule::kZeroBubbleV) return ZeroBubbleV(stage, stages, micro_batches);
   const auto forwards = ChunkOrder(true, stages, micro_batches, chunks);
   const auto backwards = ChunkOrder(false, stages, micro_batches, chunks);
   std::vector<ScheduleItem> order;

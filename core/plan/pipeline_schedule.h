@@ -3,7 +3,8 @@
 // warm-up forwards on stage s, then one backward and one forward alternately,
 // then the remaining backwards), interleaved 1F1B over virtual chunks, and
 // ZB-H1 (1F1B whose backwards are split into an input-gradient pass and a
-// weight-gradient pass, the latter lagging s backwards behind on stage s).
+// weight-gradient pass, the latter lagging s backwards behind on stage s)
+// and zero_bubble_v (two chunks in a V, DualPipeV's order).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,12 @@ struct ScheduleItem {
   // forward, or a backward's input-gradient pass.
   bool Exchanges() const { return !weight_gradient; }
 };
+
+// The virtual stage chunk `chunk` of `stage` runs as: chunk * stages + stage,
+// or, for zero_bubble_v's V, 2 * stages - 1 - stage for chunk 1.
+int64_t VirtualStage(PipelineSchedule schedule, int64_t chunk, int64_t stage, int64_t stages);
+// The stage that runs `virtual_stage` (the inverse of VirtualStage, chunk dropped).
+int64_t StageOfVirtual(PipelineSchedule schedule, int64_t virtual_stage, int64_t stages);
 
 // The item's name on timelines: "F3", "B3", "W3" (".1" for chunk 1 of `chunks` > 1).
 std::string PassName(const ScheduleItem& item, int64_t chunks);

@@ -84,7 +84,7 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
   problem.openstate = run.parallel.comm_fusion.openstate;
   problem.allreduce = run.parallel.comm_fusion.allreduce;
   problem.reducescatter = run.parallel.comm_fusion.reducescatter;
-  const double chunks = plan.schedule == PipelineSchedule::kInterleaved ? static_cast<double>(plan.chunks) : 1.0;
+  const double chunks = RunsChunks(plan.schedule) ? static_cast<double>(plan.chunks) : 1.0;
   auto cluster = std::make_shared<const ClusterSpec>(run.cluster);
   auto overrides = std::make_shared<const std::map<Collective, CollectiveAlgorithm>>(run.simulation.collective_algorithms);
   for (size_t s = 0; s < plan.stages.size(); ++s) {

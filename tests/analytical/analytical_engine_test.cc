@@ -58,8 +58,9 @@ std::vector<Task> Tasks(int n, double seconds) {
 
 // Uniform's stages with each backward split into an input-gradient pass of
 // `b` and a weight-gradient pass of `w` seconds.
-Plan UniformSplit(int64_t stages, int64_t micro_batches, double f, double b, double w) {
-  Plan plan = Uniform(stages, micro_batches, "zero_bubble_h1", 1, f, b);
+Plan UniformSplit(int64_t stages, int64_t micro_batches, double f, double b, double w,
+                  const std::string& schedule = "zero_bubble_h1") {
+  Plan plan = Uniform(stages, micro_batches, schedule, schedule == "zero_bubble_v" ? 2 : 1, f, b);
   for (StageProgram& stage : plan.stages) {
     Task weight_gradient;
     weight_gradient.seconds = w;
@@ -88,6 +89,22 @@ TEST_CASE("ZB-H1 shrinks 1F1B's bubble from (S-1)(F+B+W) to (S-1)(F+B-W)") {
   CHECK(last_stage[8] == "W0");  // the fourth backward releases the first weight-gradient pass
   CHECK(last_stage[9] == "F4");
   CHECK(std::vector<std::string>(last_stage.end() - 3, last_stage.end()) == std::vector<std::string>{"W5", "W6", "W7"});
+}
+
+TEST_CASE("zero_bubble_v's V shrinks ZB-H1's bubble further") {
+  // Each stage's micro-batch: F 2, B 2, W 2 over its two chunks (1 each per chunk).
+  const StepResult h1 = Analytical(UniformSplit(4, 8, 2.0, 2.0, 2.0));
+  const StepResult v = Analytical(UniformSplit(4, 8, 2.0, 2.0, 2.0, "zero_bubble_v"));
+  CHECK(h1.step_seconds == Approx(8 * 6.0 + 3 * 2.0));
+  CHECK(Analytical(Uniform(4, 8, "1f1b", 1, 2.0, 4.0)).step_seconds == Approx(8 * 6.0 + 3 * 6.0));
+  INFO("zero_bubble_v step " << v.step_seconds << ", stage 0 bubble " << v.stages[0].bubble_seconds);
+  // Half of ZB-H1's bubble: each arm of the V is half a stage. (DualPipeV's
+  // README bubble, (PP/2 - 1)(F&B + B - 3W), assumes a forward and a backward overlapped.)
+  CHECK(v.step_seconds == Approx(8 * 6.0 + 3 * 1.0));
+  // Chunk 1 turns on the last stage without a transfer, and every pass runs once.
+  int passes = 0;
+  for (const TraceEvent& e : v.events) passes += e.IsPass();
+  CHECK(passes == 4 * 8 * 6);
 }
 
 TEST_CASE("a split backward's buckets become ready in its weight-gradient pass") {

@@ -139,9 +139,19 @@ TEST_CASE("MindSpore's pipeline_config names the pipeline schedule") {
       ErrorOf(head + R"("pipeline_config": {"pipeline_interleave": false, "pipeline_scheduler": "gpipe"}}})", &pointer),
       Catch::Contains("only with pipeline_interleave true"));
   CHECK(pointer == "/parallel/pipeline_config/pipeline_scheduler");
+  // zero_bubble_v: two chunks in a V, at least 2 micro-batches per stage.
+  const SimulationOptions v =
+      schedule_of(R"("pipeline_config": {"pipeline_interleave": true, "pipeline_scheduler": "zero_bubble_v"}}})");
+  CHECK(v.pipeline_schedule == PipelineSchedule::kZeroBubbleV);
+  CHECK(v.virtual_pipeline_chunks == 2);
+  std::string few = head;
+  const std::string eight = R"("micro_batch_num": 8)";
+  few.replace(few.find(eight), eight.size(), R"("micro_batch_num": 4)");
+  CHECK_THAT(ErrorOf(few + R"("recompute": false}, "simulation": {"pipeline_schedule": "zero_bubble_v"}})", &pointer),
+             Catch::Contains("micro_batch_num >= 2 x pipeline_stages"));
+  CHECK(pointer == "/parallel/micro_batch_num");
   CHECK_THAT(
-      ErrorOf(head + R"("pipeline_config": {"pipeline_interleave": true, "pipeline_scheduler": "zero_bubble_v"}}})",
-              &pointer),
+      ErrorOf(head + R"("pipeline_config": {"pipeline_interleave": true, "pipeline_scheduler": "seqvpp"}}})", &pointer),
       Catch::Contains("not simulated yet"));
   CHECK(pointer == "/parallel/pipeline_config/pipeline_scheduler");
   CHECK_THAT(ErrorOf(head + R"("pipeline_config": {"pipeline_interleave": true, "pipeline_scheduler": "seqpipe"}}})",

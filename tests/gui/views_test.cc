@@ -504,7 +504,7 @@ class ViewsTest : public QObject {
     QCOMPARE(preset->count(), 2);
     auto* schedule = qobject_cast<QComboBox*>(panel->Field("simulation.pipeline_schedule"));
     QVERIFY(schedule);
-    QCOMPARE(schedule->count(), 4);  // 1f1b, gpipe, interleaved, zero_bubble_h1
+    QCOMPARE(schedule->count(), 5);  // 1f1b, gpipe, interleaved, zero_bubble_h1, zero_bubble_v
     QVERIFY(qobject_cast<QCheckBox*>(panel->Field("stack.fuse_elementwise")));
     QVERIFY(!panel->Field("simulation.engine"));
     // The run's own engine survives the panel's edits (the panel's list chooses what runs).

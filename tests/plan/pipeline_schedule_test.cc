@@ -1,5 +1,8 @@
 #include "core/plan/pipeline_schedule.h"
 
+#include <map>
+#include <tuple>
+
 #include <catch2/catch.hpp>
 
 namespace shardlab {
@@ -38,6 +41,33 @@ TEST_CASE("ZB-H1 follows 1F1B, micro-batch i's weight-gradient pass after micro-
   CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleH1, 2, 4, 6, 1)) ==
         "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 B5 W3 W4 W5");
   CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleH1, 3, 4, 2, 1)) == "F0 B0 F1 B1 W0 W1");
+}
+
+TEST_CASE("zero_bubble_v runs DualPipeV's order over a V of two chunks") {
+  // The last of 2 stages (the V's turn), 4 micro-batches: (F0, F1) twice, then forward-backward pairs
+  // (backwards unsplit: W at once), then its last backwards split, their Ws at the end.
+  CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleV, 1, 2, 4, 2)) ==
+        "F0 F0.1 F1 F1.1 F2 B0.1 W0.1 F2.1 B0 W0 F3 B1.1 W1.1 F3.1 B1 W1 B2.1 W2.1 B2 W2 B3.1 B3 W3.1 W3");
+  // The first stage warms up with 2 forwards of chunk 0, and splits its first backward.
+  CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleV, 0, 2, 4, 2)).substr(0, 23) == "F0 F1 F2 F0.1 B0.1 W0.1");
+  for (int64_t stages : {2, 3, 4, 8})
+    for (int64_t micro_batches : {2 * stages, 2 * stages + 1, 3 * stages + 2})
+      for (int64_t s = 0; s < stages; ++s) {
+        INFO(stages << " stages, " << micro_batches << " micro-batches, stage " << s);
+        const auto order = StageSchedule(PipelineSchedule::kZeroBubbleV, s, stages, micro_batches, 2);
+        // Every micro-batch once per chunk and pass kind; a backward after its forward, a W after its backward.
+        std::map<std::tuple<int64_t, int64_t, int>, int> seen;
+        for (const ScheduleItem& i : order) {
+          const int kind = i.forward ? 0 : i.weight_gradient ? 2 : 1;
+          if (kind > 0) CHECK(seen.count({i.micro_batch, i.chunk, kind - 1}) == 1);
+          CHECK(++seen[{i.micro_batch, i.chunk, kind}] == 1);
+        }
+        CHECK(order.size() == static_cast<size_t>(6 * micro_batches));
+      }
+  CHECK(VirtualStage(PipelineSchedule::kZeroBubbleV, 1, 0, 4) == 7);
+  CHECK(VirtualStage(PipelineSchedule::kZeroBubbleV, 1, 3, 4) == 4);
+  CHECK(StageOfVirtual(PipelineSchedule::kZeroBubbleV, 5, 4) == 2);
+  CHECK(StageOfVirtual(PipelineSchedule::kInterleaved, 5, 4) == 1);
 }
 
 }  // namespace

@@ -320,6 +320,24 @@ TEST_CASE("ZB-H1 splits every backward into input- and weight-gradient passes, a
   CHECK(weight_passes == std::map<int64_t, int>{{0, 32}, {1, 32}, {2, 32}, {3, 32}});
 }
 
+TEST_CASE("zero_bubble_v runs its V on both engines alike, the turn without a transfer") {
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json"));
+  run.simulation.pipeline_schedule = PipelineSchedule::kZeroBubbleV;
+  const Plan plan = Prepare(run).plan;
+  REQUIRE(plan.chunks == 2);
+  const StepResult simulated = Summarize(
+      plan, RunSimGrid(plan, run.cluster, Fidelity::kAggregated, Symmetry::kFold, TraceRequest{.enabled = true}));
+  const StepResult analytical = Summarize(plan, RunAnalytical(plan));
+  CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.01));
+  // Each stage sends each micro-batch's activations on twice (once per arm) and their gradients back
+  // twice, less the V's turn on the last stage and its two ends (stage 0's first forward input, its loss).
+  std::map<int64_t, int> sends;
+  for (const TraceEvent& e : simulated.events)
+    if (e.kind == EventKind::kSend) ++sends[e.stage];
+  const int m = static_cast<int>(plan.micro_batches);
+  CHECK(sends == std::map<int64_t, int>{{0, 2 * m}, {1, 4 * m}, {2, 4 * m}, {3, 2 * m}});
+}
+
 TEST_CASE(
     "SimGrid runs gradient_accumulation_shard's ReduceScatters after every micro-batch, as the analytical engine") {
   RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/pangu-alpha-13b-ascend-512.json"));
