@@ -557,7 +557,10 @@ class Engine {
   void QueueBuckets(Device& d, const ScheduleItem& item, bool last) {
     ++d.final_backwards;
     d.in_final_backward = true;
-    d.backward_task_done = -1;
+    // Chunk c's pass runs the c-th share of the gradient pass's tasks from
+    // the end: the tasks before that share ran in the chunks before it.
+    const auto n = static_cast<int64_t>(StageOf(d).GradientTasks().size());
+    d.backward_task_done = static_cast<int>(n * (V_ - 1 - item.chunk) / V_) - 1;
     const auto& buckets = StageOf(d).buckets;
     for (size_t b = 0; b < buckets.size(); ++b)
       if (last || buckets[b].every_micro_batch)

@@ -182,7 +182,10 @@ Trace RunAnalytical(const Plan& plan) {
           const GradientBucket& bucket = stage.buckets[b];
           if (!last && !bucket.every_micro_batch) continue;
           const double done_after = bucket.ready_after < 0 ? 0 : task_end[bucket.ready_after];
-          const double ready = gradients_end[s][m] - (gradients.duration - done_after) / static_cast<double>(V);
+          // The last pass of micro-batch m ran the last 1/V of the gradient
+          // pass; a bucket ready before that share was ready when it began.
+          const double ready = gradients_end[s][m] -
+                               std::min(gradients.duration - done_after, gradients.duration / static_cast<double>(V));
           const double begin = std::max(ready, comm_free);
           comm_free = begin + bucket.seconds;
           TraceEvent e = MakeEvent(s, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(b),

@@ -88,10 +88,11 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
       parallel_node.Child("cpu_offloading_num_layers")
           .Fail("activation offloading is not built with micro_batch_interleaved: its slices would each copy a "
                 "share of every layer");
-    if (run.simulation.pipeline_schedule == PipelineSchedule::kInterleaved)
+    if (RunsChunks(run.simulation.pipeline_schedule))
       parallel_node.Child("cpu_offloading_num_layers")
-          .Fail("activation offloading is not built with the interleaved pipeline schedule (Megatron takes it only "
-                "without pipeline parallelism): the first layers of a stage would fill its first chunks");
+          .Fail(fmt::format("activation offloading is not built with the {} pipeline schedule (Megatron takes it only "
+                            "without pipeline parallelism): the first layers of a stage would fill its first chunks",
+                            ToString(run.simulation.pipeline_schedule)));
     if (run.model.graph)
       parallel_node.Child("cpu_offloading_num_layers")
           .Fail(fmt::format("model \"{}\" is a graph file, which has no repeated layers to count: mark its "

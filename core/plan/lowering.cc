@@ -61,8 +61,7 @@ class Lowering {
     plan.training = run_.simulation.training();
     plan.schedule = run_.simulation.pipeline_schedule;
     plan.micro_batches = p_.micro_batch_num;
-    // zero_bubble_v's V has two arms, whatever the options say.
-    plan.chunks = plan.schedule == PipelineSchedule::kZeroBubbleV ? 2 : run_.simulation.virtual_pipeline_chunks;
+    plan.chunks = Chunks();
     plan.devices = p_.device_num;
     plan.devices_per_stage = p_.devices_per_stage();
     plan.focus_rank = p_.global_rank;
@@ -113,6 +112,13 @@ class Lowering {
 
  private:
   StageProgram& StageOf(Plan& plan, int op) { return plan.stages[graph_.op(op).pipeline_stage]; }
+
+  // The chunks each stage's passes run as: zero_bubble_v's V has two arms,
+  // whatever the options say; the interleaved schedule the options' count.
+  int64_t Chunks() const {
+    if (run_.simulation.pipeline_schedule == PipelineSchedule::kZeroBubbleV) return 2;
+    return RunsChunks(run_.simulation.pipeline_schedule) ? run_.simulation.virtual_pipeline_chunks : 1;
+  }
 
   // The layout of an operator output as its producer lays it out.
   const TensorLayout& ProducerLayout(int tensor) const {
@@ -959,7 +965,7 @@ class Lowering {
   Task GatherTask(StageProgram& stage, const std::string& name, int op, int group, double bytes, bool prefetched) {
     Task gather = Collective(stage, name, op, shardlab::Collective::kAllGather, group, bytes);
     gather.dimension = CommDimension::kData;
-    const bool chunked = RunsChunks(run_.simulation.pipeline_schedule) && run_.simulation.virtual_pipeline_chunks > 1;
+    const bool chunked = Chunks() > 1;
     (chunked ? gather.overlapped : gather.prefetch) = prefetched;
     return gather;
   }
@@ -1057,6 +1063,18 @@ class Lowering {
       const GroupPlacement pair = PlaceGroup({stage.first_rank, stage.first_rank + stage.devices}, run_.cluster);
       stage.send_seconds = CollectiveSeconds(shardlab::Collective::kSendRecv, CollectiveAlgorithm::kDirect,
                                              stage.send_forward_bytes, pair, run_.cluster);
+    }
+    // Chunks: the last stage sends on too, a hidden state the size of the
+    // stage boundary before it, to the first stage (interleaved) or back to
+    // the stage before it (zero_bubble_v's second arm).
+    const auto S = static_cast<int64_t>(plan.stages.size());
+    if (plan.chunks > 1 && S > 1) {
+      StageProgram& last = plan.stages.back();
+      const StageProgram& peer = plan.stages[plan.schedule == PipelineSchedule::kZeroBubbleV ? S - 2 : 0];
+      last.send_forward_bytes = plan.stages[S - 2].send_forward_bytes;
+      const GroupPlacement pair = PlaceGroup({last.first_rank, peer.first_rank}, run_.cluster);
+      last.send_seconds = CollectiveSeconds(shardlab::Collective::kSendRecv, CollectiveAlgorithm::kDirect,
+                                            last.send_forward_bytes, pair, run_.cluster);
     }
   }
 

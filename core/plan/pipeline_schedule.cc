@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <stdexcept>
 
 namespace shardlab {
 namespace {
@@ -60,7 +61,10 @@ std::vector<ScheduleItem> ZeroBubbleV(int64_t r, int64_t n, int64_t micro_batche
     const int64_t m = backwards[chunk]++;
     out.push_back({false, m, chunk});
     weights.push_back({false, m, chunk, true});
-    if (!split_it) weight();
+    if (split_it) return;
+    // DualPipeV runs every queued weight-gradient pass before its next unsplit backward.
+    if (weights.size() != 1) throw std::logic_error("zero_bubble_v: an unsplit backward behind queued weight passes");
+    weight();
   };
   for (int64_t i = 0; i < (n - r - 1) * 2; ++i) forward(0);
   for (int64_t i = 0; i < r + 1; ++i) {

@@ -18,7 +18,7 @@ namespace shardlab {
 struct ScheduleItem {
   bool forward = true;
   int64_t micro_batch = 0;
-  int64_t chunk = 0;  // virtual stage chunk (interleaved); the virtual stage is chunk * stages + stage
+  int64_t chunk = 0;  // virtual stage chunk (interleaved, zero_bubble_v); its virtual stage: VirtualStage
   // A backward item that runs a micro-batch's weight-gradient pass
   // (StageProgram::weight_gradient) of a schedule that splits the backward;
   // its other backward item is then the input-gradient pass alone.

@@ -110,7 +110,9 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
       g.tensor = bucket.parameters.front();
       g.name = graph.tensor(g.tensor).name;
       g.bytes = bucket.bytes;
-      g.ready = fs.passes_end - (backward - (bucket.ready_after < 0 ? 0 : task_end[bucket.ready_after])) / chunks;
+      // The last chunk's pass runs the last 1/chunks of the gradient pass (as the engines run it).
+      g.ready = fs.passes_end -
+                std::min(backward - (bucket.ready_after < 0 ? 0 : task_end[bucket.ready_after]), backward / chunks);
       by_list[bucket.list].emplace_back(bucket.position, g);
       first_of_list.emplace(bucket.list, &bucket);
     }
