@@ -79,7 +79,7 @@ class RankProgram {
     // The step's last pass that completes gradients (a backward, or a weight-gradient pass when split).
     size_t last_gradients = order.size();
     for (size_t i = 0; i < order.size(); ++i)
-      if (!order[i].forward && order[i].weight_gradient == stage.splits_backward) last_gradients = i;
+      if (stage.CompletesGradients(order[i])) last_gradients = i;
     for (size_t i = 0; i < order.size(); ++i) {
       const ScheduleItem& item = order[i];
       if (item.forward)

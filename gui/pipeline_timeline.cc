@@ -94,11 +94,8 @@ void AttachPassTasks(const Plan& plan, PipelineTimeline* timeline) {
     if (row.stage < 0 || row.stage >= static_cast<int64_t>(plan.stages.size())) continue;
     const StageProgram& stage = plan.stages[row.stage];
     row.forward_tasks = TasksOf(stage.forward, {});
-    ScheduleItem backward, weight_gradient;
-    backward.forward = weight_gradient.forward = false;
-    weight_gradient.weight_gradient = true;
-    row.backward_tasks = TasksOf(stage.backward, PassBreaks(stage, backward));
-    row.weight_gradient_tasks = TasksOf(stage.weight_gradient, PassBreaks(stage, weight_gradient));
+    row.backward_tasks = TasksOf(stage.backward, BackwardPassBreaks(stage, false));
+    row.weight_gradient_tasks = TasksOf(stage.weight_gradient, BackwardPassBreaks(stage, true));
     row.chunks = std::max<int64_t>(plan.chunks, 1);
   }
 }

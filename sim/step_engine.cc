@@ -136,16 +136,12 @@ class Engine {
                       p.order.end());
       p.forward = Split(stage.forward, V_, {}, false);
       p.bucket_breaks = BucketBreaks(stage);
-      ScheduleItem backward, weight_gradient;
-      backward.forward = weight_gradient.forward = false;
-      weight_gradient.weight_gradient = true;
-      p.backward = Split(stage.backward, V_, PassBreaks(stage, backward), true);
-      p.weight_gradient = Split(stage.weight_gradient, V_, PassBreaks(stage, weight_gradient), true);
+      p.backward = Split(stage.backward, V_, BackwardPassBreaks(stage, false), true);
+      p.weight_gradient = Split(stage.weight_gradient, V_, BackwardPassBreaks(stage, true), true);
       p.final_backward.assign(p.order.size(), false);
       std::map<int64_t, size_t> last_backward_of;
       for (size_t i = 0; i < p.order.size(); ++i)
-        if (!p.order[i].forward && p.order[i].weight_gradient == stage.splits_backward)
-          last_backward_of[p.order[i].micro_batch] = i;
+        if (stage.CompletesGradients(p.order[i])) last_backward_of[p.order[i].micro_batch] = i;
       for (const auto& [micro_batch, i] : last_backward_of) {
         p.final_backward[i] = true;
         p.last_final_backward = std::max(p.last_final_backward, i);

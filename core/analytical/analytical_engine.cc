@@ -44,12 +44,9 @@ struct StagePasses {
 
 StagePasses Sum(const StageProgram& stage) {
   StagePasses t;
-  ScheduleItem item;
   t.forward = Sum(stage.forward, {});
-  item.forward = false;
-  t.backward = Sum(stage.backward, PassBreaks(stage, item));
-  item.weight_gradient = true;
-  t.weight_gradient = Sum(stage.weight_gradient, PassBreaks(stage, item));
+  t.backward = Sum(stage.backward, BackwardPassBreaks(stage, false));
+  t.weight_gradient = Sum(stage.weight_gradient, BackwardPassBreaks(stage, true));
   return t;
 }
 
@@ -129,7 +126,7 @@ Trace RunAnalytical(const Plan& plan) {
         if (item.Exchanges()) done[{item.forward, vs, item.micro_batch}] = ready + duration;
         free_at[s] = ready + duration;
         last_end[s] = free_at[s];
-        if (!item.forward && item.weight_gradient == plan.stages[s].splits_backward)
+        if (plan.stages[s].CompletesGradients(item))
           gradients_end[s][item.micro_batch] = std::max(gradients_end[s][item.micro_batch], free_at[s]);
         const EventKind kind = item.forward           ? EventKind::kForward
                                : item.weight_gradient ? EventKind::kWeightGradient

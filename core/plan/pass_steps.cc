@@ -108,9 +108,8 @@ std::vector<bool> BucketBreaks(const StageProgram& stage) {
   return breaks;
 }
 
-std::vector<bool> PassBreaks(const StageProgram& stage, const ScheduleItem& item) {
-  const bool completes_gradients = !item.forward && item.weight_gradient == stage.splits_backward;
-  return completes_gradients ? BucketBreaks(stage) : std::vector<bool>{};
+std::vector<bool> BackwardPassBreaks(const StageProgram& stage, bool weight_gradient) {
+  return weight_gradient == stage.splits_backward ? BucketBreaks(stage) : std::vector<bool>{};
 }
 
 }  // namespace shardlab

@@ -89,9 +89,10 @@ double ClosedFormPass(const std::vector<PassStep>& steps, const std::vector<Task
 // weight-gradient pass when the backward is split): where its gradient
 // buckets become ready.
 std::vector<bool> BucketBreaks(const StageProgram& stage);
-// break_after for the tasks of a schedule item's pass: the bucket breaks on
-// the pass that completes the gradients, none on the others.
-std::vector<bool> PassBreaks(const StageProgram& stage, const ScheduleItem& item);
+// break_after for a stage's backward (`weight_gradient` false) or
+// weight-gradient pass: the bucket breaks on the one that completes the
+// gradients, none on the other.
+std::vector<bool> BackwardPassBreaks(const StageProgram& stage, bool weight_gradient);
 
 // Splits a pass into `slices` interleaved copies of 1/slices of the batch
 // each (MindSpore's MicroBatchInterleaved): segment i of slice j (its compute

@@ -175,6 +175,10 @@ struct StageProgram {
   const std::vector<Task>& PassTasks(const ScheduleItem& item) const {
     return item.forward ? forward : item.weight_gradient ? weight_gradient : backward;
   }
+  // Whether `item` runs the pass that completes its micro-batch's gradients.
+  bool CompletesGradients(const ScheduleItem& item) const {
+    return !item.forward && item.weight_gradient == splits_backward;
+  }
 };
 
 // Moves the weight-gradient half of every product with a trained weight out

@@ -90,11 +90,8 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
   r.memory = program.memory;
   const std::vector<const TraceEvent*> events = RepresentativeEvents(trace, s, plan.RepresentativeRank(s));
   const PassComm forward_comm = ClosedFormPassComm(program.forward);
-  ScheduleItem backward_item, weight_item;
-  backward_item.forward = weight_item.forward = false;
-  weight_item.weight_gradient = true;
-  const PassComm backward_comm = ClosedFormPassComm(program.backward, PassBreaks(program, backward_item));
-  const PassComm weight_comm = ClosedFormPassComm(program.weight_gradient, PassBreaks(program, weight_item));
+  const PassComm backward_comm = ClosedFormPassComm(program.backward, BackwardPassBreaks(program, false));
+  const PassComm weight_comm = ClosedFormPassComm(program.weight_gradient, BackwardPassBreaks(program, true));
   PerDimension seconds{}, exposed{};
   constexpr auto kData = static_cast<size_t>(CommDimension::kData);
   constexpr auto kPipeline = static_cast<size_t>(CommDimension::kPipeline);
