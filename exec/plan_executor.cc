@@ -46,6 +46,10 @@ class RankProgram {
     if (RunsChunks(plan.schedule) && plan.chunks > 1)
       throw std::runtime_error(
           "the executor runs 1f1b, gpipe and zero_bubble_h1 schedules, not chunks (interleaved, zero_bubble_v)");
+    if (plan.overlap_forward_backward)
+      throw std::runtime_error(
+          "the executor runs one pass at a time: overlap_forward_backward (a forward beside a backward) is simulated "
+          "only");
     if (world.size() != plan.devices)
       throw std::runtime_error(
           fmt::format("the plan has {} devices but the world {} ranks", plan.devices, world.size()));
@@ -71,11 +75,7 @@ class RankProgram {
       TraceEvent e = Event(stage_, Lane::kCommunication, EventKind::kWeightGather, t.name);
       Collective(kCompute, t, t.seconds, "weight_gather", &e);
     }
-    std::vector<ScheduleItem> order =
-        StageSchedule(plan_.training ? plan_.schedule : PipelineSchedule::kGPipe, stage_, S_, plan_.micro_batches, 1);
-    if (!plan_.training)
-      order.erase(std::remove_if(order.begin(), order.end(), [](const ScheduleItem& i) { return !i.forward; }),
-                  order.end());
+    const std::vector<ScheduleItem> order = StageOrder(plan_, stage_);
     // The step's last pass that completes gradients (a backward, or a weight-gradient pass when split).
     size_t last_gradients = order.size();
     for (size_t i = 0; i < order.size(); ++i)

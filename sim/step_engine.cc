@@ -15,6 +15,7 @@
 #include <simgrid/s4u/Engine.hpp>
 
 #include "core/analytical/analytical_engine.h"
+#include "core/plan/overlapped_unit.h"
 #include "core/plan/pass_steps.h"
 #include "core/plan/pipeline_schedule.h"
 #include "core/util/progress_report.h"
@@ -46,6 +47,11 @@ struct StagePrograms {
   const std::vector<PassStep>& Steps(const ScheduleItem& item) const {
     return (item.forward ? forward : item.weight_gradient ? weight_gradient : backward)[item.chunk];
   }
+  // Units of overlapped passes (overlap_forward_backward), built as the
+  // order first reaches each kind: by their items' (forward, weight
+  // gradient, chunk), over unit_tasks.
+  std::vector<Task> unit_tasks;
+  std::map<std::vector<std::tuple<bool, bool, int64_t>>, UnitPass> units;
   // Per group spec: the representatives in each instance, whose arrivals
   // start it (every member when nothing is folded).
   std::vector<std::vector<int32_t>> arrivals;
@@ -95,18 +101,11 @@ std::vector<std::vector<int64_t>> Lanes(const StageProgram& stage, const std::ve
   return lanes;
 }
 
-// A pass's tasks split evenly over the virtual chunks, each chunk as steps.
-// The forward runs the stage's layers in order, so chunk c takes the c-th
-// share of its tasks; a backward runs them in reverse (`reversed`), so
-// chunk c takes the c-th share from the end.
+// A pass's steps per chunk (ChunkSteps).
 std::vector<std::vector<PassStep>> Split(const std::vector<Task>& tasks, int64_t chunks,
                                          const std::vector<bool>& breaks, bool reversed) {
   std::vector<std::vector<PassStep>> out(chunks);
-  const size_t n = tasks.size();
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t share = reversed ? chunks - 1 - c : c;
-    out[c] = PassSteps(tasks, n * share / chunks, n * (share + 1) / chunks, breaks);
-  }
+  for (int64_t c = 0; c < chunks; ++c) out[c] = ChunkSteps(tasks, chunks, c, breaks, reversed);
   return out;
 }
 
@@ -130,10 +129,8 @@ class Engine {
     std::vector<std::vector<std::vector<int64_t>>> lanes;  // per stage, local indices
     for (const StageProgram& stage : plan.stages) {
       StagePrograms p;
-      p.order = StageSchedule(plan.training ? plan.schedule : PipelineSchedule::kGPipe, stage.stage, S_, M_, V_);
-      if (!plan.training)
-        p.order.erase(std::remove_if(p.order.begin(), p.order.end(), [](const ScheduleItem& i) { return !i.forward; }),
-                      p.order.end());
+      p.order = StageOrder(plan, stage.stage);
+      if (plan.overlap_forward_backward) p.unit_tasks = UnitTasks(stage);
       p.forward = Split(stage.forward, V_, {}, false);
       p.bucket_breaks = BucketBreaks(stage);
       p.backward = Split(stage.backward, V_, BackwardPassBreaks(stage, false), true);
@@ -282,13 +279,19 @@ class Engine {
     std::vector<int64_t> event_ranks;  // the devices its events stand for
     size_t start_task = 0;             // step_start collectives done
     size_t item = 0;
+    size_t unit_end = 0;  // the running unit: items [item, unit_end) of the order
+    // The running unit's steps and the tasks they index (a single item's
+    // pass, or the merged steps of overlapped passes), and the latter.
+    const std::vector<PassStep>* steps = nullptr;
+    const std::vector<Task>* tasks = nullptr;
+    const UnitPass* unit = nullptr;
     size_t step = 0;
     double pass_start = 0;
     std::vector<int64_t> counters;  // collectives issued per group spec
     // For the link usage: the bytes on each link of a collective inside the
     // lane, and of a closed-form pass (forward, chunk), which run as timers.
     std::map<std::tuple<int, int, int, double>, ClosedFormTraffic> task_traffic;
-    std::map<std::tuple<bool, bool, int64_t>, ClosedFormTraffic> pass_traffic;  // (forward, weight gradient, chunk)
+    std::map<const std::vector<PassStep>*, ClosedFormTraffic> pass_traffic;  // by the pass's steps
     // Gradient buckets on the communication stream: the runs queued by the
     // micro-batches whose final backward item has started, in order.
     struct BucketRun {
@@ -392,25 +395,45 @@ class Engine {
     return item.forward ? vs > 0 : vs + 1 < S_ * V_;
   }
 
-  // Runs the device's next pass once its input has arrived.
+  // Runs the device's next unit (a pass, or overlapped passes) once its inputs have arrived.
   void Next(Device& d) {
-    const StagePrograms& p = programs_[d.stage];
+    StagePrograms& p = programs_[d.stage];
     if (d.item == p.order.size()) {
       d.compute_done = true;
       MaybeStartBucket(d);
       MaybeFinish(d);
       return;
     }
-    const ScheduleItem& item = p.order[d.item];
-    const int64_t vs = VirtualStage(plan_.schedule, item.chunk, d.stage, S_);
-    if (NeedsInput(d, item)) {
-      const InputKey key{d.rank, item.forward, vs, item.micro_batch};
+    const size_t end = UnitEnd(p.order, d.item);
+    std::vector<InputKey> inputs;
+    for (size_t k = d.item; k < end; ++k) {
+      const ScheduleItem& item = p.order[k];
+      if (!NeedsInput(d, item)) continue;
+      const InputKey key{d.rank, item.forward, VirtualStage(plan_.schedule, item.chunk, d.stage, S_), item.micro_batch};
       auto it = arrived_.find(key);
       if (it == arrived_.end() || it->second < static_cast<int64_t>(d.ranks.size())) {
         waiting_[key] = &d;
         return;
       }
-      arrived_.erase(it);
+      inputs.push_back(key);
+    }
+    for (const InputKey& key : inputs) arrived_.erase(key);
+    const ScheduleItem& item = p.order[d.item];
+    d.unit_end = end;
+    if (end - d.item == 1) {
+      d.steps = &p.Steps(item);
+      d.tasks = &StageOf(d).PassTasks(item);
+      d.unit = nullptr;
+    } else {
+      const std::vector<ScheduleItem> items(p.order.begin() + static_cast<std::ptrdiff_t>(d.item),
+                                            p.order.begin() + static_cast<std::ptrdiff_t>(end));
+      std::vector<std::tuple<bool, bool, int64_t>> key;
+      for (const ScheduleItem& i : items) key.emplace_back(i.forward, i.weight_gradient, i.chunk);
+      auto it = p.units.find(key);
+      if (it == p.units.end()) it = p.units.emplace(key, OverlapUnit(StageOf(d), items, V_)).first;
+      d.unit = &it->second;
+      d.steps = &d.unit->steps;
+      d.tasks = &p.unit_tasks;
     }
     d.step = 0;
     d.pass_start = Now();
@@ -418,16 +441,15 @@ class Engine {
     d.prefetches_done = 0;
     d.prefetches_issued_through = 0;
     d.closed_prefetches = {};
-    if (plan_.training && p.final_backward[d.item]) QueueBuckets(d, item, d.item == p.last_final_backward);
+    if (plan_.training && !d.unit && p.final_backward[d.item]) QueueBuckets(d, item, d.item == p.last_final_backward);
     RunStep(d);
   }
 
   // A step's compute (a timer) and its collectives (one after another) start
   // together; the pass goes on when both are done.
   void RunStep(Device& d) {
-    const StagePrograms& p = programs_[d.stage];
-    const ScheduleItem& item = p.order[d.item];
-    const auto& steps = p.Steps(item);
+    const ScheduleItem& item = programs_[d.stage].order[d.item];
+    const std::vector<PassStep>& steps = *d.steps;
     if (d.step == steps.size()) {
       // The pass ends with its last host copy and its last prefetch.
       const double drain = std::max(d.copies.Drain(Now()), d.closed_prefetches.Drain(Now()));
@@ -440,10 +462,10 @@ class Engine {
         d.waits_for_prefetches = true;
         return;
       }
-      EndPass(d, item);
+      EndUnit(d);
       return;
     }
-    const std::vector<Task>& tasks = StageOf(d).PassTasks(item);
+    const std::vector<Task>& tasks = *d.tasks;
     if (d.closed_passes) {
       RunClosedSteps(d, item, steps, tasks);
       return;
@@ -618,40 +640,72 @@ class Engine {
   }
 
   // A pass run in closed form (RunClosedSteps): its collectives' traffic over the pass.
-  void RecordClosedPassTraffic(Device& d, const ScheduleItem& item) {
+  void RecordClosedPassTraffic(Device& d) {
     LinkUsageRecorder* usage = runner_.link_usage();
     if (!usage || !d.closed_passes) return;
-    auto [it, is_new] = d.pass_traffic.try_emplace({item.forward, item.weight_gradient, item.chunk});
+    auto [it, is_new] = d.pass_traffic.try_emplace(d.steps);
     if (is_new) {
-      const std::vector<Task>& tasks = StageOf(d).PassTasks(item);
       std::map<int32_t, double> bytes;
-      for (const PassStep& step : programs_[d.stage].Steps(item))
+      for (const PassStep& step : *d.steps)
         for (const std::vector<int>* list : {&step.collectives, &step.prefetches})
           for (int t : *list)
-            for (const auto& [link, b] : TaskTraffic(d, tasks[t]).link_bytes) bytes[link] += b;
+            for (const auto& [link, b] : TaskTraffic(d, (*d.tasks)[t]).link_bytes) bytes[link] += b;
       it->second = usage->Prepare({bytes.begin(), bytes.end()});
     }
     usage->AddClosedForm(it->second, d.pass_start, Now());
   }
 
-  void EndPass(Device& d, const ScheduleItem& item) {
-    RecordClosedPassTraffic(d, item);
-    if (d.traced) {
-      const EventKind kind = item.forward           ? EventKind::kForward
-                             : item.weight_gradient ? EventKind::kWeightGradient
-                                                    : EventKind::kBackward;
-      TraceEvent e = Event(d, Lane::kCompute, kind, PassName(item, V_), d.pass_start, Now() - d.pass_start);
-      e.micro_batch = item.micro_batch;
-      e.chunk = item.chunk;
-      e.compute = d.pass_compute;
-      e.communication = d.pass_communication;
-      events_.push_back(std::move(e));
+  // The running unit has ended: its items on the timeline (a unit's split by
+  // UnitSpans), the gradients it completed, and its outputs handed on.
+  void EndUnit(Device& d) {
+    RecordClosedPassTraffic(d);
+    const StagePrograms& p = programs_[d.stage];
+    const size_t first = d.item, count = d.unit_end - d.item;
+    std::vector<double> spans{Now() - d.pass_start}, compute{d.pass_compute}, communication{d.pass_communication};
+    if (d.unit) {
+      // The measured collectives split as the closed form splits them.
+      double closed = 0;
+      for (double c : d.unit->communication) closed += c;
+      compute = d.unit->compute;
+      communication.clear();
+      for (double c : d.unit->communication)
+        communication.push_back(closed > 0 ? d.pass_communication * c / closed : 0);
+      spans = UnitSpans(compute, communication, Now() - d.pass_start);
     }
-    if (d.in_final_backward) {
+    double at = d.pass_start;
+    for (size_t k = 0; k < count; ++k) {
+      const ScheduleItem& item = p.order[first + k];
+      if (d.traced) {
+        const EventKind kind = item.forward           ? EventKind::kForward
+                               : item.weight_gradient ? EventKind::kWeightGradient
+                                                      : EventKind::kBackward;
+        TraceEvent e = Event(d, Lane::kCompute, kind, PassName(item, V_), at, spans[k]);
+        e.micro_batch = item.micro_batch;
+        e.chunk = item.chunk;
+        e.compute = compute[k];
+        e.communication = communication[k];
+        events_.push_back(std::move(e));
+      }
+      at += spans[k];
+      // A unit completes a micro-batch's gradients only at its end.
+      if (d.unit && plan_.training && p.final_backward[first + k]) {
+        QueueBuckets(d, item, first + k == p.last_final_backward);
+        d.in_final_backward = false;
+      }
+    }
+    if (d.in_final_backward || d.unit) {
       d.in_final_backward = false;  // its gradients are all complete
       MaybeStartBucket(d);
     }
-    // Hand the activation (or its gradient) to the neighbouring virtual stage.
+    for (size_t k = 0; k < count; ++k) HandOn(d, p.order[first + k]);
+    d.item = d.unit_end;
+    items_done_ += static_cast<double>(count);
+    ReportProgress(items_done_, items_total_);
+    Next(d);
+  }
+
+  // Hands an item's activation (or its gradient) to the neighbouring virtual stage.
+  void HandOn(Device& d, const ScheduleItem& item) {
     const int64_t vs = VirtualStage(plan_.schedule, item.chunk, d.stage, S_);
     const int64_t target_vs = item.forward ? vs + 1 : vs - 1;
     if (item.Exchanges() && (plan_.training || item.forward) && target_vs >= 0 && target_vs < S_ * V_ &&
@@ -686,9 +740,6 @@ class Engine {
         }
       }
     }
-    ++d.item;
-    ReportProgress(++items_done_, items_total_);
-    Next(d);
   }
 
   void Deliver(const InputKey& key) {

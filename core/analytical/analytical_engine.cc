@@ -5,6 +5,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "core/plan/overlapped_unit.h"
 #include "core/plan/pass_steps.h"
 #include "core/plan/pipeline_schedule.h"
 
@@ -76,19 +77,24 @@ Trace RunAnalytical(const Plan& plan) {
   }
 
   // Pipeline passes: list scheduling of each stage's order under the
-  // neighbour dependencies. Keys: (forward, virtual stage, micro-batch).
+  // neighbour dependencies, a unit of overlapped passes as one. Keys:
+  // (forward, virtual stage, micro-batch).
   std::map<std::tuple<bool, int64_t, int64_t>, double> done;
   std::vector<std::vector<ScheduleItem>> order(S);
-  for (int64_t s = 0; s < S; ++s)
-    order[s] =
-        plan.training ? StageSchedule(plan.schedule, s, S, M, V) : StageSchedule(PipelineSchedule::kGPipe, s, S, M, V);
-  if (!plan.training)
-    for (auto& o : order)
-      o.erase(std::remove_if(o.begin(), o.end(), [](const ScheduleItem& i) { return !i.forward; }), o.end());
+  for (int64_t s = 0; s < S; ++s) order[s] = StageOrder(plan, s);
   std::vector<size_t> next(S, 0);
   std::vector<double> free_at = start, last_end(S, 0);
-  // Per micro-batch (all chunks): when the pass that completes its gradients ends.
+  // Per micro-batch (all chunks): when the pass that completes its gradients
+  // ends, and whether it ran in a unit (its buckets then ready at the end).
   std::vector<std::vector<double>> gradients_end(S, std::vector<double>(M, 0));
+  std::vector<std::vector<char>> gradients_in_unit(S, std::vector<char>(M, 0));
+  // Units by their items' (forward, weight gradient, chunk), per stage: the
+  // merged pass and its closed-form duration.
+  using UnitKey = std::vector<std::tuple<bool, bool, int64_t>>;
+  std::vector<std::map<UnitKey, std::pair<UnitPass, double>>> units(S);
+  std::vector<std::vector<Task>> unit_tasks(S);
+  if (plan.overlap_forward_backward)
+    for (int64_t s = 0; s < S; ++s) unit_tasks[s] = UnitTasks(plan.stages[s]);
   const int64_t virtual_stages = S * V;
   // The transfer between virtual stages v and v + 1: the activation v's stage
   // sends (or its gradient back); none where both run on one stage (the V's turn).
@@ -96,14 +102,40 @@ Trace RunAnalytical(const Plan& plan) {
     const int64_t from = StageOfVirtual(plan.schedule, v, S);
     return from == StageOfVirtual(plan.schedule, v + 1, S) ? 0.0 : plan.stages[from].send_seconds;
   };
+  // An item's pass on the timeline, over [begin, begin + duration), and its output leaving at `end`.
+  auto run_item = [&](int64_t s, const ScheduleItem& item, double begin, double duration, double compute,
+                      double communication, double end) {
+    const int64_t vs = VirtualStage(plan.schedule, item.chunk, s, S);
+    if (item.Exchanges()) done[{item.forward, vs, item.micro_batch}] = end;
+    const EventKind kind = item.forward           ? EventKind::kForward
+                           : item.weight_gradient ? EventKind::kWeightGradient
+                                                  : EventKind::kBackward;
+    TraceEvent pass = MakeEvent(s, Lane::kCompute, kind, PassName(item, V), begin, duration);
+    pass.micro_batch = item.micro_batch;
+    pass.chunk = item.chunk;
+    pass.compute = compute;
+    pass.communication = communication;
+    events.push_back(pass);
+    // The activation (or its gradient) leaves for the neighbouring virtual stage.
+    const int64_t target = item.forward ? vs + 1 : vs - 1;
+    if (item.Exchanges() && (plan.training || item.forward) && target >= 0 && target < virtual_stages &&
+        StageOfVirtual(plan.schedule, target, S) != s) {
+      const double seconds = boundary_seconds(std::min(vs, target));
+      TraceEvent send =
+          MakeEvent(s, Lane::kPipeline, EventKind::kSend,
+                    std::string("send ") + (item.forward ? "F" : "B") + std::to_string(item.micro_batch), end, seconds);
+      send.micro_batch = item.micro_batch;
+      send.chunk = item.chunk;
+      events.push_back(send);
+    }
+  };
   size_t remaining = 0;
   for (const auto& o : order) remaining += o.size();
   while (remaining > 0) {
     bool progressed = false;
     for (int64_t s = 0; s < S; ++s) {
       while (next[s] < order[s].size()) {
-        const ScheduleItem& item = order[s][next[s]];
-        const int64_t vs = VirtualStage(plan.schedule, item.chunk, s, S);
+        const size_t first = next[s], last = UnitEnd(order[s], first);
         double ready = free_at[s];
         // Forward needs the previous virtual stage's forward; backward the next one's backward and its own forward.
         auto wait_for = [&](bool forward, int64_t v, int64_t m, double transfer) {
@@ -113,45 +145,54 @@ Trace RunAnalytical(const Plan& plan) {
           return true;
         };
         bool ok = true;
-        if (item.forward) {
-          if (vs > 0) ok = wait_for(true, vs - 1, item.micro_batch, boundary_seconds(vs - 1));
-        } else if (!item.weight_gradient) {  // a weight-gradient pass follows its own backward in the order
-          ok = wait_for(true, vs, item.micro_batch, 0);
-          if (ok && vs + 1 < virtual_stages) ok = wait_for(false, vs + 1, item.micro_batch, boundary_seconds(vs));
+        for (size_t k = first; ok && k < last; ++k) {
+          const ScheduleItem& item = order[s][k];
+          const int64_t vs = VirtualStage(plan.schedule, item.chunk, s, S);
+          if (item.forward) {
+            if (vs > 0) ok = wait_for(true, vs - 1, item.micro_batch, boundary_seconds(vs - 1));
+          } else if (!item.weight_gradient) {  // a weight-gradient pass follows its own backward in the order
+            ok = wait_for(true, vs, item.micro_batch, 0);
+            if (ok && vs + 1 < virtual_stages) ok = wait_for(false, vs + 1, item.micro_batch, boundary_seconds(vs));
+          }
         }
         if (!ok) break;
-        const double share = 1.0 / static_cast<double>(V);
-        const PassTime& pass_time = times[s].Of(item);
-        const double duration = pass_time.duration * share;
-        if (item.Exchanges()) done[{item.forward, vs, item.micro_batch}] = ready + duration;
-        free_at[s] = ready + duration;
-        last_end[s] = free_at[s];
-        if (plan.stages[s].CompletesGradients(item))
-          gradients_end[s][item.micro_batch] = std::max(gradients_end[s][item.micro_batch], free_at[s]);
-        const EventKind kind = item.forward           ? EventKind::kForward
-                               : item.weight_gradient ? EventKind::kWeightGradient
-                                                      : EventKind::kBackward;
-        TraceEvent pass = MakeEvent(s, Lane::kCompute, kind, PassName(item, V), ready, duration);
-        pass.micro_batch = item.micro_batch;
-        pass.chunk = item.chunk;
-        pass.compute = pass_time.compute * share;
-        pass.communication = pass_time.communication * share;
-        events.push_back(pass);
-        // The activation (or its gradient) leaves for the neighbouring virtual stage.
-        const int64_t target = item.forward ? vs + 1 : vs - 1;
-        if (item.Exchanges() && (plan.training || item.forward) && target >= 0 && target < virtual_stages &&
-            StageOfVirtual(plan.schedule, target, S) != s) {
-          const double seconds = boundary_seconds(std::min(vs, target));
-          TraceEvent send =
-              MakeEvent(s, Lane::kPipeline, EventKind::kSend,
-                        std::string("send ") + (item.forward ? "F" : "B") + std::to_string(item.micro_batch),
-                        ready + duration, seconds);
-          send.micro_batch = item.micro_batch;
-          send.chunk = item.chunk;
-          events.push_back(send);
+        double end = ready;
+        if (last - first == 1) {
+          const ScheduleItem& item = order[s][first];
+          const double share = 1.0 / static_cast<double>(V);
+          const PassTime& pass_time = times[s].Of(item);
+          const double duration = pass_time.duration * share;
+          end = ready + duration;
+          run_item(s, item, ready, duration, pass_time.compute * share, pass_time.communication * share, end);
+        } else {
+          const std::vector<ScheduleItem> items(order[s].begin() + static_cast<std::ptrdiff_t>(first),
+                                                order[s].begin() + static_cast<std::ptrdiff_t>(last));
+          UnitKey key;
+          for (const ScheduleItem& i : items) key.emplace_back(i.forward, i.weight_gradient, i.chunk);
+          auto it = units[s].find(key);
+          if (it == units[s].end()) {
+            UnitPass unit = OverlapUnit(plan.stages[s], items, V);
+            const double duration = ClosedFormPass(unit.steps, unit_tasks[s], [](const PassStep&, double, double) {});
+            it = units[s].emplace(key, std::make_pair(std::move(unit), duration)).first;
+          }
+          const auto& [unit, duration] = it->second;
+          end = ready + duration;
+          const std::vector<double> spans = UnitSpans(unit.compute, unit.communication, duration);
+          double at = ready;
+          for (size_t k = 0; k < items.size(); ++k) {
+            run_item(s, items[k], at, spans[k], unit.compute[k], unit.communication[k], end);
+            at += spans[k];
+            if (plan.stages[s].CompletesGradients(items[k])) gradients_in_unit[s][items[k].micro_batch] = 1;
+          }
         }
-        ++next[s];
-        --remaining;
+        free_at[s] = last_end[s] = end;
+        for (size_t k = first; k < last; ++k) {
+          const ScheduleItem& item = order[s][k];
+          if (plan.stages[s].CompletesGradients(item))
+            gradients_end[s][item.micro_batch] = std::max(gradients_end[s][item.micro_batch], end);
+        }
+        remaining -= last - first;
+        next[s] = last;
         progressed = true;
       }
     }
@@ -181,8 +222,10 @@ Trace RunAnalytical(const Plan& plan) {
           const double done_after = bucket.ready_after < 0 ? 0 : task_end[bucket.ready_after];
           // The last pass of micro-batch m ran the last 1/V of the gradient
           // pass; a bucket ready before that share was ready when it began.
-          const double ready = gradients_end[s][m] -
-                               std::min(gradients.duration - done_after, gradients.duration / static_cast<double>(V));
+          const double ready = gradients_in_unit[s][m]
+                                   ? gradients_end[s][m]
+                                   : gradients_end[s][m] - std::min(gradients.duration - done_after,
+                                                                    gradients.duration / static_cast<double>(V));
           const double begin = std::max(ready, comm_free);
           comm_free = begin + bucket.seconds;
           TraceEvent e = MakeEvent(s, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(b),

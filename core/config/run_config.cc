@@ -133,6 +133,21 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
           .Fail(fmt::format("a micro-batch of {} samples cannot be split over data_parallel {}", p.micro_batch_size(),
                             dp));
   }
+  if (run.simulation.overlap_forward_backward) {
+    const JsonNode key = root.Child("simulation").Child("overlap_forward_backward");
+    if (!run.simulation.training())
+      key.Fail("overlap_forward_backward pairs forwards with backwards, which an inference step has none of");
+    if (run.simulation.pipeline_schedule == PipelineSchedule::kGPipe)
+      key.Fail(
+          "overlap_forward_backward pairs a forward with a backward in the schedule's steady state, which gpipe has "
+          "none of: use 1f1b, interleaved, zero_bubble_h1 or zero_bubble_v");
+    if (p.cpu_offloading_num_layers > 0)
+      key.Fail("overlap_forward_backward is not built with activation offloading (cpu_offloading_num_layers)");
+    if (p.enable_parallel_optimizer && p.parallel_optimizer_config.optimizer_level == OptimizerLevel::kLevel3)
+      key.Fail(
+          "overlap_forward_backward is not built with optimizer_level level3: its weight gathers run on a stream "
+          "of their own beside each pass");
+  }
 }
 
 }  // namespace

@@ -61,6 +61,7 @@ SimulationOptions ReadSimulation(const JsonNode& node, const SimulationOptions& 
   s.pipeline_schedule = Read(r, "pipeline_schedule", s.pipeline_schedule, kSchedules);
   const auto chunks = r.Optional("virtual_pipeline_chunks");
   if (chunks) s.virtual_pipeline_chunks = chunks->AsInt(1, 64);
+  s.overlap_forward_backward = r.Bool("overlap_forward_backward", s.overlap_forward_backward);
   s.fidelity = Read(r, "fidelity", s.fidelity, kFidelities);
   s.symmetry = Read(r, "symmetry", s.symmetry, kSymmetries);
   s.optimizer = Read(r, "optimizer", s.optimizer, kOptimizers);
@@ -102,6 +103,7 @@ nlohmann::json ToJson(const SimulationOptions& s) {
                       {"fidelity", ToString(s.fidelity)},
                       {"symmetry", ToString(s.symmetry)},
                       {"optimizer", ToString(s.optimizer)}};
+  if (s.overlap_forward_backward) j["overlap_forward_backward"] = true;
   if (!s.collective_algorithms.empty()) {
     nlohmann::json& algorithms = j["collective_algorithms"];
     for (const auto& [c, a] : s.collective_algorithms) algorithms[ToString(c)] = ToString(a);

@@ -18,6 +18,7 @@
 #include "core/ops/saved_for_backward.h"
 #include "core/plan/kernel_fusion.h"
 #include "core/plan/operator_cost.h"
+#include "core/plan/overlapped_unit.h"
 #include "core/plan/pass_steps.h"
 #include "core/plan/pipeline_schedule.h"
 
@@ -60,6 +61,7 @@ class Lowering {
     Plan plan;
     plan.training = run_.simulation.training();
     plan.schedule = run_.simulation.pipeline_schedule;
+    plan.overlap_forward_backward = plan.training && run_.simulation.overlap_forward_backward;
     plan.micro_batches = p_.micro_batch_num;
     plan.chunks = Chunks();
     plan.devices = p_.device_num;
@@ -106,6 +108,8 @@ class Lowering {
         for (auto& stage : plan.stages) SplitWeightGradients(stage, run_.cluster);
     }
     Sends(plan);
+    if (plan.overlap_forward_backward)
+      for (const auto& stage : plan.stages) CheckOverlappable(stage);
     for (auto& stage : plan.stages) Memory(plan, stage);
     return plan;
   }
@@ -1108,8 +1112,16 @@ class Lowering {
     double peak = -1;
     const double chunks = static_cast<double>(plan.chunks);
     *micro_batches = 0;
-    for (const ScheduleItem& item : StageSchedule(plan.schedule, stage, static_cast<int64_t>(plan.stages.size()),
-                                                  plan.micro_batches, plan.chunks)) {
+    // A unit's forward holds its activations while its backward runs: counted first.
+    std::vector<ScheduleItem> order = StageOrder(plan, stage);
+    for (size_t begin = 0; begin < order.size();) {
+      const size_t end = UnitEnd(order, begin);
+      std::stable_partition(order.begin() + static_cast<std::ptrdiff_t>(begin),
+                            order.begin() + static_cast<std::ptrdiff_t>(end),
+                            [](const ScheduleItem& i) { return i.forward; });
+      begin = end;
+    }
+    for (const ScheduleItem& item : order) {
       if (item.forward) {
         ++forwards;
       } else if (item.weight_gradient) {

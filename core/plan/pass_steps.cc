@@ -101,6 +101,14 @@ std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, si
   return steps;
 }
 
+std::vector<PassStep> ChunkSteps(const std::vector<Task>& tasks, int64_t chunks, int64_t chunk,
+                                 const std::vector<bool>& break_after, bool reversed) {
+  const auto n = static_cast<int64_t>(tasks.size());
+  const int64_t share = reversed ? chunks - 1 - chunk : chunk;
+  return PassSteps(tasks, static_cast<size_t>(n * share / chunks), static_cast<size_t>(n * (share + 1) / chunks),
+                   break_after);
+}
+
 std::vector<bool> BucketBreaks(const StageProgram& stage) {
   std::vector<bool> breaks(stage.GradientTasks().size(), false);
   for (const GradientBucket& b : stage.buckets)

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "core/plan/plan.h"
@@ -50,6 +51,12 @@ struct CopyStream {
 // engines see the moment.
 std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, size_t end,
                                 const std::vector<bool>& break_after = {});
+
+// The steps of chunk `chunk` of a pass run as `chunks` virtual pipeline
+// chunks: the chunk-th share of its tasks, or, `reversed` (a backward, which
+// runs the layers last to first), the chunk-th share from the end.
+std::vector<PassStep> ChunkSteps(const std::vector<Task>& tasks, int64_t chunks, int64_t chunk,
+                                 const std::vector<bool>& break_after, bool reversed);
 
 // The prefetch stream's clock through a pass: `Issue` queues a step's
 // prefetches at `now`; `Wait` gives how long the step then waits for the

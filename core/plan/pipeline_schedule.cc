@@ -24,15 +24,20 @@ std::vector<ScheduleItem> ChunkOrder(bool forward, int64_t stages, int64_t micro
 // ZB-H1 from a 1F1B order: stage s runs micro-batch i's weight-gradient pass
 // after the backward of micro-batch i + s (so its backwards, all the stages
 // before it wait for, come sooner), the last s after its last backward.
+// A unit's weight-gradient pass goes after the unit.
 std::vector<ScheduleItem> WithWeightGradients(const std::vector<ScheduleItem>& order, int64_t stage) {
   std::vector<ScheduleItem> out;
   std::deque<ScheduleItem> held;
-  for (const ScheduleItem& item : order) {
+  for (size_t i = 0; i < order.size(); ++i) {
+    const ScheduleItem& item = order[i];
     out.push_back(item);
-    if (item.forward) continue;
-    ScheduleItem w = item;
-    w.weight_gradient = true;
-    held.push_back(w);
+    if (!item.forward) {
+      ScheduleItem w = item;
+      w.weight_gradient = true;
+      w.with_next = false;
+      held.push_back(w);
+    }
+    if (item.with_next) continue;
     if (static_cast<int64_t>(held.size()) > stage) {
       out.push_back(held.front());
       held.pop_front();
@@ -47,7 +52,10 @@ std::vector<ScheduleItem> WithWeightGradients(const std::vector<ScheduleItem>& o
 // pair one after the other. Micro-batches enter every chunk in order; a
 // split backward queues its weight-gradient pass, which runs where the
 // order calls for one (first in, first out); an unsplit one runs it at once.
-std::vector<ScheduleItem> ZeroBubbleV(int64_t r, int64_t n, int64_t micro_batches) {
+// With `overlap`, DualPipeV's overlapped chunks: in the steady phase each
+// forward with the backward after it (and that backward's weight-gradient
+// pass when unsplit), but the last stage's first.
+std::vector<ScheduleItem> ZeroBubbleV(int64_t r, int64_t n, int64_t micro_batches, bool overlap) {
   std::vector<ScheduleItem> out;
   int64_t forwards[2] = {0, 0}, backwards[2] = {0, 0};
   std::deque<ScheduleItem> weights;
@@ -64,7 +72,12 @@ std::vector<ScheduleItem> ZeroBubbleV(int64_t r, int64_t n, int64_t micro_batche
     if (split_it) return;
     // DualPipeV runs every queued weight-gradient pass before its next unsplit backward.
     if (weights.size() != 1) throw std::logic_error("zero_bubble_v: an unsplit backward behind queued weight passes");
+    out.back().with_next = out.size() >= 2 && out[out.size() - 2].with_next;  // the W stays in its backward's unit
     weight();
+  };
+  // The forward just queued runs together with the backward that follows it.
+  auto overlapped = [&] {
+    if (overlap) out.back().with_next = true;
   };
   for (int64_t i = 0; i < (n - r - 1) * 2; ++i) forward(0);
   for (int64_t i = 0; i < r + 1; ++i) {
@@ -78,13 +91,16 @@ std::vector<ScheduleItem> ZeroBubbleV(int64_t r, int64_t n, int64_t micro_batche
   }
   for (int64_t i = 0; i < micro_batches - 2 * n + r + 1; ++i) {
     forward(0);
+    if (i > 0 || r != n - 1) overlapped();
     backward(1, false);
     forward(1);
+    overlapped();
     backward(0, false);
   }
   for (int64_t i = 0; i < n - r - 1; ++i) {
     backward(1, false);
     forward(1);
+    overlapped();
     backward(0, false);
   }
   // From the middle of this run on, weight-gradient passes wait for the bubbles below.
@@ -119,9 +135,9 @@ std::string PassName(const ScheduleItem& item, int64_t chunks) {
   return kind + std::to_string(item.micro_batch) + (chunks > 1 ? "." + std::to_string(item.chunk) : "");
 }
 
-std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage, int64_t stages,
-                                        int64_t micro_batches, int64_t chunks) {
-  if (schedule == PipelineSchedule::kZeroBubbleV) return ZeroBubbleV(stage, stages, micro_batches);
+std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage, int64_t stages, int64_t micro_batches,
+                                        int64_t chunks, bool overlap) {
+  if (schedule == PipelineSchedule::kZeroBubbleV) return ZeroBubbleV(stage, stages, micro_batches, overlap);
   const auto forwards = ChunkOrder(true, stages, micro_batches, chunks);
   const auto backwards = ChunkOrder(false, stages, micro_batches, chunks);
   std::vector<ScheduleItem> order;
@@ -133,12 +149,23 @@ std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage
   const int64_t total = static_cast<int64_t>(forwards.size());
   // MindSpore's 1F1B: S - s warm-up forwards, then backward-forward pairs.
   // Interleaved (Megatron): (S - s - 1) * 2 + (v - 1) * S warm-up forwards,
-  // then forward-backward pairs.
+  // then forward-backward pairs. Overlapped, the pairs become units that
+  // wait for both their inputs: a unit's backward comes from the next
+  // stage's unit whose forward came from this stage, so adjacent stages'
+  // warm-ups differ by two (interleaved's already do; 1F1B's then start
+  // 2(S - s) - 1 forwards ahead) and the exchange spans two units, not one;
+  // and interleaved warms up one forward more, so that every unit holds two
+  // micro-batches (the last stage's too).
   const bool interleaved = chunks > 1;
   int64_t warmup = interleaved ? (stages - stage - 1) * 2 + (chunks - 1) * stages : stages - stage;
+  if (overlap) warmup = interleaved ? warmup + 1 : 2 * (stages - stage) - 1;
   warmup = std::min(std::max<int64_t>(warmup, interleaved ? 0 : 1), total);
   size_t f = 0, b = 0;
   for (; static_cast<int64_t>(f) < warmup; ++f) order.push_back(forwards[f]);
+  auto pair = [&] {
+    ScheduleItem& first = order[order.size() - 2];
+    first.with_next = overlap && first.micro_batch != order.back().micro_batch;
+  };
   while (f < forwards.size()) {
     if (interleaved) {
       order.push_back(forwards[f++]);
@@ -147,10 +174,17 @@ std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage
       order.push_back(backwards[b++]);
       order.push_back(forwards[f++]);
     }
+    pair();
   }
   while (b < backwards.size()) order.push_back(backwards[b++]);
   if (SplitsBackward(schedule)) return WithWeightGradients(order, stage);
   return order;
+}
+
+size_t UnitEnd(const std::vector<ScheduleItem>& order, size_t begin) {
+  size_t end = begin;
+  while (end + 1 < order.size() && order[end].with_next) ++end;
+  return end + 1;
 }
 
 }  // namespace shardlab

@@ -4,7 +4,10 @@
 // then the remaining backwards), interleaved 1F1B over virtual chunks, and
 // ZB-H1 (1F1B whose backwards are split into an input-gradient pass and a
 // weight-gradient pass, the latter lagging s backwards behind on stage s)
-// and zero_bubble_v (two chunks in a V, DualPipeV's order).
+// and zero_bubble_v (two chunks in a V, DualPipeV's order). With
+// overlap_forward_backward, a forward and a backward of another micro-batch
+// run together as one unit (Megatron's combined 1F1B, DualPipe's overlapped
+// chunks): 1F1B-based orders warm up further ahead for it.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +26,11 @@ struct ScheduleItem {
   // (StageProgram::weight_gradient) of a schedule that splits the backward;
   // its other backward item is then the input-gradient pass alone.
   bool weight_gradient = false;
+  // Runs together with the next item as one unit (overlap_forward_backward):
+  // a unit holds one forward and the backward of another micro-batch (with
+  // its weight-gradient pass when the order runs it at once), each pass's
+  // collectives beside the other's compute (OverlapSteps).
+  bool with_next = false;
 
   // The item that sends to the neighbouring stage and waits for it: a
   // forward, or a backward's input-gradient pass.
@@ -38,7 +46,13 @@ int64_t StageOfVirtual(PipelineSchedule schedule, int64_t virtual_stage, int64_t
 // The item's name on timelines: "F3", "B3", "W3" (".1" for chunk 1 of `chunks` > 1).
 std::string PassName(const ScheduleItem& item, int64_t chunks);
 
-std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage, int64_t stages,
-                                        int64_t micro_batches, int64_t chunks);
+// `overlap`: pair forwards with backwards into units (ScheduleItem::with_next)
+// where the schedule's steady state alternates them; the order stays free of
+// deadlock with each unit waiting for all its inputs.
+std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage, int64_t stages, int64_t micro_batches,
+                                        int64_t chunks, bool overlap = false);
+
+// The end of the unit that starts at `begin`: the index after its last item.
+size_t UnitEnd(const std::vector<ScheduleItem>& order, size_t begin);
 
 }  // namespace shardlab

@@ -101,6 +101,17 @@ nlohmann::json ToJson(const MemoryBreakdown& m) {
   return j;
 }
 
+std::vector<ScheduleItem> StageOrder(const Plan& plan, int64_t stage) {
+  const auto stages = static_cast<int64_t>(plan.stages.size());
+  const int64_t chunks = RunsChunks(plan.schedule) ? plan.chunks : 1;
+  if (plan.training)
+    return StageSchedule(plan.schedule, stage, stages, plan.micro_batches, chunks, plan.overlap_forward_backward);
+  std::vector<ScheduleItem> order = StageSchedule(PipelineSchedule::kGPipe, stage, stages, plan.micro_batches, chunks);
+  order.erase(std::remove_if(order.begin(), order.end(), [](const ScheduleItem& i) { return !i.forward; }),
+              order.end());
+  return order;
+}
+
 int64_t TaskRunsPerStep(const Plan& plan) {
   int64_t runs = 0;
   for (const StageProgram& stage : plan.stages)

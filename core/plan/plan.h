@@ -189,6 +189,7 @@ void SplitWeightGradients(StageProgram& stage, const ClusterSpec& cluster);
 struct Plan {
   bool training = true;
   PipelineSchedule schedule = PipelineSchedule::k1F1B;
+  bool overlap_forward_backward = false;  // units of a forward and a backward (ScheduleItem::with_next)
   int64_t micro_batches = 1;
   int64_t chunks = 1;
   int64_t devices = 1;
@@ -207,6 +208,11 @@ struct Plan {
   // stage, the first rank on the others.
   int64_t RepresentativeRank(int64_t stage) const;
 };
+
+// The order stage `stage` runs its passes in, every engine's: the plan's
+// schedule, paired into units with overlap_forward_backward; an inference
+// step's forwards alone.
+std::vector<ScheduleItem> StageOrder(const Plan& plan, int64_t stage);
 
 nlohmann::json ToJson(const MemoryBreakdown& m);
 

@@ -107,6 +107,63 @@ TEST_CASE("zero_bubble_v's V shrinks ZB-H1's bubble further") {
   CHECK(passes == 4 * 8 * 6);
 }
 
+// Uniform's stages, each pass a compute run, a blocking collective of
+// `collective` seconds and another compute run (the forward's runs `f`/2
+// each, the backward's `b`/2).
+Plan UniformWithCollectives(int64_t stages, int64_t micro_batches, const std::string& schedule, int64_t chunks,
+                            double f, double b, double collective) {
+  Plan plan = Uniform(stages, micro_batches, schedule, chunks, f, b);
+  plan.overlap_forward_backward = true;
+  for (StageProgram& stage : plan.stages) {
+    Task exchange;
+    exchange.kind = Task::Kind::kCollective;
+    exchange.collective = Collective::kAllToAll;
+    exchange.dimension = CommDimension::kExpert;
+    exchange.seconds = collective;
+    for (auto [tasks, seconds] : {std::pair{&stage.forward, f}, std::pair{&stage.backward, b}})
+      *tasks = {Tasks(1, seconds / 2)[0], exchange, Tasks(1, seconds / 2)[0]};
+  }
+  return plan;
+}
+
+TEST_CASE("overlapped units run each pass's collectives beside the other's compute") {
+  // Without pipelining (Megatron's combined 1F1B): F0, then B(i) with F(i+1), then B7.
+  // A unit: B's first run (1), B's collective beside F's first run (max(1, 0.5)),
+  // F's collective beside B's second run (max(1, 1)), F's second run (0.5): 3.5
+  // against the 5 they take one after another.
+  Plan plan = UniformWithCollectives(1, 8, "1f1b", 1, 1.0, 2.0, 1.0);
+  const StepResult overlapped = Analytical(plan);
+  CHECK(overlapped.step_seconds == Approx(2.0 + 7 * 3.5 + 3.0));
+  plan.overlap_forward_backward = false;
+  const StepResult serial = Analytical(plan);
+  CHECK(serial.step_seconds == Approx(8 * 5.0));
+  // The timeline shows a unit's passes one after another, its exposed collectives shared out.
+  std::vector<const TraceEvent*> passes;
+  for (const TraceEvent& e : overlapped.events)
+    if (e.IsPass()) passes.push_back(&e);
+  REQUIRE(passes.size() == 16);
+  CHECK(passes[1]->name == "B0");
+  CHECK(passes[2]->name == "F1");
+  CHECK(passes[2]->start == Approx(passes[1]->end()));
+  CHECK(passes[2]->end() == Approx(2.0 + 3.5));
+  CHECK(overlapped.stages[0].exposed_communication_seconds == Approx(1.0 + 7 * 0.5 + 1.0));
+  // Every schedule runs its units without deadlock, faster than one pass at a time.
+  for (const char* schedule : {"1f1b", "interleaved", "zero_bubble_h1", "zero_bubble_v"})
+    for (int64_t stages : {2, 4, 8}) {
+      INFO(schedule << ", " << stages << " stages");
+      const bool chunked = std::string(schedule) == "interleaved" || std::string(schedule) == "zero_bubble_v";
+      Plan p = UniformWithCollectives(stages, 4 * stages, schedule, chunked ? 2 : 1, 1.0, 2.0, 1.0);
+      if (SplitsBackward(p.schedule))
+        for (StageProgram& stage : p.stages) {
+          stage.weight_gradient = Tasks(1, 0.5);
+          stage.splits_backward = true;
+        }
+      const StepResult with = Analytical(p);
+      p.overlap_forward_backward = false;
+      CHECK(with.step_seconds < Analytical(p).step_seconds);
+    }
+}
+
 TEST_CASE("a split backward's buckets become ready in its weight-gradient pass") {
   Plan plan = UniformSplit(1, 1, 1.0, 1.0, 0.0);
   StageProgram& stage = plan.stages[0];

@@ -103,6 +103,25 @@ TEST_CASE("run files check the rules between their sections") {
              Catch::Contains("needs pipeline_schedule"));
   CHECK(pointer == "/simulation/virtual_pipeline_chunks");
   CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
+      "simulation": {"pipeline_schedule": "gpipe", "overlap_forward_backward": true}})",
+                     &pointer),
+             Catch::Contains("which gpipe has none of"));
+  CHECK(pointer == "/simulation/overlap_forward_backward");
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
+      "simulation": {"mode": "infer", "overlap_forward_backward": true}})",
+                     &pointer),
+             Catch::Contains("an inference step has none of"));
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4,
+      "enable_parallel_optimizer": true, "parallel_optimizer_config": {"optimizer_level": "level3"}},
+      "simulation": {"overlap_forward_backward": true}})",
+                     &pointer),
+             Catch::Contains("not built with optimizer_level level3"));
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
+      "simulation": {"overlap_forward_backward": 1}})",
+                     &pointer),
+             Catch::Contains("expected true or false"));
+  CHECK(pointer == "/simulation/overlap_forward_backward");
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
       "simulation": {"collective_algorithms": {"allreduce": "butterfly"}}})",
                      &pointer),
              Catch::Contains("expected one of"));

@@ -10,8 +10,10 @@ namespace {
 
 std::string Render(const std::vector<ScheduleItem>& items) {
   std::string out;
+  bool joined = false;  // the item before runs with this one (a unit)
   for (const auto& i : items) {
-    out += (out.empty() ? "" : " ") + PassName(i, i.chunk + 1);
+    out += (out.empty() ? "" : joined ? "+" : " ") + PassName(i, i.chunk + 1);
+    joined = i.with_next;
   }
   return out;
 }
@@ -68,6 +70,71 @@ TEST_CASE("zero_bubble_v runs DualPipeV's order over a V of two chunks") {
   CHECK(VirtualStage(PipelineSchedule::kZeroBubbleV, 1, 3, 4) == 4);
   CHECK(StageOfVirtual(PipelineSchedule::kZeroBubbleV, 5, 4) == 2);
   CHECK(StageOfVirtual(PipelineSchedule::kInterleaved, 5, 4) == 1);
+}
+
+TEST_CASE("overlapped orders pair each forward with another micro-batch's backward") {
+  // 1F1B: stage s warms up 2(S - s) - 1 forwards, so that a unit's backward
+  // comes from the next stage's unit two units after the forward it needed.
+  CHECK(Render(StageSchedule(PipelineSchedule::k1F1B, 3, 4, 6, 1, true)) == "F0 B0+F1 B1+F2 B2+F3 B3+F4 B4+F5 B5");
+  CHECK(Render(StageSchedule(PipelineSchedule::k1F1B, 2, 4, 6, 1, true)) == "F0 F1 F2 B0+F3 B1+F4 B2+F5 B3 B4 B5");
+  // Without pipelining: Megatron's combined 1F1B (F0, then F(i+1) with B(i)).
+  CHECK(Render(StageSchedule(PipelineSchedule::k1F1B, 0, 1, 3, 1, true)) == "F0 B0+F1 B1+F2 B2");
+  // ZB-H1: the weight-gradient pass goes after the unit.
+  CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleH1, 0, 2, 4, 1, true)) ==
+        "F0 F1 F2 B0+F3 W0 B1 W1 B2 W2 B3 W3");
+  // zero_bubble_v: DualPipeV's overlapped chunks, an unsplit backward's W inside its unit.
+  CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleV, 1, 2, 4, 2, true)) ==
+        "F0 F0.1 F1 F1.1 F2 B0.1 W0.1 F2.1+B0+W0 F3+B1.1+W1.1 F3.1+B1+W1 B2.1 W2.1 B2 W2 B3.1 B3 W3.1 W3");
+  const PipelineSchedule schedules[] = {PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved,
+                                        PipelineSchedule::kZeroBubbleH1, PipelineSchedule::kZeroBubbleV};
+  for (PipelineSchedule schedule : schedules)
+    for (int64_t stages : {1, 2, 3, 4, 8})
+      for (int64_t micro_batches : {2 * stages, 2 * stages + 1, 3 * stages + 2})
+        for (int64_t s = 0; s < stages; ++s) {
+          const bool v = schedule == PipelineSchedule::kZeroBubbleV;
+          if (v && stages < 2) continue;
+          const int64_t chunks = v || schedule == PipelineSchedule::kInterleaved ? 2 : 1;
+          INFO(ToString(schedule) << ", " << stages << " stages, " << micro_batches << " micro-batches, stage " << s);
+          const auto plain = StageSchedule(schedule, s, stages, micro_batches, chunks);
+          const auto order = StageSchedule(schedule, s, stages, micro_batches, chunks, true);
+          // The same passes, each once.
+          auto key = [](const ScheduleItem& i) {
+            return std::make_tuple(i.micro_batch, i.chunk, i.forward, i.weight_gradient);
+          };
+          std::map<std::tuple<int64_t, int64_t, bool, bool>, int> plain_passes, passes;
+          for (const ScheduleItem& i : plain) ++plain_passes[key(i)];
+          for (const ScheduleItem& i : order) ++passes[key(i)];
+          CHECK(passes == plain_passes);
+          int units = 0;
+          for (size_t begin = 0; begin < order.size();) {
+            const size_t end = UnitEnd(order, begin);
+            if (end - begin > 1) {
+              ++units;
+              // One forward, one backward of another micro-batch, and that backward's W or none.
+              int forwards = 0, backwards = 0, weights = 0;
+              int64_t forward_micro = -1, backward_micro = -1;
+              for (size_t k = begin; k < end; ++k) {
+                const ScheduleItem& i = order[k];
+                if (i.forward) {
+                  ++forwards;
+                  forward_micro = i.micro_batch;
+                } else if (i.weight_gradient) {
+                  ++weights;
+                  CHECK(i.micro_batch == backward_micro);
+                } else {
+                  ++backwards;
+                  backward_micro = i.micro_batch;
+                }
+              }
+              CHECK(forwards == 1);
+              CHECK(backwards == 1);
+              CHECK(weights <= 1);
+              CHECK(forward_micro != backward_micro);
+            }
+            begin = end;
+          }
+          if (schedule != PipelineSchedule::kZeroBubbleV) CHECK(units > 0);
+        }
 }
 
 }  // namespace
