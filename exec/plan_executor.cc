@@ -46,7 +46,7 @@ class RankProgram {
     if (RunsChunks(plan.schedule) && plan.chunks > 1)
       throw std::runtime_error(
           "the executor runs 1f1b, gpipe and zero_bubble_h1 schedules, not chunks (interleaved, zero_bubble_v)");
-    if (plan.overlap_forward_backward)
+    if (!plan.overlap_forward_backward.empty())
       throw std::runtime_error(
           "the executor runs one pass at a time: overlap_forward_backward (a forward beside a backward) is simulated "
           "only");

@@ -130,7 +130,7 @@ class Engine {
     for (const StageProgram& stage : plan.stages) {
       StagePrograms p;
       p.order = StageOrder(plan, stage.stage);
-      if (plan.overlap_forward_backward) p.unit_tasks = UnitTasks(stage);
+      if (!plan.overlap_forward_backward.empty()) p.unit_tasks = UnitTasks(stage);
       p.forward = Split(stage.forward, V_, {}, false);
       p.bucket_breaks = BucketBreaks(stage);
       p.backward = Split(stage.backward, V_, BackwardPassBreaks(stage, false), true);
@@ -430,7 +430,8 @@ class Engine {
       std::vector<std::tuple<bool, bool, int64_t>> key;
       for (const ScheduleItem& i : items) key.emplace_back(i.forward, i.weight_gradient, i.chunk);
       auto it = p.units.find(key);
-      if (it == p.units.end()) it = p.units.emplace(key, OverlapUnit(StageOf(d), items, V_)).first;
+      if (it == p.units.end())
+        it = p.units.emplace(key, OverlapUnit(StageOf(d), items, V_, plan_.overlap_forward_backward)).first;
       d.unit = &it->second;
       d.steps = &d.unit->steps;
       d.tasks = &p.unit_tasks;

@@ -93,7 +93,7 @@ Trace RunAnalytical(const Plan& plan) {
   using UnitKey = std::vector<std::tuple<bool, bool, int64_t>>;
   std::vector<std::map<UnitKey, std::pair<UnitPass, double>>> units(S);
   std::vector<std::vector<Task>> unit_tasks(S);
-  if (plan.overlap_forward_backward)
+  if (!plan.overlap_forward_backward.empty())
     for (int64_t s = 0; s < S; ++s) unit_tasks[s] = UnitTasks(plan.stages[s]);
   const int64_t virtual_stages = S * V;
   // The transfer between virtual stages v and v + 1: the activation v's stage
@@ -171,7 +171,7 @@ Trace RunAnalytical(const Plan& plan) {
           for (const ScheduleItem& i : items) key.emplace_back(i.forward, i.weight_gradient, i.chunk);
           auto it = units[s].find(key);
           if (it == units[s].end()) {
-            UnitPass unit = OverlapUnit(plan.stages[s], items, V);
+            UnitPass unit = OverlapUnit(plan.stages[s], items, V, plan.overlap_forward_backward);
             const double duration = ClosedFormPass(unit.steps, unit_tasks[s], [](const PassStep&, double, double) {});
             it = units[s].emplace(key, std::make_pair(std::move(unit), duration)).first;
           }

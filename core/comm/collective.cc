@@ -14,6 +14,7 @@ constexpr EnumNames<CollectiveAlgorithm, 9> kAlgorithmNames({"ring", "halving_do
                                                               "nvls_tree", "full_mesh"});
 constexpr EnumNames<Protocol, 3> kProtocolNames({"simple", "ll128", "ll"});
 constexpr EnumNames<ReduceOp, 5> kReduceNames({"", "sum", "max", "min", "mean"});
+constexpr EnumNames<CommDimension, kCommDimensions> kDimensions({"tensor", "data", "pipeline", "expert", "context"});
 
 }  // namespace
 
@@ -27,6 +28,10 @@ Collective ParseCollective(std::string_view name) { return kCollectiveNames.Pars
 CollectiveAlgorithm ParseAlgorithm(std::string_view name) {
   return kAlgorithmNames.Parse(name, "collective algorithm");
 }
+
+const char* ToString(CommDimension dimension) { return kDimensions[dimension]; }
+CommDimension ParseCommDimension(const std::string& name) { return kDimensions.Parse(name, "communication dimension"); }
+std::vector<std::string> CommDimensionNames() { return kDimensions.All(); }
 
 std::vector<std::string> CollectiveNames() { return kCollectiveNames.All(); }
 std::vector<std::string> AlgorithmNames() { return kAlgorithmNames.All(); }

@@ -60,6 +60,24 @@ Collective ParseCollective(std::string_view name);
 CollectiveAlgorithm ParseAlgorithm(std::string_view name);
 
 // Every collective's and algorithm's config spelling, in enum order.
+// The parallel dimension a collective serves; reports split communication by it.
+enum class CommDimension {
+  kTensor,    // operator-level: tensor-parallel reductions, sequence-parallel gathers and scatters, redistributions
+              // ("tensor")
+  kData,      // gradient buckets and the parallel optimizer's weight gathers ("data")
+  kPipeline,  // activations and their gradients between neighbouring stages ("pipeline")
+  kExpert,    // tokens exchanged with their experts, the redistributions after MoeDispatch and before MoeCombine
+              // ("expert")
+  kContext,   // keys and values gathered (or passed around a ring) over the context-parallel group for attention,
+              // their gradients reduce-scattered ("context")
+};
+inline constexpr int kCommDimensions = 5;
+
+const char* ToString(CommDimension dimension);
+// Inverse of ToString; throws std::invalid_argument naming the value.
+CommDimension ParseCommDimension(const std::string& name);
+std::vector<std::string> CommDimensionNames();
+
 std::vector<std::string> CollectiveNames();
 std::vector<std::string> AlgorithmNames();
 

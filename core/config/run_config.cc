@@ -133,7 +133,7 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
           .Fail(fmt::format("a micro-batch of {} samples cannot be split over data_parallel {}", p.micro_batch_size(),
                             dp));
   }
-  if (run.simulation.overlap_forward_backward) {
+  if (!run.simulation.overlap_forward_backward.empty()) {
     const JsonNode key = root.Child("simulation").Child("overlap_forward_backward");
     if (!run.simulation.training())
       key.Fail("overlap_forward_backward pairs forwards with backwards, which an inference step has none of");

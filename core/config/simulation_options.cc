@@ -1,5 +1,9 @@
 #include "core/config/simulation_options.h"
 
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "core/util/enum_names.h"
@@ -53,6 +57,30 @@ std::vector<std::string> SimulationKeyVocabulary(const std::string& key) {
   return {};
 }
 
+namespace {
+
+// true (every dimension), false (none), or a list of dimension names.
+std::vector<CommDimension> ReadOverlap(const JsonNode& node) {
+  std::vector<CommDimension> dimensions;
+  if (node.json().is_boolean()) {
+    if (node.AsBool())
+      for (const std::string& name : CommDimensionNames()) dimensions.push_back(ParseCommDimension(name));
+    return dimensions;
+  }
+  if (!node.json().is_array() || node.json().empty())
+    node.Fail("expected true, false or a list of communication dimensions (" +
+              fmt::format("{}", fmt::join(CommDimensionNames(), ", ")) + ")");
+  for (const JsonNode& element : node.AsArray()) {
+    const CommDimension d = ParseCommDimension(element.AsEnum(CommDimensionNames()));
+    if (std::find(dimensions.begin(), dimensions.end(), d) != dimensions.end())
+      element.Fail(std::string("dimension \"") + ToString(d) + "\" is listed twice");
+    dimensions.push_back(d);
+  }
+  return dimensions;
+}
+
+}  // namespace
+
 SimulationOptions ReadSimulation(const JsonNode& node, const SimulationOptions& defaults) {
   ObjectReader r(node);
   SimulationOptions s = defaults;
@@ -61,7 +89,7 @@ SimulationOptions ReadSimulation(const JsonNode& node, const SimulationOptions& 
   s.pipeline_schedule = Read(r, "pipeline_schedule", s.pipeline_schedule, kSchedules);
   const auto chunks = r.Optional("virtual_pipeline_chunks");
   if (chunks) s.virtual_pipeline_chunks = chunks->AsInt(1, 64);
-  s.overlap_forward_backward = r.Bool("overlap_forward_backward", s.overlap_forward_backward);
+  if (const auto overlap = r.Optional("overlap_forward_backward")) s.overlap_forward_backward = ReadOverlap(*overlap);
   s.fidelity = Read(r, "fidelity", s.fidelity, kFidelities);
   s.symmetry = Read(r, "symmetry", s.symmetry, kSymmetries);
   s.optimizer = Read(r, "optimizer", s.optimizer, kOptimizers);
@@ -103,7 +131,12 @@ nlohmann::json ToJson(const SimulationOptions& s) {
                       {"fidelity", ToString(s.fidelity)},
                       {"symmetry", ToString(s.symmetry)},
                       {"optimizer", ToString(s.optimizer)}};
-  if (s.overlap_forward_backward) j["overlap_forward_backward"] = true;
+  if (s.overlap_forward_backward.size() == static_cast<size_t>(kCommDimensions)) {
+    j["overlap_forward_backward"] = true;
+  } else if (!s.overlap_forward_backward.empty()) {
+    nlohmann::json& dimensions = j["overlap_forward_backward"];
+    for (CommDimension d : s.overlap_forward_backward) dimensions.push_back(ToString(d));
+  }
   if (!s.collective_algorithms.empty()) {
     nlohmann::json& algorithms = j["collective_algorithms"];
     for (const auto& [c, a] : s.collective_algorithms) algorithms[ToString(c)] = ToString(a);

@@ -102,11 +102,12 @@ struct SimulationOptions {
   PipelineSchedule pipeline_schedule = PipelineSchedule::k1F1B;
   int64_t virtual_pipeline_chunks = 1;  // model chunks per stage (interleaved only)
   // In the schedule's steady state a forward and the backward of another
-  // micro-batch run together, each one's blocking collectives beside the
-  // other's compute (Megatron's --overlap-moe-expert-parallel-comm, its
-  // combined 1F1B; DualPipe's overlapped forward-backward chunks with
-  // zero_bubble_v); 1F1B-based orders warm up further ahead for it.
-  bool overlap_forward_backward = false;
+  // micro-batch run together, each one's blocking collectives of these
+  // dimensions beside the other's compute (Megatron's
+  // --overlap-moe-expert-parallel-comm, its combined 1F1B, overlaps the
+  // expert AlltoAlls; DualPipe's overlapped chunks with zero_bubble_v,
+  // every one); 1F1B-based orders warm up further ahead for it. Empty: off.
+  std::vector<CommDimension> overlap_forward_backward;
   Fidelity fidelity = Fidelity::kAggregated;
   Symmetry symmetry = Symmetry::kFold;
   Optimizer optimizer = Optimizer::kAdam;

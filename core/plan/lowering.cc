@@ -61,7 +61,7 @@ class Lowering {
     Plan plan;
     plan.training = run_.simulation.training();
     plan.schedule = run_.simulation.pipeline_schedule;
-    plan.overlap_forward_backward = plan.training && run_.simulation.overlap_forward_backward;
+    if (plan.training) plan.overlap_forward_backward = run_.simulation.overlap_forward_backward;
     plan.micro_batches = p_.micro_batch_num;
     plan.chunks = Chunks();
     plan.devices = p_.device_num;
@@ -108,7 +108,7 @@ class Lowering {
         for (auto& stage : plan.stages) SplitWeightGradients(stage, run_.cluster);
     }
     Sends(plan);
-    if (plan.overlap_forward_backward)
+    if (!plan.overlap_forward_backward.empty())
       for (const auto& stage : plan.stages) CheckOverlappable(stage);
     for (auto& stage : plan.stages) Memory(plan, stage);
     return plan;

@@ -20,18 +20,6 @@ std::vector<PassStep> Shifted(std::vector<PassStep> steps, int offset) {
   return steps;
 }
 
-bool Blocking(const PassStep& s) { return s.compute_seconds == 0 && !s.collectives.empty(); }
-bool Computing(const PassStep& s) { return s.compute_seconds > 0 && s.collectives.empty(); }
-
-// One pass's compute run with the other's blocking collectives beside it.
-PassStep Beside(const PassStep& compute, const PassStep& collectives) {
-  PassStep step = compute;
-  step.first_task = std::min(compute.first_task, collectives.first_task);
-  step.end_task = std::max(compute.end_task, collectives.end_task);
-  step.collectives = collectives.collectives;
-  return step;
-}
-
 double Compute(const std::vector<PassStep>& steps) {
   double seconds = 0;
   for (const PassStep& s : steps) seconds += s.compute_seconds;
@@ -53,36 +41,54 @@ std::vector<Task> UnitTasks(const StageProgram& stage) {
   return tasks;
 }
 
-std::vector<PassStep> OverlapSteps(const std::vector<PassStep>& a, const std::vector<PassStep>& b) {
-  std::vector<PassStep> out;
-  size_t i = 0, j = 0;
-  auto blocking_after = [](const std::vector<PassStep>& steps, size_t k) {
-    return k + 1 < steps.size() && Blocking(steps[k + 1]);
+std::vector<PassStep> OverlapSteps(const std::vector<PassStep>& a, const std::vector<PassStep>& b,
+                                   const std::vector<Task>& tasks, const std::vector<CommDimension>& overlapped) {
+  // A step of one blocking collective of the listed dimensions.
+  auto movable = [&](const PassStep& s) {
+    return s.compute_seconds == 0 && s.collectives.size() == 1 && s.prefetches.empty() &&
+           std::find(overlapped.begin(), overlapped.end(), tasks[s.collectives[0]].dimension) != overlapped.end();
   };
-  while (i < a.size() && j < b.size()) {
-    const PassStep &x = a[i], &y = b[j];
-    if (Blocking(x) && Computing(y)) {
-      out.push_back(Beside(y, x));
-      ++i, ++j;
-    } else if (Computing(x) && Blocking(y)) {
-      out.push_back(Beside(x, y));
-      ++i, ++j;
-    } else if (Blocking(x) && !Blocking(y)) {
-      out.push_back(b[j++]);  // computes beside collectives of its own; x waits for the next compute run
-    } else if (Blocking(x) || Blocking(y)) {
-      out.push_back(a[i++]);
-    } else if (!blocking_after(a, i) && blocking_after(b, j)) {
-      out.push_back(b[j++]);
-    } else {
-      out.push_back(a[i++]);
+  const std::vector<PassStep>* passes[2] = {&a, &b};
+  size_t next[2] = {0, 0};
+  int waits_for[2] = {0, 0};  // the side-stream collectives a pass's next step waits for
+  int issued = 0;
+  std::vector<int> handed;  // a collective the other pass's next step issues
+  std::vector<PassStep> out;
+  auto done = [&](int p) { return next[p] == passes[p]->size(); };
+  auto head = [&](int p) -> const PassStep& { return (*passes[p])[next[p]]; };
+  int p = 0;
+  while (!done(0) || !done(1)) {
+    if (done(p)) p = 1 - p;
+    const int q = 1 - p;
+    // A pass whose next step is such a collective hands it to the side
+    // stream beside the other pass's steps, until that pass reaches a
+    // collective of its own; it goes on once its collective has ended.
+    auto hand = [&](int from) {
+      handed = head(from).collectives;
+      waits_for[from] = ++issued;
+      ++next[from];
+    };
+    if (movable(head(p)) && !done(q) && !movable(head(q))) {
+      hand(p);
+      p = q;
+      continue;
     }
+    if (!done(q) && movable(head(q)) && !movable(head(p)) && handed.empty()) {
+      hand(q);
+      continue;
+    }
+    PassStep step = head(p);
+    ++next[p];
+    step.prefetches_needed = waits_for[p];
+    step.prefetches = std::move(handed);
+    handed.clear();
+    out.push_back(std::move(step));
   }
-  out.insert(out.end(), a.begin() + static_cast<std::ptrdiff_t>(i), a.end());
-  out.insert(out.end(), b.begin() + static_cast<std::ptrdiff_t>(j), b.end());
   return out;
 }
 
-UnitPass OverlapUnit(const StageProgram& stage, const std::vector<ScheduleItem>& items, int64_t chunks) {
+UnitPass OverlapUnit(const StageProgram& stage, const std::vector<ScheduleItem>& items, int64_t chunks,
+                     const std::vector<CommDimension>& overlapped) {
   const int backward_size = static_cast<int>(stage.backward.size());
   const int forward_offset = backward_size + static_cast<int>(stage.weight_gradient.size());
   const std::vector<Task> tasks = UnitTasks(stage);
@@ -103,7 +109,7 @@ UnitPass OverlapUnit(const StageProgram& stage, const std::vector<ScheduleItem>&
     unit.compute.push_back(Compute(steps));
     unit.communication.push_back(Communication(steps, tasks));
   }
-  unit.steps = OverlapSteps(backward, forward);
+  unit.steps = OverlapSteps(backward, forward, tasks, overlapped);
   return unit;
 }
 

@@ -21,12 +21,16 @@ namespace shardlab {
 // weight-gradient pass, then its forward.
 std::vector<Task> UnitTasks(const StageProgram& stage);
 
-// Merges two passes' steps into one sequence: where one pass's next step is
-// a blocking collective and the other's a compute run, they become one step
-// (the collective on the communication stream beside the compute); otherwise
-// the pass whose next step is followed by a collective goes first, so that
-// its collective meets the other's compute. Each pass keeps its own order.
-std::vector<PassStep> OverlapSteps(const std::vector<PassStep>& a, const std::vector<PassStep>& b);
+// Merges two passes' steps into one sequence, ping-pong: a pass runs its
+// steps until its next is a blocking collective of the `overlapped`
+// dimensions; that collective is issued on a side stream (the prefetch
+// stream's machinery: one collective after another) as the other pass's
+// next step starts, and the other pass runs its steps (compute, and
+// collectives of other dimensions, which hold the compute stream as they do
+// alone) until it reaches such a collective itself; then the first pass goes
+// on, once its collective has ended. Each pass keeps its own order.
+std::vector<PassStep> OverlapSteps(const std::vector<PassStep>& a, const std::vector<PassStep>& b,
+                                   const std::vector<Task>& tasks, const std::vector<CommDimension>& overlapped);
 
 struct UnitPass {
   std::vector<PassStep> steps;  // over UnitTasks
@@ -35,8 +39,10 @@ struct UnitPass {
 };
 
 // The unit `items` (one forward, one backward and maybe its weight-gradient
-// pass) of a stage whose passes run as `chunks` chunks.
-UnitPass OverlapUnit(const StageProgram& stage, const std::vector<ScheduleItem>& items, int64_t chunks);
+// pass) of a stage whose passes run as `chunks` chunks, the `overlapped`
+// dimensions' collectives beside the other pass's compute.
+UnitPass OverlapUnit(const StageProgram& stage, const std::vector<ScheduleItem>& items, int64_t chunks,
+                     const std::vector<CommDimension>& overlapped);
 
 // A unit that took `duration` shown as its items one after another: each
 // item's span is its compute plus a share of the unit's time beyond the

@@ -7,19 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/util/enum_names.h"
-
 namespace shardlab {
-namespace {
-
-constexpr EnumNames<CommDimension, kCommDimensions> kDimensions({"tensor", "data", "pipeline", "expert", "context"});
-
-}  // namespace
-
-const char* ToString(CommDimension dimension) { return kDimensions[dimension]; }
-
-CommDimension ParseCommDimension(const std::string& name) { return kDimensions.Parse(name, "communication dimension"); }
-
 double StageProgram::FirstForwardStart() const {
   double end = 0, start = 0;
   for (const Task& gather : step_start) {
@@ -105,7 +93,8 @@ std::vector<ScheduleItem> StageOrder(const Plan& plan, int64_t stage) {
   const auto stages = static_cast<int64_t>(plan.stages.size());
   const int64_t chunks = RunsChunks(plan.schedule) ? plan.chunks : 1;
   if (plan.training)
-    return StageSchedule(plan.schedule, stage, stages, plan.micro_batches, chunks, plan.overlap_forward_backward);
+    return StageSchedule(plan.schedule, stage, stages, plan.micro_batches, chunks,
+                         !plan.overlap_forward_backward.empty());
   std::vector<ScheduleItem> order = StageSchedule(PipelineSchedule::kGPipe, stage, stages, plan.micro_batches, chunks);
   order.erase(std::remove_if(order.begin(), order.end(), [](const ScheduleItem& i) { return !i.forward; }),
               order.end());

@@ -30,23 +30,6 @@ struct CommGroupSpec {
   bool operator==(const CommGroupSpec& o) const { return device_matrix == o.device_matrix && dims == o.dims; }
 };
 
-// The parallel dimension a collective serves; reports split communication by it.
-enum class CommDimension {
-  kTensor,    // operator-level: tensor-parallel reductions, sequence-parallel gathers and scatters, redistributions
-              // ("tensor")
-  kData,      // gradient buckets and the parallel optimizer's weight gathers ("data")
-  kPipeline,  // activations and their gradients between neighbouring stages ("pipeline")
-  kExpert,    // tokens exchanged with their experts, the redistributions after MoeDispatch and before MoeCombine
-              // ("expert")
-  kContext,   // keys and values gathered (or passed around a ring) over the context-parallel group for attention,
-              // their gradients reduce-scattered ("context")
-};
-inline constexpr int kCommDimensions = 5;
-
-const char* ToString(CommDimension dimension);
-// Inverse of ToString; throws std::invalid_argument naming the value.
-CommDimension ParseCommDimension(const std::string& name);
-
 struct Task {
   enum class Kind { kCompute, kCollective };
   Kind kind = Kind::kCompute;
@@ -189,7 +172,10 @@ void SplitWeightGradients(StageProgram& stage, const ClusterSpec& cluster);
 struct Plan {
   bool training = true;
   PipelineSchedule schedule = PipelineSchedule::k1F1B;
-  bool overlap_forward_backward = false;  // units of a forward and a backward (ScheduleItem::with_next)
+  // Units of a forward and a backward (ScheduleItem::with_next): the
+  // dimensions whose blocking collectives overlap the other pass's compute.
+  // Empty: one pass at a time.
+  std::vector<CommDimension> overlap_forward_backward;
   int64_t micro_batches = 1;
   int64_t chunks = 1;
   int64_t devices = 1;

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/config/units.h"
+#include "core/plan/overlapped_unit.h"
 #include "core/plan/pass_steps.h"
 
 namespace shardlab {
@@ -22,13 +24,14 @@ struct PassComm {
   PerDimension seconds{}, exposed{};
 };
 
-// Prefetches are exposed for as long as steps wait for them, shared out by their time.
-PassComm ClosedFormPassComm(const std::vector<Task>& tasks, const std::vector<bool>& breaks = {}) {
+// Prefetches (and a unit's collectives issued beside the other pass's
+// steps) are exposed for as long as steps wait for them, shared out by their time.
+PassComm ClosedFormStepsComm(const std::vector<PassStep>& steps, const std::vector<Task>& tasks) {
   PassComm c;
   PerDimension prefetch{};
   double waited = 0, drained = 0;
   ClosedFormPass(
-      PassSteps(tasks, 0, tasks.size(), breaks), tasks,
+      steps, tasks,
       [&](const PassStep& step, double, double wait) {
         waited += wait;
         for (int t : step.prefetches) prefetch[static_cast<size_t>(tasks[t].dimension)] += tasks[t].seconds;
@@ -50,6 +53,50 @@ PassComm ClosedFormPassComm(const std::vector<Task>& tasks, const std::vector<bo
     if (total > 0) c.exposed[d] += (waited + drained) * prefetch[d] / total;
   }
   return c;
+}
+
+PassComm ClosedFormPassComm(const std::vector<Task>& tasks, const std::vector<bool>& breaks = {}) {
+  return ClosedFormStepsComm(PassSteps(tasks, 0, tasks.size(), breaks), tasks);
+}
+
+// An item's pass: (kind, micro-batch, chunk) as its timeline event names it.
+using PassKey = std::tuple<EventKind, int64_t, int64_t>;
+
+PassKey KeyOf(const ScheduleItem& item) {
+  const EventKind kind = item.forward           ? EventKind::kForward
+                         : item.weight_gradient ? EventKind::kWeightGradient
+                                                : EventKind::kBackward;
+  return {kind, item.micro_batch, item.chunk};
+}
+
+// The collectives of each unit of overlapped passes (overlap_forward_backward)
+// in closed form, by each of its items.
+std::map<PassKey, PassComm> UnitComm(const Plan& plan, int64_t s) {
+  std::map<PassKey, PassComm> by_item;
+  if (plan.overlap_forward_backward.empty()) return by_item;
+  const std::vector<ScheduleItem> order = StageOrder(plan, s);
+  const std::vector<Task> tasks = UnitTasks(plan.stages[s]);
+  const int64_t chunks = RunsChunks(plan.schedule) ? plan.chunks : 1;
+  std::map<std::vector<PassKey>, PassComm> units;  // by the unit's kinds and chunks
+  for (size_t begin = 0; begin < order.size();) {
+    const size_t end = UnitEnd(order, begin);
+    if (end - begin > 1) {
+      const std::vector<ScheduleItem> items(order.begin() + static_cast<std::ptrdiff_t>(begin),
+                                            order.begin() + static_cast<std::ptrdiff_t>(end));
+      std::vector<PassKey> kind;
+      for (const ScheduleItem& i : items) kind.emplace_back(std::get<0>(KeyOf(i)), 0, i.chunk);
+      auto it = units.find(kind);
+      if (it == units.end())
+        it = units
+                 .emplace(kind,
+                          ClosedFormStepsComm(
+                              OverlapUnit(plan.stages[s], items, chunks, plan.overlap_forward_backward).steps, tasks))
+                 .first;
+      for (const ScheduleItem& i : items) by_item[KeyOf(i)] = it->second;
+    }
+    begin = end;
+  }
+  return by_item;
 }
 
 // Adds `amount` to `into` split as `weights` are, else as `fallback` is
@@ -92,6 +139,7 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
   const PassComm forward_comm = ClosedFormPassComm(program.forward);
   const PassComm backward_comm = ClosedFormPassComm(program.backward, BackwardPassBreaks(program, false));
   const PassComm weight_comm = ClosedFormPassComm(program.weight_gradient, BackwardPassBreaks(program, true));
+  const std::map<PassKey, PassComm> unit_comm = UnitComm(plan, s);
   PerDimension seconds{}, exposed{};
   constexpr auto kData = static_cast<size_t>(CommDimension::kData);
   constexpr auto kPipeline = static_cast<size_t>(CommDimension::kPipeline);
@@ -122,7 +170,9 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
         r.compute_seconds += e->compute;
         r.communication_seconds += e->communication;
         r.exposed_communication_seconds += e->duration - e->compute;
-        const PassComm& closed = e->kind == EventKind::kForward    ? forward_comm
+        const auto unit = unit_comm.find({e->kind, e->micro_batch, e->chunk});
+        const PassComm& closed = unit != unit_comm.end()           ? unit->second
+                                 : e->kind == EventKind::kForward  ? forward_comm
                                  : e->kind == EventKind::kBackward ? backward_comm
                                                                    : weight_comm;
         ShareOut(e->communication, closed.seconds, closed.seconds, seconds);

@@ -119,8 +119,18 @@ TEST_CASE("run files check the rules between their sections") {
   CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
       "simulation": {"overlap_forward_backward": 1}})",
                      &pointer),
-             Catch::Contains("expected true or false"));
+             Catch::Contains("expected true, false or a list of communication dimensions (tensor, data, pipeline, "
+                             "expert, context)"));
   CHECK(pointer == "/simulation/overlap_forward_backward");
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
+      "simulation": {"overlap_forward_backward": ["expert", "experts"]}})",
+                     &pointer),
+             Catch::Contains("expected one of"));
+  CHECK(pointer == "/simulation/overlap_forward_backward/1");
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
+      "simulation": {"overlap_forward_backward": ["expert", "expert"]}})",
+                     &pointer),
+             Catch::Contains("listed twice"));
   CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
       "simulation": {"collective_algorithms": {"allreduce": "butterfly"}}})",
                      &pointer),
@@ -229,6 +239,17 @@ TEST_CASE("a run written as JSON reads back to the same run") {
   CHECK(back.parallel == run.parallel);
   CHECK(back.simulation == run.simulation);
   CHECK(back.model.params.values() == run.model.params.values());
+  // overlap_forward_backward: every dimension is written as true, some as their list.
+  for (const std::vector<CommDimension>& overlapped :
+       {std::vector<CommDimension>{CommDimension::kExpert, CommDimension::kTensor},
+        std::vector<CommDimension>{CommDimension::kTensor, CommDimension::kData, CommDimension::kPipeline,
+                                   CommDimension::kExpert, CommDimension::kContext}}) {
+    RunSpec overlapping = run;
+    overlapping.simulation.overlap_forward_backward = overlapped;
+    const nlohmann::json written = ToJson(overlapping);
+    CHECK(written["simulation"]["overlap_forward_backward"].is_boolean() == (overlapped.size() == 5));
+    CHECK(ReadRunSpec(JsonNode(written, "")).simulation == overlapping.simulation);
+  }
 }
 
 }  // namespace
