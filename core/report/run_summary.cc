@@ -41,6 +41,29 @@ std::string DescribeParallel(const ParallelConfig& p) {
   return out;
 }
 
+std::string DescribeSchedule(const SimulationOptions& s, int64_t pipeline_stages) {
+  if (!s.training()) return "";
+  std::string out;
+  if (pipeline_stages > 1) {
+    out = ToString(s.pipeline_schedule);
+    if (s.pipeline_schedule == PipelineSchedule::kInterleaved)
+      out += fmt::format(" over {} chunks per stage", s.virtual_pipeline_chunks);
+    if (s.pipeline_schedule == PipelineSchedule::kZeroBubbleV)
+      out += " (two chunks per stage in a V, DualPipeV's order)";
+    if (s.pipeline_schedule == PipelineSchedule::kZeroBubbleH1)
+      out += " (backwards split into input- and weight-gradient passes)";
+  }
+  if (!s.overlap_forward_backward.empty()) {
+    std::vector<std::string> dimensions;
+    for (CommDimension d : s.overlap_forward_backward) dimensions.push_back(ToString(d));
+    out += fmt::format(
+        "{}forwards and backwards overlapped in pairs ({} collectives beside the other pass)", out.empty() ? "" : "; ",
+        dimensions.size() == static_cast<size_t>(kCommDimensions) ? std::string("all")
+                                                                  : fmt::format("{}", fmt::join(dimensions, ", ")));
+  }
+  return out;
+}
+
 RunSummary SummarizeRun(const RunSpec& run, const Graph& graph) {
   RunSummary s;
   s.name = run.name;
@@ -100,6 +123,8 @@ std::string FormatRunSummary(const RunSpec& run, const RunSummary& s) {
     out += fmt::format("             {}\n", params);
   }
   out += fmt::format("  parallel   {}\n", DescribeParallel(run.parallel));
+  if (const std::string schedule = DescribeSchedule(run.simulation, run.parallel.pipeline_stages); !schedule.empty())
+    out += fmt::format("  schedule   {}\n", schedule);
   out += fmt::format("  step       {} mode, {} per step ({} per micro-batch of {} samples)\n",
                      ToString(run.simulation.mode), FormatFlops(s.step_flops),
                      FormatFlops(s.step_flops / run.parallel.micro_batch_num), run.parallel.micro_batch_size());

@@ -30,4 +30,9 @@ nlohmann::json ToJson(const RunSummary& summary);
 // "semi_auto_parallel, 16 pipeline stages, micro_batch_num 32, ..." in one line.
 std::string DescribeParallel(const ParallelConfig& parallel);
 
+// "interleaved over 4 chunks per stage; ..." in one line: the pipeline
+// schedule a training step runs and whether its forwards and backwards
+// overlap. Empty when there is nothing to schedule (one stage, one pass at a time, or inference).
+std::string DescribeSchedule(const SimulationOptions& simulation, int64_t pipeline_stages);
+
 }  // namespace shardlab

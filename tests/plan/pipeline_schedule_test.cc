@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/report/run_summary.h"
+
 namespace shardlab {
 namespace {
 
@@ -135,6 +137,22 @@ TEST_CASE("overlapped orders pair each forward with another micro-batch's backwa
           }
           if (schedule != PipelineSchedule::kZeroBubbleV) CHECK(units > 0);
         }
+}
+
+TEST_CASE("the run summary names the schedule and what overlaps") {
+  SimulationOptions s;
+  CHECK(DescribeSchedule(s, 1).empty());
+  CHECK(DescribeSchedule(s, 4) == "1f1b");
+  s.pipeline_schedule = PipelineSchedule::kInterleaved;
+  s.virtual_pipeline_chunks = 4;
+  s.overlap_forward_backward = {CommDimension::kExpert};
+  CHECK(DescribeSchedule(s, 8) ==
+        "interleaved over 4 chunks per stage; forwards and backwards overlapped in pairs (expert collectives beside "
+        "the other pass)");
+  CHECK(DescribeSchedule(s, 1) ==
+        "forwards and backwards overlapped in pairs (expert collectives beside the other pass)");
+  s.mode = StepMode::kInfer;
+  CHECK(DescribeSchedule(s, 8).empty());
 }
 
 }  // namespace
