@@ -47,6 +47,7 @@ int ValidateRun(const ValidateRunArgs& args) {
                     args.run_file, run.parallel.device_num, exec::kMaxLocalRanks));
   const PreparedRun prepared = Prepare(run);
   const Plan& plan = prepared.plan;
+  exec::CheckExecutable(plan);
   const int64_t ranks = args.ranks > 0 ? args.ranks : plan.devices;
   if (ranks != plan.devices)
     throw std::runtime_error(fmt::format("--ranks {}: the run {} has {} devices; the executor runs one rank per device",

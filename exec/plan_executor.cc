@@ -39,17 +39,25 @@ struct Timing {
   bool compute = false;  // counts as compute time
 };
 
+}  // namespace
+
+void CheckExecutable(const Plan& plan) {
+  if (RunsChunks(plan.schedule) && plan.chunks > 1)
+    throw std::runtime_error(
+        "the executor runs 1f1b, gpipe and zero_bubble_h1 schedules, not chunks (interleaved, zero_bubble_v)");
+  if (!plan.overlap_forward_backward.empty())
+    throw std::runtime_error(
+        "the executor runs one pass at a time: overlap_forward_backward (a forward beside a backward) is simulated "
+        "only");
+}
+
+namespace {
+
 class RankProgram {
  public:
   RankProgram(const Plan& plan, int64_t rank, Communicator& world, Runtime& runtime)
       : plan_(plan), rank_(rank), world_(world), runtime_(runtime) {
-    if (RunsChunks(plan.schedule) && plan.chunks > 1)
-      throw std::runtime_error(
-          "the executor runs 1f1b, gpipe and zero_bubble_h1 schedules, not chunks (interleaved, zero_bubble_v)");
-    if (!plan.overlap_forward_backward.empty())
-      throw std::runtime_error(
-          "the executor runs one pass at a time: overlap_forward_backward (a forward beside a backward) is simulated "
-          "only");
+    CheckExecutable(plan);
     if (world.size() != plan.devices)
       throw std::runtime_error(
           fmt::format("the plan has {} devices but the world {} ranks", plan.devices, world.size()));

@@ -49,6 +49,11 @@ struct RankExecution {
 RankExecution ExecutePlan(const Plan& plan, int64_t rank, Communicator& world, Runtime& runtime,
                           const ExecutionOptions& options);
 
+// Throws std::runtime_error saying why when the executor cannot run `plan`'s
+// schedule: chunks (interleaved, zero_bubble_v) or overlapped forward and
+// backward units. Callers check before they launch ranks; ExecutePlan does too.
+void CheckExecutable(const Plan& plan);
+
 // The step as the ranks measured it, summarised like the engines' steps: a
 // stage's figures and events are its first rank's (its median step).
 StepResult MeasuredStep(const Plan& plan, const std::vector<RankExecution>& ranks);

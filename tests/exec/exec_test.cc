@@ -193,6 +193,17 @@ TEST_CASE("the executor runs ZB-H1's weight-gradient passes and their gradient b
 }
 #endif
 
+TEST_CASE("the executor says which schedules it cannot run before any rank starts") {
+  RunSpec run = LoadRunFile(SourcePath("configs/runs/tiny-gpt-cpu-mp2-pp2.json"));
+  CHECK_NOTHROW(CheckExecutable(Prepare(run).plan));
+  run.simulation.overlap_forward_backward = {CommDimension::kTensor};
+  CHECK_THROWS_WITH(CheckExecutable(Prepare(run).plan), Catch::Contains("overlap_forward_backward"));
+  run.simulation.overlap_forward_backward.clear();
+  run.simulation.pipeline_schedule = PipelineSchedule::kInterleaved;
+  run.simulation.virtual_pipeline_chunks = 2;
+  CHECK_THROWS_WITH(CheckExecutable(Prepare(run).plan), Catch::Contains("not chunks"));
+}
+
 TEST_CASE("nccl runs only where a GPU is and says why not elsewhere") {
   std::string why;
   if (!BackendAvailable("nccl", &why)) {
