@@ -289,7 +289,7 @@ class Engine {
     double pass_start = 0;
     std::vector<int64_t> counters;  // collectives issued per group spec
     // For the link usage: the bytes on each link of a collective inside the
-    // lane, and of a closed-form pass (forward, chunk), which run as timers.
+    // lane, and of a closed-form pass (by its steps), which run as timers.
     std::map<std::tuple<int, int, int, double>, ClosedFormTraffic> task_traffic;
     std::map<const std::vector<PassStep>*, ClosedFormTraffic> pass_traffic;  // by the pass's steps
     // Gradient buckets on the communication stream: the runs queued by the
@@ -523,7 +523,7 @@ class Engine {
       seconds += step.ClosedFormSeconds(tasks);
       d.pass_compute += step.compute_seconds;
       d.pass_communication += step.CommunicationSeconds(tasks);
-      if (!item.forward && d.in_final_backward && breaks[step.end_task - 1]) break;
+      if (!d.unit && !item.forward && d.in_final_backward && breaks[step.end_task - 1]) break;
     }
     ++timers_;
     runner_.After(seconds, [this, &d, item, &step = steps[end - 1], end] {

@@ -182,14 +182,16 @@ Trace RunAnalytical(const Plan& plan) {
           for (size_t k = 0; k < items.size(); ++k) {
             run_item(s, items[k], at, spans[k], unit.compute[k], unit.communication[k], end);
             at += spans[k];
-            if (plan.stages[s].CompletesGradients(items[k])) gradients_in_unit[s][items[k].micro_batch] = 1;
           }
         }
         free_at[s] = last_end[s] = end;
         for (size_t k = first; k < last; ++k) {
           const ScheduleItem& item = order[s][k];
-          if (plan.stages[s].CompletesGradients(item))
-            gradients_end[s][item.micro_batch] = std::max(gradients_end[s][item.micro_batch], end);
+          // The micro-batch's last gradient pass says how its buckets become ready.
+          if (plan.stages[s].CompletesGradients(item) && end >= gradients_end[s][item.micro_batch]) {
+            gradients_end[s][item.micro_batch] = end;
+            gradients_in_unit[s][item.micro_batch] = last - first > 1;
+          }
         }
         remaining -= last - first;
         next[s] = last;

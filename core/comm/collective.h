@@ -59,7 +59,6 @@ const char* ToString(ReduceOp op);
 Collective ParseCollective(std::string_view name);
 CollectiveAlgorithm ParseAlgorithm(std::string_view name);
 
-// Every collective's and algorithm's config spelling, in enum order.
 // The parallel dimension a collective serves; reports split communication by it.
 enum class CommDimension {
   kTensor,    // operator-level: tensor-parallel reductions, sequence-parallel gathers and scatters, redistributions
@@ -78,6 +77,7 @@ const char* ToString(CommDimension dimension);
 CommDimension ParseCommDimension(const std::string& name);
 std::vector<std::string> CommDimensionNames();
 
+// Every collective's and algorithm's config spelling, in enum order.
 std::vector<std::string> CollectiveNames();
 std::vector<std::string> AlgorithmNames();
 

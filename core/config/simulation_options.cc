@@ -68,7 +68,7 @@ std::vector<CommDimension> ReadOverlap(const JsonNode& node) {
     return dimensions;
   }
   if (!node.json().is_array() || node.json().empty())
-    node.Fail("expected true, false or a list of communication dimensions (" +
+    node.Fail("expected true, false or a non-empty list of communication dimensions (" +
               fmt::format("{}", fmt::join(CommDimensionNames(), ", ")) + ")");
   for (const JsonNode& element : node.AsArray()) {
     const CommDimension d = ParseCommDimension(element.AsEnum(CommDimensionNames()));
@@ -76,6 +76,7 @@ std::vector<CommDimension> ReadOverlap(const JsonNode& node) {
       element.Fail(std::string("dimension \"") + ToString(d) + "\" is listed twice");
     dimensions.push_back(d);
   }
+  std::sort(dimensions.begin(), dimensions.end());  // one spelling of a set
   return dimensions;
 }
 

@@ -119,8 +119,8 @@ TEST_CASE("run files check the rules between their sections") {
   CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
       "simulation": {"overlap_forward_backward": 1}})",
                      &pointer),
-             Catch::Contains("expected true, false or a list of communication dimensions (tensor, data, pipeline, "
-                             "expert, context)"));
+             Catch::Contains("expected true, false or a non-empty list of communication dimensions (tensor, data, "
+                             "pipeline, expert, context)"));
   CHECK(pointer == "/simulation/overlap_forward_backward");
   CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
       "simulation": {"overlap_forward_backward": ["expert", "experts"]}})",
@@ -131,6 +131,14 @@ TEST_CASE("run files check the rules between their sections") {
       "simulation": {"overlap_forward_backward": ["expert", "expert"]}})",
                      &pointer),
              Catch::Contains("listed twice"));
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/gpt3-175b.json", "model_params": {"layers": 8},
+      "parallel": {"parallel_mode": "semi_auto_parallel", "pipeline_stages": 4, "micro_batch_num": 6,
+                   "global_batch_size": 6, "device_num": 4},
+      "simulation": {"pipeline_schedule": "interleaved", "virtual_pipeline_chunks": 2,
+                     "overlap_forward_backward": ["tensor"]}})",
+                     &pointer),
+             Catch::Contains("needs micro_batch_num a multiple of pipeline_stages"));
+  CHECK(pointer == "/simulation/overlap_forward_backward");
   CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
       "simulation": {"collective_algorithms": {"allreduce": "butterfly"}}})",
                      &pointer),
@@ -241,7 +249,7 @@ TEST_CASE("a run written as JSON reads back to the same run") {
   CHECK(back.model.params.values() == run.model.params.values());
   // overlap_forward_backward: every dimension is written as true, some as their list.
   for (const std::vector<CommDimension>& overlapped :
-       {std::vector<CommDimension>{CommDimension::kExpert, CommDimension::kTensor},
+       {std::vector<CommDimension>{CommDimension::kTensor, CommDimension::kExpert},
         std::vector<CommDimension>{CommDimension::kTensor, CommDimension::kData, CommDimension::kPipeline,
                                    CommDimension::kExpert, CommDimension::kContext}}) {
     RunSpec overlapping = run;
