@@ -62,12 +62,7 @@ PassComm ClosedFormPassComm(const std::vector<Task>& tasks, const std::vector<bo
 // An item's pass: (kind, micro-batch, chunk) as its timeline event names it.
 using PassKey = std::tuple<EventKind, int64_t, int64_t>;
 
-PassKey KeyOf(const ScheduleItem& item) {
-  const EventKind kind = item.forward           ? EventKind::kForward
-                         : item.weight_gradient ? EventKind::kWeightGradient
-                                                : EventKind::kBackward;
-  return {kind, item.micro_batch, item.chunk};
-}
+PassKey KeyOf(const ScheduleItem& item) { return {PassKind(item), item.micro_batch, item.chunk}; }
 
 // The collectives of each unit of overlapped passes (overlap_forward_backward)
 // in closed form, by each of its items.

@@ -57,6 +57,10 @@ LinkClassUsage LinkClassUsageFromJson(const nlohmann::json& j) {
   return u;
 }
 
+EventKind PassKind(const ScheduleItem& item) {
+  return item.forward ? EventKind::kForward : item.weight_gradient ? EventKind::kWeightGradient : EventKind::kBackward;
+}
+
 TraceEvent MakeEvent(int64_t stage, Lane lane, EventKind kind, std::string name, double start, double duration,
                      std::vector<int64_t> ranks) {
   TraceEvent e;

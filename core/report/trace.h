@@ -9,6 +9,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/plan/pipeline_schedule.h"
+
 namespace shardlab {
 
 // Where an event runs on a device.
@@ -59,6 +61,9 @@ struct TraceEvent {
 
 // An event with what every engine sets; micro-batch, chunk and the pass
 // figures are filled in where they apply.
+// The timeline kind of a schedule item's pass: forward, backward or weight gradient.
+EventKind PassKind(const ScheduleItem& item);
+
 TraceEvent MakeEvent(int64_t stage, Lane lane, EventKind kind, std::string name, double start = 0, double duration = 0,
                      std::vector<int64_t> ranks = {});
 
