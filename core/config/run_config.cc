@@ -143,13 +143,6 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
           "none of: use 1f1b, interleaved, zero_bubble_h1 or zero_bubble_v");
     if (p.cpu_offloading_num_layers > 0)
       key.Fail("overlap_forward_backward is not built with activation offloading (cpu_offloading_num_layers)");
-    if (run.simulation.pipeline_schedule == PipelineSchedule::kInterleaved && p.pipeline_stages > 1 &&
-        p.micro_batch_num % p.pipeline_stages != 0)
-      key.Fail(
-          fmt::format("overlap_forward_backward with the interleaved schedule needs micro_batch_num a multiple "
-                      "of pipeline_stages (as Megatron's interleaving does); here {} micro-batches over {} "
-                      "stages, whose last partial group would pair passes that wait for each other",
-                      p.micro_batch_num, p.pipeline_stages));
     if (p.enable_parallel_optimizer && p.parallel_optimizer_config.optimizer_level == OptimizerLevel::kLevel3)
       key.Fail(
           "overlap_forward_backward is not built with optimizer_level level3: its weight gathers run on a stream "

@@ -7,15 +7,22 @@
 namespace shardlab {
 namespace {
 
-// Micro-batches in groups of `stages`; within a group every chunk in turn
-// (forwards ascending, backwards descending), as Megatron interleaves.
+// Interleaving visits micro-batches in groups: within a group every chunk in
+// turn (forwards ascending, backwards descending). Groups hold `stages`
+// micro-batches but the first, which also takes the micro_batch_num %
+// pipeline_stages left over (MindSpore's InterleavedScheduler; Megatron,
+// which requires no remainder, has the same groups).
+int64_t FirstGroup(int64_t stages, int64_t micro_batches) {
+  return micro_batches < stages ? micro_batches : stages + micro_batches % stages;
+}
+
 std::vector<ScheduleItem> ChunkOrder(bool forward, int64_t stages, int64_t micro_batches, int64_t chunks) {
   std::vector<ScheduleItem> order;
-  for (int64_t group = 0; group < micro_batches; group += stages) {
-    const int64_t end = std::min(micro_batches, group + stages);
+  for (int64_t group = 0, size = FirstGroup(stages, micro_batches); group < micro_batches;
+       group += size, size = stages) {
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t chunk = forward ? c : chunks - 1 - c;
-      for (int64_t m = group; m < end; ++m) order.push_back({forward, m, chunk});
+      for (int64_t m = group; m < group + size; ++m) order.push_back({forward, m, chunk});
     }
   }
   return order;
@@ -148,8 +155,8 @@ std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage
   }
   const int64_t total = static_cast<int64_t>(forwards.size());
   // MindSpore's 1F1B: S - s warm-up forwards, then backward-forward pairs.
-  // Interleaved (Megatron): (S - s - 1) * 2 + (v - 1) * S warm-up forwards,
-  // then forward-backward pairs. Overlapped, the pairs become units that
+  // Interleaved: (S - s - 1) * 2 + (v - 1) * G warm-up forwards, G the first
+  // group's micro-batches (S when S divides M), then forward-backward pairs. Overlapped, the pairs become units that
   // wait for both their inputs: a unit's backward comes from the next
   // stage's unit whose forward came from this stage, so adjacent stages'
   // warm-ups differ by two (interleaved's already do; 1F1B's then start
@@ -157,7 +164,8 @@ std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage
   // and interleaved warms up one forward more, so that every unit holds two
   // micro-batches (the last stage's too).
   const bool interleaved = chunks > 1;
-  int64_t warmup = interleaved ? (stages - stage - 1) * 2 + (chunks - 1) * stages : stages - stage;
+  int64_t warmup =
+      interleaved ? (stages - stage - 1) * 2 + (chunks - 1) * FirstGroup(stages, micro_batches) : stages - stage;
   if (overlap) warmup = interleaved ? warmup + 1 : 2 * (stages - stage) - 1;
   warmup = std::min(std::max<int64_t>(warmup, interleaved ? 0 : 1), total);
   size_t f = 0, b = 0;

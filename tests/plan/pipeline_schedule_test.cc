@@ -1,6 +1,7 @@
 #include "core/plan/pipeline_schedule.h"
 
 #include <map>
+#include <set>
 #include <tuple>
 
 #include <catch2/catch.hpp>
@@ -30,13 +31,75 @@ TEST_CASE("GPipe runs every forward, then every backward") {
   CHECK(Render(StageSchedule(PipelineSchedule::kGPipe, 2, 4, 3, 1)) == "F0 F1 F2 B0 B1 B2");
 }
 
-TEST_CASE("interleaved 1F1B visits chunks in groups of S micro-batches") {
+TEST_CASE("interleaved 1F1B visits chunks in groups of S micro-batches, the first taking the remainder") {
   const auto order = StageSchedule(PipelineSchedule::kInterleaved, 1, 2, 4, 2);
   CHECK(order.size() == 16);
   CHECK(Render(std::vector<ScheduleItem>(order.begin(), order.begin() + 4)) == "F0 F1 F0.1 B0.1");
   int forwards = 0;
   for (const auto& i : order) forwards += i.forward;
   CHECK(forwards == 8);
+  // 5 micro-batches over 2 stages: a first group of 3 (MindSpore's InterleavedScheduler), then one of 2;
+  // stage 0 warms up (2 - 0 - 1) * 2 + (2 - 1) * 3 = 5 forwards.
+  CHECK(Render(StageSchedule(PipelineSchedule::kInterleaved, 0, 2, 5, 2)) ==
+        "F0 F1 F2 F0.1 F1.1 F2.1 B0.1 F3 B1.1 F4 B2.1 F3.1 B0 F4.1 B1 B2 B3.1 B4.1 B3 B4");
+}
+
+// Whether every stage gets through its order when each pass waits for its
+// inputs (a forward for the virtual stage before, a backward for its own
+// forward and the virtual stage after; a weight-gradient pass comes after
+// its backward on the same stage) and a unit for all its passes' inputs.
+bool RunsThrough(PipelineSchedule schedule, int64_t stages, int64_t micro_batches, int64_t chunks, bool overlap) {
+  std::vector<std::vector<ScheduleItem>> orders;
+  for (int64_t s = 0; s < stages; ++s)
+    orders.push_back(StageSchedule(schedule, s, stages, micro_batches, chunks, overlap));
+  std::set<std::tuple<bool, int64_t, int64_t>> done;  // (forward, micro-batch, virtual stage)
+  auto ready = [&](const ScheduleItem& i, int64_t s) {
+    const int64_t v = VirtualStage(schedule, i.chunk, s, stages);
+    if (i.weight_gradient) return true;
+    if (i.forward) return v == 0 || done.count({true, i.micro_batch, v - 1}) == 1;
+    return done.count({true, i.micro_batch, v}) == 1 &&
+           (v == stages * chunks - 1 || done.count({false, i.micro_batch, v + 1}) == 1);
+  };
+  std::vector<size_t> next(stages, 0);
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int64_t s = 0; s < stages; ++s) {
+      const auto& order = orders[s];
+      if (next[s] == order.size()) continue;
+      const size_t end = UnitEnd(order, next[s]);
+      bool all = true;
+      for (size_t k = next[s]; k < end; ++k) all = all && ready(order[k], s);
+      if (!all) continue;
+      for (size_t k = next[s]; k < end; ++k)
+        if (!order[k].weight_gradient)
+          done.insert({order[k].forward, order[k].micro_batch, VirtualStage(schedule, order[k].chunk, s, stages)});
+      next[s] = end;
+      moved = true;
+    }
+  }
+  for (int64_t s = 0; s < stages; ++s)
+    if (next[s] != orders[s].size()) return false;
+  return true;
+}
+
+TEST_CASE("interleaved orders run through for every micro_batch_num of at least pipeline_stages") {
+  // With groups of S and a partial last one, S = 4, M = 5, v = 3 and S = 5, M = 7, v = 2 deadlocked.
+  for (int64_t stages = 2; stages <= 8; ++stages)
+    for (int64_t chunks = 2; chunks <= 4; ++chunks)
+      for (int64_t micro_batches = stages; micro_batches <= 6 * stages + 2; ++micro_batches)
+        for (bool overlap : {false, true}) {
+          INFO(stages << " stages, " << micro_batches << " micro-batches, " << chunks << " chunks, overlap "
+                      << overlap);
+          CHECK(RunsThrough(PipelineSchedule::kInterleaved, stages, micro_batches, chunks, overlap));
+        }
+  for (PipelineSchedule schedule : {PipelineSchedule::k1F1B, PipelineSchedule::kZeroBubbleH1})
+    for (int64_t stages = 1; stages <= 8; ++stages)
+      for (int64_t micro_batches = stages; micro_batches <= 3 * stages + 2; ++micro_batches)
+        for (bool overlap : {false, true}) CHECK(RunsThrough(schedule, stages, micro_batches, 1, overlap));
+  for (int64_t stages = 2; stages <= 8; ++stages)
+    for (int64_t micro_batches = 2 * stages; micro_batches <= 4 * stages + 2; ++micro_batches)
+      for (bool overlap : {false, true})
+        CHECK(RunsThrough(PipelineSchedule::kZeroBubbleV, stages, micro_batches, 2, overlap));
 }
 
 TEST_CASE("ZB-H1 follows 1F1B, micro-batch i's weight-gradient pass after micro-batch i + s's backward on stage s") {
