@@ -18,6 +18,7 @@
 #include "core/plan/overlapped_unit.h"
 #include "core/plan/pass_steps.h"
 #include "core/plan/pipeline_schedule.h"
+#include "core/plan/stage_passes.h"
 #include "core/util/progress_report.h"
 #include "sim/cluster_platform.h"
 #include "sim/flow_runner.h"
@@ -33,10 +34,10 @@ namespace sg4 = simgrid::s4u;
 double Now() { return sg4::Engine::get_clock(); }
 
 struct StagePrograms {
+  explicit StagePrograms(const Plan& plan, const StageProgram& stage, int64_t chunks)
+      : order(StageOrder(plan, stage.stage)), passes(stage, chunks, plan.overlap_forward_backward) {}
   std::vector<ScheduleItem> order;
-  std::vector<std::vector<PassStep>> forward;   // per chunk
-  std::vector<std::vector<PassStep>> backward;  // per chunk
-  std::vector<std::vector<PassStep>> weight_gradient;  // per chunk: a split backward's weight-gradient pass
+  StagePasses passes;  // each pass's steps per chunk; units of overlapped passes
   // Per order item: the micro-batch's last item of the pass that completes
   // its gradients (its backward, or its weight-gradient pass when split),
   // after which they are complete; and the last of those (the step's last).
@@ -44,14 +45,6 @@ struct StagePrograms {
   size_t last_final_backward = 0;
   std::vector<bool> bucket_breaks;  // per task of the gradient pass: a gradient bucket is ready after it
 
-  const std::vector<PassStep>& Steps(const ScheduleItem& item) const {
-    return (item.forward ? forward : item.weight_gradient ? weight_gradient : backward)[item.chunk];
-  }
-  // Units of overlapped passes (overlap_forward_backward), built as the
-  // order first reaches each kind: by their items' (forward, weight
-  // gradient, chunk), over unit_tasks.
-  std::vector<Task> unit_tasks;
-  std::map<std::vector<std::tuple<bool, bool, int64_t>>, UnitPass> units;
   // Per group spec: the representatives in each instance, whose arrivals
   // start it (every member when nothing is folded).
   std::vector<std::vector<int32_t>> arrivals;
@@ -101,14 +94,6 @@ std::vector<std::vector<int64_t>> Lanes(const StageProgram& stage, const std::ve
   return lanes;
 }
 
-// A pass's steps per chunk (ChunkSteps).
-std::vector<std::vector<PassStep>> Split(const std::vector<Task>& tasks, int64_t chunks,
-                                         const std::vector<bool>& breaks, bool reversed) {
-  std::vector<std::vector<PassStep>> out(chunks);
-  for (int64_t c = 0; c < chunks; ++c) out[c] = ChunkSteps(tasks, chunks, c, breaks, reversed);
-  return out;
-}
-
 class Engine {
  public:
   Engine(const Plan& plan, const ClusterSpec& cluster, Fidelity fidelity, Symmetry symmetry, const TraceRequest& trace)
@@ -128,13 +113,8 @@ class Engine {
     shape_.lane_of_rank.resize(plan.devices);
     std::vector<std::vector<std::vector<int64_t>>> lanes;  // per stage, local indices
     for (const StageProgram& stage : plan.stages) {
-      StagePrograms p;
-      p.order = StageOrder(plan, stage.stage);
-      if (!plan.overlap_forward_backward.empty()) p.unit_tasks = UnitTasks(stage);
-      p.forward = Split(stage.forward, V_, {}, false);
+      StagePrograms p(plan, stage, V_);
       p.bucket_breaks = BucketBreaks(stage);
-      p.backward = Split(stage.backward, V_, BackwardPassBreaks(stage, false), true);
-      p.weight_gradient = Split(stage.weight_gradient, V_, BackwardPassBreaks(stage, true), true);
       p.final_backward.assign(p.order.size(), false);
       std::map<int64_t, size_t> last_backward_of;
       for (size_t i = 0; i < p.order.size(); ++i)
@@ -222,7 +202,7 @@ class Engine {
     for (const Device& d : devices_) {
       const StagePrograms& p = programs_[d.stage];
       for (const ScheduleItem& item : p.order) {
-        const auto& pass = p.Steps(item);
+        const auto& pass = p.passes.Steps(item);
         steps += d.closed_passes ? 1 : static_cast<int64_t>(pass.size());
         if (!d.closed_passes) alltoall_flows += AllToAllFlows(d, StageOf(d).PassTasks(item), pass);
       }
@@ -421,20 +401,15 @@ class Engine {
     const ScheduleItem& item = p.order[d.item];
     d.unit_end = end;
     if (end - d.item == 1) {
-      d.steps = &p.Steps(item);
+      d.steps = &p.passes.Steps(item);
       d.tasks = &StageOf(d).PassTasks(item);
       d.unit = nullptr;
     } else {
       const std::vector<ScheduleItem> items(p.order.begin() + static_cast<std::ptrdiff_t>(d.item),
                                             p.order.begin() + static_cast<std::ptrdiff_t>(end));
-      std::vector<std::tuple<bool, bool, int64_t>> key;
-      for (const ScheduleItem& i : items) key.emplace_back(i.forward, i.weight_gradient, i.chunk);
-      auto it = p.units.find(key);
-      if (it == p.units.end())
-        it = p.units.emplace(key, OverlapUnit(StageOf(d), items, V_, plan_.overlap_forward_backward)).first;
-      d.unit = &it->second;
+      d.unit = &p.passes.Unit(items);
       d.steps = &d.unit->steps;
-      d.tasks = &p.unit_tasks;
+      d.tasks = &p.passes.UnitTasks();
     }
     d.step = 0;
     d.pass_start = Now();

@@ -8,48 +8,42 @@
 #include "core/plan/overlapped_unit.h"
 #include "core/plan/pass_steps.h"
 #include "core/plan/pipeline_schedule.h"
+#include "core/plan/stage_passes.h"
 
 namespace shardlab {
 namespace {
 
-// One micro-batch's pass (all chunks): its duration, the compute stream's
-// work and the collectives inside it.
+// One micro-batch's pass on one chunk in closed form: its duration, the
+// compute stream's work and the collectives inside it.
 struct PassTime {
   double duration = 0, compute = 0, communication = 0;
-  std::vector<double> task_end;  // offset in the pass after which each task is done
+  std::vector<double> task_end;  // per task of the pass's list: offset in the pass after which it is done
 };
 
-PassTime Sum(const std::vector<Task>& tasks, const std::vector<bool>& breaks) {
+PassTime Time(const std::vector<PassStep>& steps, const std::vector<Task>& tasks) {
   PassTime t;
   t.task_end.assign(tasks.size(), 0);
-  t.duration =
-      ClosedFormPass(PassSteps(tasks, 0, tasks.size(), breaks), tasks, [&](const PassStep& step, double end, double) {
-        t.compute += step.compute_seconds;
-        t.communication += step.CommunicationSeconds(tasks) + step.PrefetchSeconds(tasks);
-        for (int i = step.first_task; i < step.end_task; ++i) t.task_end[i] = end;
-      });
+  t.duration = ClosedFormPass(steps, tasks, [&](const PassStep& step, double end, double) {
+    t.compute += step.compute_seconds;
+    t.communication += step.CommunicationSeconds(tasks) + step.PrefetchSeconds(tasks);
+    for (int i = step.first_task; i < step.end_task; ++i) t.task_end[i] = end;
+  });
   return t;
 }
 
-// A stage's forward, backward and (split backward) weight-gradient passes.
-struct StagePasses {
-  PassTime forward, backward, weight_gradient;
-  const PassTime& Of(const ScheduleItem& item) const {
-    return item.forward ? forward : item.weight_gradient ? weight_gradient : backward;
-  }
-  // The pass that completes the gradients (StageProgram::GradientTasks).
-  const PassTime& gradients(const StageProgram& stage) const {
-    return stage.splits_backward ? weight_gradient : backward;
+// A stage's passes (StagePasses) and each kind's closed-form time per chunk.
+struct StageTimes {
+  StagePasses passes;
+  std::map<std::tuple<bool, bool, int64_t>, PassTime> times;  // by (forward, weight gradient, chunk)
+
+  StageTimes(const StageProgram& stage, int64_t chunks, const std::vector<CommDimension>& overlapped)
+      : passes(stage, chunks, overlapped) {}
+  const PassTime& Of(const StageProgram& stage, const ScheduleItem& item) {
+    auto [it, added] = times.try_emplace({item.forward, item.weight_gradient, item.chunk});
+    if (added) it->second = Time(passes.Steps(item), stage.PassTasks(item));
+    return it->second;
   }
 };
-
-StagePasses Sum(const StageProgram& stage) {
-  StagePasses t;
-  t.forward = Sum(stage.forward, {});
-  t.backward = Sum(stage.backward, BackwardPassBreaks(stage, false));
-  t.weight_gradient = Sum(stage.weight_gradient, BackwardPassBreaks(stage, true));
-  return t;
-}
 
 }  // namespace
 
@@ -62,8 +56,9 @@ Trace RunAnalytical(const Plan& plan) {
   const int64_t S = static_cast<int64_t>(plan.stages.size());
   const int64_t M = plan.micro_batches;
   const int64_t V = RunsChunks(plan.schedule) ? plan.chunks : 1;
-  std::vector<StagePasses> times;
-  for (const auto& stage : plan.stages) times.push_back(Sum(stage));
+  std::vector<StageTimes> times;
+  times.reserve(plan.stages.size());
+  for (const auto& stage : plan.stages) times.emplace_back(stage, V, plan.overlap_forward_backward);
 
   // Step start: parallel-optimizer weight gathers.
   std::vector<double> start(S, 0);
@@ -84,17 +79,10 @@ Trace RunAnalytical(const Plan& plan) {
   for (int64_t s = 0; s < S; ++s) order[s] = StageOrder(plan, s);
   std::vector<size_t> next(S, 0);
   std::vector<double> free_at = start, last_end(S, 0);
-  // Per micro-batch (all chunks): when the pass that completes its gradients
-  // ends, and whether it ran in a unit (its buckets then ready at the end).
+  // Per micro-batch: when its last pass that completes gradients (the first
+  // chunk's) ends, and whether it ran in a unit (its buckets then ready at the end).
   std::vector<std::vector<double>> gradients_end(S, std::vector<double>(M, 0));
   std::vector<std::vector<char>> gradients_in_unit(S, std::vector<char>(M, 0));
-  // Units by their items' (forward, weight gradient, chunk), per stage: the
-  // merged pass and its closed-form duration.
-  using UnitKey = std::vector<std::tuple<bool, bool, int64_t>>;
-  std::vector<std::map<UnitKey, std::pair<UnitPass, double>>> units(S);
-  std::vector<std::vector<Task>> unit_tasks(S);
-  if (!plan.overlap_forward_backward.empty())
-    for (int64_t s = 0; s < S; ++s) unit_tasks[s] = UnitTasks(plan.stages[s]);
   const int64_t virtual_stages = S * V;
   // The transfer between virtual stages v and v + 1: the activation v's stage
   // sends (or its gradient back); none where both run on one stage (the V's turn).
@@ -156,25 +144,15 @@ Trace RunAnalytical(const Plan& plan) {
         double end = ready;
         if (last - first == 1) {
           const ScheduleItem& item = order[s][first];
-          const double share = 1.0 / static_cast<double>(V);
-          const PassTime& pass_time = times[s].Of(item);
-          const double duration = pass_time.duration * share;
-          end = ready + duration;
-          run_item(s, item, ready, duration, pass_time.compute * share, pass_time.communication * share, end);
+          const PassTime& pass = times[s].Of(plan.stages[s], item);
+          end = ready + pass.duration;
+          run_item(s, item, ready, pass.duration, pass.compute, pass.communication, end);
         } else {
           const std::vector<ScheduleItem> items(order[s].begin() + static_cast<std::ptrdiff_t>(first),
                                                 order[s].begin() + static_cast<std::ptrdiff_t>(last));
-          UnitKey key;
-          for (const ScheduleItem& i : items) key.emplace_back(i.forward, i.weight_gradient, i.chunk);
-          auto it = units[s].find(key);
-          if (it == units[s].end()) {
-            UnitPass unit = OverlapUnit(plan.stages[s], items, V, plan.overlap_forward_backward);
-            const double duration = ClosedFormPass(unit.steps, unit_tasks[s], [](const PassStep&, double, double) {});
-            it = units[s].emplace(key, std::make_pair(std::move(unit), duration)).first;
-          }
-          const auto& [unit, duration] = it->second;
-          end = ready + duration;
-          const std::vector<double> spans = UnitSpans(unit.compute, unit.communication, duration);
+          const UnitPass& unit = times[s].passes.Unit(items);
+          end = ready + unit.seconds;
+          const std::vector<double> spans = UnitSpans(unit.compute, unit.communication, unit.seconds);
           double at = ready;
           for (size_t k = 0; k < items.size(); ++k) {
             run_item(s, items[k], at, spans[k], unit.compute[k], unit.communication[k], end);
@@ -204,9 +182,14 @@ Trace RunAnalytical(const Plan& plan) {
     // backward produces their gradients: every bucket after the last
     // micro-batch, the every-micro-batch ones after the others too.
     double comm_free = last_end[s];
-    const PassTime& gradients = times[s].gradients(stage);
     if (plan.training && !stage.buckets.empty()) {
-      const std::vector<double>& task_end = gradients.task_end;
+      // A micro-batch's gradients are complete with its gradient pass on the
+      // first chunk (the last its backward reaches): a bucket whose last
+      // gradient comes before that chunk's tasks is ready as it begins.
+      ScheduleItem last_gradients{false, 0, 0};
+      last_gradients.weight_gradient = stage.splits_backward;
+      const PassTime& gradients = times[s].Of(stage, last_gradients);
+      const size_t chunk_begin = stage.GradientTasks().size() * static_cast<size_t>(V - 1) / static_cast<size_t>(V);
       std::vector<int64_t> micro_batches(M);
       for (int64_t m = 0; m < M; ++m) micro_batches[m] = m;
       std::stable_sort(micro_batches.begin(), micro_batches.end(),
@@ -218,13 +201,10 @@ Trace RunAnalytical(const Plan& plan) {
         for (size_t b = 0; b < stage.buckets.size(); ++b) {
           const GradientBucket& bucket = stage.buckets[b];
           if (!last && !bucket.every_micro_batch) continue;
-          const double done_after = bucket.ready_after < 0 ? 0 : task_end[bucket.ready_after];
-          // The last pass of micro-batch m ran the last 1/V of the gradient
-          // pass; a bucket ready before that share was ready when it began.
-          const double ready = gradients_in_unit[s][m]
-                                   ? gradients_end[s][m]
-                                   : gradients_end[s][m] - std::min(gradients.duration - done_after,
-                                                                    gradients.duration / static_cast<double>(V));
+          const bool in_chunk = bucket.ready_after >= 0 && static_cast<size_t>(bucket.ready_after) >= chunk_begin;
+          const double done_after = in_chunk ? gradients.task_end[bucket.ready_after] : 0;
+          const double ready =
+              gradients_in_unit[s][m] ? gradients_end[s][m] : gradients_end[s][m] - gradients.duration + done_after;
           const double begin = std::max(ready, comm_free);
           comm_free = begin + bucket.seconds;
           TraceEvent e = MakeEvent(s, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(b),

@@ -110,6 +110,7 @@ UnitPass OverlapUnit(const StageProgram& stage, const std::vector<ScheduleItem>&
     unit.communication.push_back(Communication(steps, tasks));
   }
   unit.steps = OverlapSteps(backward, forward, tasks, overlapped);
+  unit.seconds = ClosedFormPass(unit.steps, tasks, [](const PassStep&, double, double) {});
   return unit;
 }
 

@@ -34,6 +34,7 @@ std::vector<PassStep> OverlapSteps(const std::vector<PassStep>& a, const std::ve
 
 struct UnitPass {
   std::vector<PassStep> steps;  // over UnitTasks
+  double seconds = 0;           // the steps in closed form (ClosedFormPass)
   // Per item of the unit: its own compute and collectives, in closed form.
   std::vector<double> compute, communication;
 };

@@ -11,6 +11,7 @@
 #include "core/config/units.h"
 #include "core/plan/overlapped_unit.h"
 #include "core/plan/pass_steps.h"
+#include "core/plan/stage_passes.h"
 
 namespace shardlab {
 
@@ -55,10 +56,6 @@ PassComm ClosedFormStepsComm(const std::vector<PassStep>& steps, const std::vect
   return c;
 }
 
-PassComm ClosedFormPassComm(const std::vector<Task>& tasks, const std::vector<bool>& breaks = {}) {
-  return ClosedFormStepsComm(PassSteps(tasks, 0, tasks.size(), breaks), tasks);
-}
-
 // An item's pass: (kind, micro-batch, chunk) as its timeline event names it.
 using PassKey = std::tuple<EventKind, int64_t, int64_t>;
 
@@ -66,27 +63,19 @@ PassKey KeyOf(const ScheduleItem& item) { return {PassKind(item), item.micro_bat
 
 // The collectives of each unit of overlapped passes (overlap_forward_backward)
 // in closed form, by each of its items.
-std::map<PassKey, PassComm> UnitComm(const Plan& plan, int64_t s) {
+std::map<PassKey, PassComm> UnitComm(const Plan& plan, int64_t s, StagePasses& passes) {
   std::map<PassKey, PassComm> by_item;
   if (plan.overlap_forward_backward.empty()) return by_item;
   const std::vector<ScheduleItem> order = StageOrder(plan, s);
-  const std::vector<Task> tasks = UnitTasks(plan.stages[s]);
-  const int64_t chunks = RunsChunks(plan.schedule) ? plan.chunks : 1;
-  std::map<std::vector<PassKey>, PassComm> units;  // by the unit's kinds and chunks
+  std::map<const UnitPass*, PassComm> units;  // each kind of unit once
   for (size_t begin = 0; begin < order.size();) {
     const size_t end = UnitEnd(order, begin);
     if (end - begin > 1) {
       const std::vector<ScheduleItem> items(order.begin() + static_cast<std::ptrdiff_t>(begin),
                                             order.begin() + static_cast<std::ptrdiff_t>(end));
-      std::vector<PassKey> kind;
-      for (const ScheduleItem& i : items) kind.emplace_back(std::get<0>(KeyOf(i)), 0, i.chunk);
-      auto it = units.find(kind);
-      if (it == units.end())
-        it = units
-                 .emplace(kind,
-                          ClosedFormStepsComm(
-                              OverlapUnit(plan.stages[s], items, chunks, plan.overlap_forward_backward).steps, tasks))
-                 .first;
+      const UnitPass& unit = passes.Unit(items);
+      auto it = units.find(&unit);
+      if (it == units.end()) it = units.emplace(&unit, ClosedFormStepsComm(unit.steps, passes.UnitTasks())).first;
       for (const ScheduleItem& i : items) by_item[KeyOf(i)] = it->second;
     }
     begin = end;
@@ -131,10 +120,9 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
   r.stage = s;
   r.memory = program.memory;
   const std::vector<const TraceEvent*> events = RepresentativeEvents(trace, s, plan.RepresentativeRank(s));
-  const PassComm forward_comm = ClosedFormPassComm(program.forward);
-  const PassComm backward_comm = ClosedFormPassComm(program.backward, BackwardPassBreaks(program, false));
-  const PassComm weight_comm = ClosedFormPassComm(program.weight_gradient, BackwardPassBreaks(program, true));
-  const std::map<PassKey, PassComm> unit_comm = UnitComm(plan, s);
+  StagePasses passes(program, RunsChunks(plan.schedule) ? plan.chunks : 1, plan.overlap_forward_backward);
+  const std::map<PassKey, PassComm> unit_comm = UnitComm(plan, s, passes);
+  std::map<std::pair<EventKind, int64_t>, PassComm> single_comm;  // a pass alone, by its kind and chunk
   PerDimension seconds{}, exposed{};
   constexpr auto kData = static_cast<size_t>(CommDimension::kData);
   constexpr auto kPipeline = static_cast<size_t>(CommDimension::kPipeline);
@@ -166,10 +154,16 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
         r.communication_seconds += e->communication;
         r.exposed_communication_seconds += e->duration - e->compute;
         const auto unit = unit_comm.find({e->kind, e->micro_batch, e->chunk});
-        const PassComm& closed = unit != unit_comm.end()           ? unit->second
-                                 : e->kind == EventKind::kForward  ? forward_comm
-                                 : e->kind == EventKind::kBackward ? backward_comm
-                                                                   : weight_comm;
+        auto single = single_comm.find({e->kind, e->chunk});
+        if (unit == unit_comm.end() && single == single_comm.end()) {
+          ScheduleItem item{e->kind == EventKind::kForward, 0, e->chunk};
+          item.weight_gradient = e->kind == EventKind::kWeightGradient;
+          single = single_comm
+                       .emplace(std::make_pair(e->kind, e->chunk),
+                                ClosedFormStepsComm(passes.Steps(item), program.PassTasks(item)))
+                       .first;
+        }
+        const PassComm& closed = unit != unit_comm.end() ? unit->second : single->second;
         ShareOut(e->communication, closed.seconds, closed.seconds, seconds);
         ShareOut(e->duration - e->compute, closed.exposed, closed.seconds, exposed);
         last_pass_end = std::max(last_pass_end, e->end());

@@ -24,11 +24,12 @@ Plan Uniform(int64_t stages, int64_t micro_batches, const std::string& schedule,
   for (int64_t s = 0; s < stages; ++s) {
     StageProgram stage;
     stage.stage = s;
+    // One task per chunk: the engines give each chunk its share of the tasks.
     Task forward, backward;
-    forward.seconds = f;
-    backward.seconds = b;
-    stage.forward.push_back(forward);
-    stage.backward.push_back(backward);
+    forward.seconds = f / static_cast<double>(chunks);
+    backward.seconds = b / static_cast<double>(chunks);
+    stage.forward.assign(static_cast<size_t>(chunks), forward);
+    stage.backward.assign(static_cast<size_t>(chunks), backward);
     plan.stages.push_back(stage);
   }
   return plan;
@@ -63,8 +64,8 @@ Plan UniformSplit(int64_t stages, int64_t micro_batches, double f, double b, dou
   Plan plan = Uniform(stages, micro_batches, schedule, schedule == "zero_bubble_v" ? 2 : 1, f, b);
   for (StageProgram& stage : plan.stages) {
     Task weight_gradient;
-    weight_gradient.seconds = w;
-    stage.weight_gradient = {weight_gradient};
+    weight_gradient.seconds = w / static_cast<double>(plan.chunks);
+    stage.weight_gradient.assign(static_cast<size_t>(plan.chunks), weight_gradient);
     stage.splits_backward = true;
   }
   return plan;

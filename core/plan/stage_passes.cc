@@ -1,0 +1,40 @@
+#include "core/plan/stage_passes.h"
+
+#include <utility>
+
+namespace shardlab {
+namespace {
+
+std::vector<std::vector<PassStep>> PerChunk(const std::vector<Task>& tasks, int64_t chunks,
+                                            const std::vector<bool>& breaks, bool reversed) {
+  std::vector<std::vector<PassStep>> out(static_cast<size_t>(chunks));
+  for (int64_t c = 0; c < chunks; ++c) out[static_cast<size_t>(c)] = ChunkSteps(tasks, chunks, c, breaks, reversed);
+  return out;
+}
+
+}  // namespace
+
+StagePasses::StagePasses(const StageProgram& stage, int64_t chunks, std::vector<CommDimension> overlapped)
+    : stage_(&stage),
+      chunks_(chunks),
+      overlapped_(std::move(overlapped)),
+      forward_(PerChunk(stage.forward, chunks, {}, false)),
+      backward_(PerChunk(stage.backward, chunks, BackwardPassBreaks(stage, false), true)),
+      weight_gradient_(PerChunk(stage.weight_gradient, chunks, BackwardPassBreaks(stage, true), true)) {
+  if (!overlapped_.empty()) unit_tasks_ = shardlab::UnitTasks(stage);
+}
+
+const std::vector<PassStep>& StagePasses::Steps(const ScheduleItem& item) const {
+  const auto& per_chunk = item.forward ? forward_ : item.weight_gradient ? weight_gradient_ : backward_;
+  return per_chunk[static_cast<size_t>(item.chunk)];
+}
+
+const UnitPass& StagePasses::Unit(const std::vector<ScheduleItem>& items) {
+  UnitKind kind;
+  for (const ScheduleItem& i : items) kind.emplace_back(i.forward, i.weight_gradient, i.chunk);
+  auto it = units_.find(kind);
+  if (it == units_.end()) it = units_.emplace(std::move(kind), OverlapUnit(*stage_, items, chunks_, overlapped_)).first;
+  return it->second;
+}
+
+}  // namespace shardlab

@@ -1,0 +1,44 @@
+// A stage's passes as both engines walk them: each pass kind's steps per
+// virtual pipeline chunk (ChunkSteps; the pass that completes the gradients
+// with a step break wherever a gradient bucket becomes ready), and the units
+// of overlapped passes (overlap_forward_backward), each kind built the first
+// time a stage's order reaches it. The analytical engine times these steps
+// in closed form, SimGrid runs them, the report reads their collectives.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "core/plan/overlapped_unit.h"
+#include "core/plan/pass_steps.h"
+#include "core/plan/pipeline_schedule.h"
+#include "core/plan/plan.h"
+
+namespace shardlab {
+
+class StagePasses {
+ public:
+  // `stage` must outlive this.
+  StagePasses(const StageProgram& stage, int64_t chunks, std::vector<CommDimension> overlapped);
+
+  // The steps of `item`'s pass on its chunk, over StageProgram::PassTasks(item).
+  const std::vector<PassStep>& Steps(const ScheduleItem& item) const;
+
+  // The unit of overlapped passes `items` (its kind: each item's forward,
+  // weight gradient and chunk), over UnitTasks(). The reference stays valid.
+  const UnitPass& Unit(const std::vector<ScheduleItem>& items);
+  const std::vector<Task>& UnitTasks() const { return unit_tasks_; }
+
+ private:
+  using UnitKind = std::vector<std::tuple<bool, bool, int64_t>>;
+  const StageProgram* stage_;
+  int64_t chunks_;
+  std::vector<CommDimension> overlapped_;
+  std::vector<std::vector<PassStep>> forward_, backward_, weight_gradient_;  // per chunk
+  std::vector<Task> unit_tasks_;
+  std::map<UnitKind, UnitPass> units_;
+};
+
+}  // namespace shardlab
