@@ -204,6 +204,17 @@ void RunConcurrently(const std::vector<Phase>& phases, std::vector<Phase>* merge
 
 std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double bytes,
                                     const std::vector<int64_t>& members, int64_t devices_per_server, Fidelity fidelity,
+                                    const LibraryTiming& library, double crossing_share) {
+  std::vector<Phase> out = ExpandCollective(c, a, bytes, members, devices_per_server, fidelity, library);
+  if (c != Collective::kAllToAll || crossing_share >= 1) return out;
+  for (Phase& phase : out)
+    for (Flow& f : phase.flows)
+      if (f.src / devices_per_server != f.dst / devices_per_server) f.bytes *= crossing_share;
+  return out;
+}
+
+std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double bytes,
+                                    const std::vector<int64_t>& members, int64_t devices_per_server, Fidelity fidelity,
                                     const LibraryTiming& library) {
   if (a == CollectiveAlgorithm::kDoubleBinaryTree || a == CollectiveAlgorithm::kNvls ||
       a == CollectiveAlgorithm::kNvlsTree)

@@ -41,6 +41,11 @@ struct Phase {
 std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double bytes,
                                     const std::vector<int64_t>& members, int64_t devices_per_server, Fidelity fidelity,
                                     const LibraryTiming& library = {});
+// The same with an AlltoAll's server-crossing flows carrying `crossing_share`
+// of their bytes (a flex expert dispatch: TimeCollective's crossing_share).
+std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double bytes,
+                                    const std::vector<int64_t>& members, int64_t devices_per_server, Fidelity fidelity,
+                                    const LibraryTiming& library, double crossing_share);
 
 // The flows each member of `members` starts in an AlltoAll run by `a`
 // (ExpandCollective): what the engine's work estimate counts.

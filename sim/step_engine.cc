@@ -586,8 +586,9 @@ class Engine {
     std::vector<std::vector<std::pair<int32_t, double>>> by_device(devices_.size());
     std::vector<int32_t> route;
     for (const auto& members : shape_.groups[d.stage][task.group].members)
-      for (const Phase& phase : ExpandCollective(task.collective, task.algorithm, task.comm_bytes, members,
-                                                 cluster_.devices_per_server, fidelity_, task.library))
+      for (const Phase& phase :
+           ExpandCollective(task.collective, task.algorithm, task.comm_bytes, members, cluster_.devices_per_server,
+                            fidelity_, task.library, task.crossing_share))
         for (const Flow& f : phase.flows) {
           if (f.src == f.dst) continue;
           auto& bytes = by_device[LaneStandingFor(f.src)];
@@ -752,7 +753,7 @@ class Engine {
       barriers_.erase(key);
       ++collectives_;
       runner_.Run(ExpandCollective(task.collective, task.algorithm, task.comm_bytes, groups.members[instance],
-                                   cluster_.devices_per_server, fidelity_, task.library),
+                                   cluster_.devices_per_server, fidelity_, task.library, task.crossing_share),
                   [resumes = std::move(resumes)] {
                     for (const auto& r : resumes) r();
                   });

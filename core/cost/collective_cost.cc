@@ -134,8 +134,9 @@ Link InterServerLink(const GroupPlacement& p, const ClusterSpec& cluster, Collec
 
 namespace {
 // `nccl_p2p`: the links at NCCL's point-to-point speed (NcclP2pBandwidth).
+// `crossing_share`: TimeCollective's.
 double ClosedFormSeconds(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
-                         const ClusterSpec& cluster, bool nccl_p2p = false) {
+                         const ClusterSpec& cluster, bool nccl_p2p = false, double crossing_share = 1) {
   Link intra = IntraServerLink(p, cluster, c);
   if (nccl_p2p) intra.bandwidth = std::min(intra.bandwidth, NcclP2pBandwidth(NetworkScope::kIntraServer, cluster));
   if (p.servers == 1) return FlatSeconds(c, a, bytes, p.size, intra);
@@ -166,9 +167,10 @@ double ClosedFormSeconds(Collective c, CollectiveAlgorithm a, double bytes, cons
   }
   if (c == Collective::kAllToAll) {
     // Peers in the same server over the intra-server links, the rest over the NICs, concurrently.
-    const double n = static_cast<double>(p.size);
-    const double local = (static_cast<double>(k) - 1) / n * bytes / intra.bandwidth;
-    const double remote = (n - static_cast<double>(k)) / n * bytes / inter.bandwidth;
+    // Forwarded (crossing_share < 1): all but the own device's share goes over the server's links.
+    const double n = static_cast<double>(p.size), kk = static_cast<double>(k);
+    const double local = (crossing_share < 1 ? (kk - 1) / kk : (kk - 1) / n) * bytes / intra.bandwidth;
+    const double remote = crossing_share * (n - kk) / n * bytes / inter.bandwidth;
     return std::max(local, remote) + (n - 1) * inter.latency;
   }
   // A flat algorithm across servers runs at the slower link on every step
@@ -210,7 +212,7 @@ double NcclBuffer(Collective c, double bytes, const GroupPlacement& p) {
 }  // namespace
 
 CollectiveTiming TimeCollective(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
-                                const ClusterSpec& cluster) {
+                                const ClusterSpec& cluster, double crossing_share) {
   if (p.size <= 1 && c != Collective::kSendRecv) return {};
   if (TimedByNccl(c, p, cluster) && NcclAlgorithm(a)) {
     NcclEstimate e = NcclTime(c, a, NcclBuffer(c, bytes, p), p, cluster);
@@ -232,8 +234,8 @@ CollectiveTiming TimeCollective(Collective c, CollectiveAlgorithm a, double byte
     // NCCL's sends run below the links' line rate: the flows carry the
     // bytes that make the platform's transfer take NCCL's.
     const double latency = ClosedFormSeconds(c, a, 0, p, cluster);
-    const double platform = ClosedFormSeconds(c, a, bytes, p, cluster) - latency;
-    const double nccl = ClosedFormSeconds(c, a, bytes, p, cluster, /*nccl_p2p=*/true) - latency;
+    const double platform = ClosedFormSeconds(c, a, bytes, p, cluster, false, crossing_share) - latency;
+    const double nccl = ClosedFormSeconds(c, a, bytes, p, cluster, /*nccl_p2p=*/true, crossing_share) - latency;
     CollectiveTiming t;
     t.seconds = latency + nccl;
     t.library.timed = true;
@@ -241,14 +243,14 @@ CollectiveTiming TimeCollective(Collective c, CollectiveAlgorithm a, double byte
     t.library.latency = latency;
     return t;
   }
-  const double seconds = ClosedFormSeconds(c, a, bytes, p, cluster);
+  const double seconds = ClosedFormSeconds(c, a, bytes, p, cluster, false, crossing_share);
   const CalibratedLink* link = Calibrated(cluster, c, ScopeOf(p));
   return {link ? std::max(seconds, link->floor) : seconds, {}};
 }
 
 double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
-                         const ClusterSpec& cluster) {
-  return TimeCollective(c, a, bytes, p, cluster).seconds;
+                         const ClusterSpec& cluster, double crossing_share) {
+  return TimeCollective(c, a, bytes, p, cluster, crossing_share).seconds;
 }
 
 double BusBandwidthFactor(Collective c, int64_t n) {

@@ -60,11 +60,14 @@ struct CollectiveTiming {
 
 // `bytes`: the buffer each rank contributes (AllReduce, ReduceScatter,
 // AllToAll, Broadcast, SendRecv) or receives from each peer (AllGather: its
-// own input slice).
+// own input slice). `crossing_share` (AllToAll): the share of the uniform
+// exchange's server-crossing bytes that cross; below 1 the exchange is a
+// flex expert dispatch (FlexCrossingShare), each server's share forwarded
+// over its own links.
 CollectiveTiming TimeCollective(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
-                                const ClusterSpec& cluster);
+                                const ClusterSpec& cluster, double crossing_share = 1);
 double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
-                         const ClusterSpec& cluster);
+                         const ClusterSpec& cluster, double crossing_share = 1);
 
 // nccl-tests' bus bandwidth factor: busbw = algbw * factor for `n` ranks.
 double BusBandwidthFactor(Collective c, int64_t n);

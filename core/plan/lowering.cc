@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "core/cost/compute_cost.h"
+#include "core/cost/expert_dispatch.h"
 #include "core/graph/fp8_format.h"
 #include "core/graph/shape_inference.h"
 #include "core/layout/device_matrix.h"
@@ -386,7 +387,11 @@ class Lowering {
         tasks.push_back(Collective(stage, fmt::format("{}/redistribute.{}", op.name, ToString(rop.kind)), op_index,
                                    type, Group(stage, rop.arrangement, {rop.device_dim}),
                                    WireBytes(type, task_bytes, t.dtype)));
-        if (routes_tokens) tasks.back().dimension = CommDimension::kExpert;
+        if (routes_tokens) {
+          tasks.back().dimension = CommDimension::kExpert;
+          if (type == shardlab::Collective::kAllToAll)
+            FlexDispatch(stage, op.type == "MoeCombine" ? op : graph_.op(t.producer), tasks.back());
+        }
         if (context_group && rop.collective() == shardlab::Collective::kAllGather &&
             Canonical(rop.arrangement, {rop.device_dim}) == *context_group) {
           tasks.back().dimension = CommDimension::kContext;
@@ -405,6 +410,24 @@ class Lowering {
       }
     }
     return tasks;
+  }
+
+  // A flex dispatch's (or its combine's) AlltoAll: only the share of its
+  // server-crossing bytes that a token's servers take crosses (FlexCrossingShare).
+  void FlexDispatch(const StageProgram& stage, const Operator& routing, Task& task) const {
+    if (!routing.BoolAttr("flex_dispatch", false)) return;
+    ExpertRouting r;
+    r.experts = routing.IntAttr("experts", 1);
+    r.experts_per_token = routing.IntAttr("experts_per_token", 1);
+    r.groups = routing.IntAttr("router_groups", 1);
+    r.group_topk = routing.IntAttr("router_group_topk", 1);
+    r.capacity_factor = routing.NumberAttr("capacity_factor", 1);
+    const GroupPlacement& placement = stage.groups[task.group].placement;
+    task.crossing_share = FlexCrossingShare(r, placement.servers);
+    const CollectiveTiming timing =
+        TimeCollective(task.collective, task.algorithm, task.comm_bytes, placement, run_.cluster, task.crossing_share);
+    task.seconds = timing.seconds;
+    task.library = timing.library;
   }
 
   // The tokens an expert-parallel exchange delivers arrive ordered by the

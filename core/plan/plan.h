@@ -56,6 +56,9 @@ struct Task {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   int group = -1;  // index into StageProgram::groups
   double comm_bytes = 0;
+  // An AlltoAll's share of the uniform exchange's server-crossing bytes that
+  // cross (a flex expert dispatch, FlexCrossingShare; TimeCollective's).
+  double crossing_share = 1;
   CommDimension dimension = CommDimension::kTensor;
   // Runs on the communication stream beside the compute that follows it
   // (MicroBatchInterleaved); otherwise it blocks the compute stream. A host

@@ -64,6 +64,9 @@ TEST_CASE("DeepSeek-V3 builds its 671 B parameters with latent attention and 256
   CHECK(model.params.String("router_scoring") == "sigmoid");
   CHECK(model.params.Int("first_dense_layers") == 3);
   CHECK(model.params.Int("seq_length") == 4096);  // rope_scaling's original context
+  // Group-limited routing: n_group 8, topk_group 4.
+  CHECK(model.params.Int("moe_router_num_groups") == 8);
+  CHECK(model.params.Int("moe_router_group_topk") == 4);
 }
 
 TEST_CASE("latent attention costs the query's 192-wide and the value's 128-wide products per pair") {

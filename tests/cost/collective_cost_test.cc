@@ -1,7 +1,10 @@
 #include "core/cost/collective_cost.h"
 
+#include <cmath>
+
 #include <catch2/catch.hpp>
 
+#include "core/cost/expert_dispatch.h"
 #include "core/util/json_reader.h"
 #include "tests/test_util.h"
 
@@ -63,6 +66,50 @@ TEST_CASE("NCCL's AllToAll sends at its point-to-point speed: 371 GB/s of NVLink
   CHECK(bus_bandwidth(PlaceStridedGroup(0, 8, 1, gpu)) == Approx(18 * 20.6e9));
   // One GPU per server: each sends the rest through its own NIC.
   CHECK(bus_bandwidth(PlaceStridedGroup(0, 16, 8, gpu)) == Approx(48e9));
+}
+
+TEST_CASE("a flex dispatch sends a token once to each server of its experts, fewer under group-limited routing") {
+  // DeepSeek-V3: 256 experts over 8 servers, 8 per token within 4 of 8 groups (one group a server): a
+  // token reaches a given server with its group, 1 - C(7,4)/C(8,4) = 1/2; 3.5 servers of 7 cross, against
+  // the AlltoAll's 8 x 7/8 = 7 copies.
+  ExpertRouting deepseek{256, 8, 8, 4, 1.0};
+  CHECK(ServerHitProbability(deepseek, 8) == Approx(0.5));
+  CHECK(FlexCrossingShare(deepseek, 8) == Approx(0.5));
+  // Without groups: 1 - C(224,8)/C(256,8) of the servers.
+  ExpertRouting uniform{256, 8, 1, 1, 1.0};
+  double miss = 1;
+  for (int i = 0; i < 8; ++i) miss *= (224.0 - i) / (256.0 - i);
+  CHECK(ServerHitProbability(uniform, 8) == Approx(1 - miss));
+  CHECK(FlexCrossingShare(uniform, 8) == Approx((1 - miss) * 8 / 8));
+  // Capacity slots the AlltoAll sends and the flex dispatch does not.
+  ExpertRouting padded = uniform;
+  padded.capacity_factor = 1.25;
+  CHECK(FlexCrossingShare(padded, 8) == Approx(FlexCrossingShare(uniform, 8) / 1.25));
+  // Groups spanning two servers each (4 groups over 8 servers), 2 chosen: the server's group with 1/2,
+  // then 8 of the chosen 128 experts reach its 32 or not.
+  ExpertRouting wide{256, 8, 4, 2, 1.0};
+  double wide_miss = 1;
+  for (int i = 0; i < 8; ++i) wide_miss *= (96.0 - i) / (128.0 - i);
+  CHECK(ServerHitProbability(wide, 8) == Approx(0.5 * (1 - wide_miss)));
+  // Top-1 gains nothing; one server has nothing to cross.
+  CHECK(FlexCrossingShare({64, 1, 1, 1, 1.0}, 8) == Approx(1));
+  CHECK(FlexCrossingShare(deepseek, 1) == 1);
+}
+
+TEST_CASE("a flex dispatch's AlltoAll crosses its share and forwards the rest over the server's links") {
+  ClusterSpec gpu = testing::ShippedCluster("dgx-h100-ndr");
+  gpu.device.compute_capability = 0;                           // the links' alpha-beta
+  const GroupPlacement ep = PlaceStridedGroup(0, 64, 1, gpu);  // 8 servers of 8
+  REQUIRE(ep.servers == 8);
+  const double s = 1 << 30;
+  const double latency = CollectiveSeconds(Collective::kAllToAll, CollectiveAlgorithm::kPairwise, 0, ep, gpu);
+  const double direct = CollectiveSeconds(Collective::kAllToAll, CollectiveAlgorithm::kPairwise, s, ep, gpu) - latency;
+  const double flex =
+      CollectiveSeconds(Collective::kAllToAll, CollectiveAlgorithm::kPairwise, s, ep, gpu, 0.5) - latency;
+  // The NICs bind both: 56/64 of the buffer crosses, or half of it.
+  CHECK(flex == Approx(0.5 * direct));
+  const double nic = 56.0 / 64 * s / direct;
+  CHECK(flex == Approx(0.5 * 56.0 / 64 * s / nic));
 }
 
 TEST_CASE("HCCL runs a group inside one HCCS full mesh over all its links at once") {

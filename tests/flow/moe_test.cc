@@ -211,6 +211,52 @@ TEST_CASE("DeepSeek-V3 on 2048 H800 exchanges tokens across servers and fits wit
   for (const StageResult& stage : result.stages) CHECK(stage.memory.peak < run.plan.device_memory);
 }
 
+TEST_CASE("a flex dispatch crosses servers once per server a token reaches, so DeepSeek-V3's exchanges halve") {
+  RunSpec spec = LoadRunFile(testing::SourcePath("configs/runs/deepseek-v3-h800-2048.json"));
+  REQUIRE(spec.model.params.String("moe_token_dispatcher") == "flex");
+  const PreparedRun flex = Prepare(spec);
+  spec.model.params.Set("moe_token_dispatcher", std::string("alltoall"));
+  const PreparedRun alltoall = Prepare(spec);
+  for (const bool backward : {false, true}) {
+    const auto& a = backward ? alltoall.plan.stages[2].backward : alltoall.plan.stages[2].forward;
+    const auto& b = backward ? flex.plan.stages[2].backward : flex.plan.stages[2].forward;
+    const auto x = Collectives(a, Collective::kAllToAll), y = Collectives(b, Collective::kAllToAll);
+    REQUIRE(x.size() == y.size());
+    REQUIRE_FALSE(y.empty());
+    for (size_t i = 0; i < x.size(); ++i) {
+      INFO(y[i]->name << (backward ? " backward" : " forward"));
+      // Each token reaches 4 of the 8 servers (group-limited routing): half the crossing of its 8 copies.
+      CHECK(x[i]->crossing_share == 1);
+      CHECK(y[i]->crossing_share == Approx(0.5));
+      CHECK(y[i]->comm_bytes == x[i]->comm_bytes);
+      CHECK(y[i]->seconds < 0.6 * x[i]->seconds);
+    }
+  }
+  // Other collectives keep their cost.
+  CHECK(Collectives(flex.plan.stages[2].forward, Collective::kAllReduce).size() ==
+        Collectives(alltoall.plan.stages[2].forward, Collective::kAllReduce).size());
+  CHECK(Summarize(flex.plan, RunAnalytical(flex.plan)).step_seconds <
+        Summarize(alltoall.plan, RunAnalytical(alltoall.plan)).step_seconds);
+  // Without group-limited routing a token reaches 1 - C(224,8)/C(256,8) = 66% of the servers.
+  spec.model.params.Set("moe_token_dispatcher", std::string("flex"));
+  spec.model.params.Set("moe_router_num_groups", int64_t{1});
+  spec.model.params.Set("moe_router_group_topk", int64_t{1});
+  const auto ungrouped = Collectives(Prepare(spec).plan.stages[2].forward, Collective::kAllToAll);
+  REQUIRE_FALSE(ungrouped.empty());
+  CHECK(ungrouped[0]->crossing_share == Approx(0.6618).epsilon(0.001));
+  // Bad groups name the rule.
+  spec.model.params.Set("moe_router_num_groups", int64_t{3});
+  CHECK_THROWS_WITH(Prepare(spec), Catch::Contains("moe_router_num_groups 3 does not divide experts 256"));
+  spec.model.params.Set("moe_router_num_groups", int64_t{8});
+  spec.model.params.Set("moe_router_group_topk", int64_t{9});
+  CHECK_THROWS_WITH(Prepare(spec), Catch::Contains("moe_router_group_topk 9 exceeds moe_router_num_groups 8"));
+  spec.model.params.Set("moe_router_group_topk", int64_t{0});
+  CHECK_THROWS(Prepare(spec));
+  spec.model.params.Set("moe_router_num_groups", int64_t{64});
+  spec.model.params.Set("moe_router_group_topk", int64_t{1});
+  CHECK_THROWS_WITH(Prepare(spec), Catch::Contains("experts_per_token 8 exceeds the 4 experts"));
+}
+
 // Mixtral's stage of 16 devices as data_parallel 4 x model_parallel 4 with sequence parallelism.
 RunSpec MixtralTensorParallel(int64_t expert_parallel, int64_t expert_tensor_parallel) {
   RunSpec spec = Mixtral();

@@ -139,6 +139,43 @@ TEST_CASE("every NCCL algorithm's flows reproduce NCCL's time on an idle network
   }
 }
 
+TEST_CASE("a flex dispatch's AlltoAll crosses servers with its share of the bytes and matches its closed form") {
+  // 64 members on 8 servers (DeepSeek-V3's expert group): the flows between servers carry half their
+  // bytes (a token reaches 4 of 8 servers), the NVLink flows all of theirs; on an idle network SimGrid
+  // reproduces TimeCollective's time with the same share.
+  const ClusterSpec h100 = testing::ShippedCluster("dgx-h100-ndr");
+  const auto members = Strided(64, 1);
+  const GroupPlacement placement = PlaceGroup(members, h100);
+  std::vector<std::vector<Phase>> runs;
+  std::vector<double> closed;
+  for (double share : {1.0, 0.5})
+    for (double bytes : {16e6, 1073741824.0}) {
+      const CollectiveTiming t =
+          TimeCollective(Collective::kAllToAll, CollectiveAlgorithm::kPairwise, bytes, placement, h100, share);
+      closed.push_back(t.seconds);
+      runs.push_back(ExpandCollective(Collective::kAllToAll, CollectiveAlgorithm::kPairwise, bytes, members, 8,
+                                      Fidelity::kAggregated, t.library, share));
+    }
+  double crossing[2] = {0, 0};
+  for (int r : {1, 3})
+    for (const Flow& f : runs[static_cast<size_t>(r)][0].flows)
+      if (f.src / 8 != f.dst / 8) crossing[r == 3] += f.bytes;
+  const auto plain = ExpandCollective(
+      Collective::kAllToAll, CollectiveAlgorithm::kPairwise, 1073741824.0, members, 8, Fidelity::kAggregated,
+      TimeCollective(Collective::kAllToAll, CollectiveAlgorithm::kPairwise, 1073741824.0, placement, h100, 0.5)
+          .library);
+  double plain_crossing = 0;
+  for (const Flow& f : plain[0].flows)
+    if (f.src / 8 != f.dst / 8) plain_crossing += f.bytes;
+  CHECK(crossing[1] == Approx(0.5 * plain_crossing));
+  const std::vector<double> t = SimulateInTurn(h100, 64, runs);
+  for (size_t i = 0; i < t.size(); ++i) {
+    INFO("case " << i);
+    CHECK(t[i] == Approx(closed[i]).epsilon(0.02));
+  }
+  CHECK(closed[3] < 0.6 * closed[1]);  // the NICs bind: half the crossing, about half the time
+}
+
 TEST_CASE("HCCL's full mesh loads every HCCS link of the group at once and matches its closed form") {
   const ClusterSpec a2 = testing::ShippedCluster("atlas800t-a2-910b");
   const auto members = Strided(8, 1);

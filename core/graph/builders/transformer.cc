@@ -63,6 +63,10 @@ struct Dims {
   bool sigmoid_router;            // DeepSeek-V3 scores experts by sigmoid, not softmax
   bool expert_bias;               // with a per-expert bias in the selection (DeepSeek-V3's aux-loss-free balancing)
   bool fp8_dispatch;              // tokens exchanged toward their experts in FP8 (DeepSeek-V3)
+  // Group-limited routing (DeepSeek's n_group / topk_group): the experts in
+  // router_groups equal groups, each token's experts within router_group_topk of them.
+  int64_t router_groups, router_group_topk;
+  bool flex_dispatch;             // a token crosses once to each server holding its experts, then is forwarded (DeepEP)
   bool select_recompute = false;  // recompute the eager attention core only (set from the run's options)
   // LoRA (lora_rank > 0): the base model frozen, low-rank adapters on the
   // linear layers `lora_targets` names.
@@ -144,6 +148,9 @@ Dims ReadDims(const BuilderParams& p) {
   d.sigmoid_router = p.String("router_scoring") == "sigmoid";
   d.expert_bias = p.Bool("router_expert_bias");
   d.fp8_dispatch = p.Bool("moe_fp8_dispatch");
+  d.router_groups = p.Int("moe_router_num_groups");
+  d.router_group_topk = p.Int("moe_router_group_topk");
+  d.flex_dispatch = p.String("moe_token_dispatcher") == "flex";
   d.lora_rank = p.Int("lora_rank");
   d.lora_targets = p.String("lora_targets");
   if (d.kv_lora > 0) {
@@ -211,6 +218,16 @@ Dims ReadDims(const BuilderParams& p) {
     if (d.experts_per_token > d.experts)
       throw GraphError("experts_per_token " + Text(d.experts_per_token) + " exceeds experts " + Text(d.experts));
     if (d.capacity_factor <= 0) throw GraphError("capacity_factor must be > 0");
+    if (d.experts % d.router_groups != 0)
+      throw GraphError("moe_router_num_groups " + Text(d.router_groups) + " does not divide experts " +
+                       Text(d.experts));
+    if (d.router_group_topk > d.router_groups)
+      throw GraphError("moe_router_group_topk " + Text(d.router_group_topk) + " exceeds moe_router_num_groups " +
+                       Text(d.router_groups));
+    if (d.experts_per_token > d.router_group_topk * (d.experts / d.router_groups))
+      throw GraphError("experts_per_token " + Text(d.experts_per_token) + " exceeds the " +
+                       Text(d.router_group_topk * (d.experts / d.router_groups)) +
+                       " experts of moe_router_group_topk groups");
     if (d.experts % d.ep != 0)
       throw GraphError("expert_parallel " + Text(d.ep) + " does not divide experts " + Text(d.experts));
     if (d.etp == d.mp && (d.dp * d.cp) % d.ep != 0)
@@ -404,6 +421,23 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
       {"moe_fp8_dispatch", false,
        "the tokens' exchange toward their experts carries them in FP8, E4M3 with a float32 scale per 128 elements "
        "(DeepSeek-V3's low-precision dispatch; the combine's exchange and the backward's stay in the model's dtype)"},
+      {"moe_router_num_groups", int64_t{1},
+       "group-limited routing (DeepSeek's n_group, Megatron's --moe-router-num-groups): the experts in this many "
+       "equal groups, laid over the expert-parallel devices in order; 1: no groups",
+       1, 4096},
+      {"moe_router_group_topk", int64_t{1},
+       "group-limited routing (DeepSeek's topk_group, Megatron's --moe-router-group-topk): each token's experts "
+       "within this many groups (DeepSeek-V3: 4 of 8, one per server, so a token reaches at most 4 servers)",
+       1, 4096},
+      {"moe_token_dispatcher",
+       std::string("alltoall"),
+       "how tokens reach their experts (Megatron's --moe-token-dispatcher-type): alltoall, every (token, expert) "
+       "copy sent to its expert's device; flex, DeepEP's or HybridEP's, a token crossing once to each server "
+       "that holds its experts (fewer servers under group-limited routing) and forwarded inside it, the combine "
+       "summed in the server before it crosses back",
+       0,
+       0,
+       {"alltoall", "flex"}},
       {"lora_rank", int64_t{0},
        "LoRA fine-tuning (Hu et al. 2021; NeMo's adapter_dim): the base model frozen (no gradients, no optimizer "
        "states), trainable adapters A [lora_rank, in] and B [out, lora_rank] beside the linear layers lora_targets "
@@ -807,6 +841,19 @@ int ExpertLinear(GraphBuilder& b, const Dims& d, const std::string& name, int x,
   return y;
 }
 
+// Marks the producer of `y` (a dispatch or a combine) as exchanging tokens
+// the flex way, with what the lowering needs to count the bytes that cross
+// servers (FlexCrossingShare).
+void MarkFlexDispatch(GraphBuilder& b, const Dims& d, int y) {
+  if (!d.flex_dispatch) return;
+  b.SetProducerAttr(y, "flex_dispatch", true);
+  b.SetProducerAttr(y, "experts", d.experts);
+  b.SetProducerAttr(y, "experts_per_token", d.experts_per_token);
+  b.SetProducerAttr(y, "router_groups", d.router_groups);
+  b.SetProducerAttr(y, "router_group_topk", d.router_group_topk);
+  b.SetProducerAttr(y, "capacity_factor", d.capacity_factor);
+}
+
 // A mixture-of-experts MLP on x [tokens, hidden]: the router's top-k experts
 // per token, the tokens dispatched to them (an AlltoAll over expert_parallel
 // where the experts are split), each expert's MLP, the outputs combined back
@@ -840,6 +887,7 @@ int MixtureOfExperts(GraphBuilder& b, const Dims& d, int x) {
   int y =
       b.MoeDispatch("moe/dispatch", grouped_x, grouped_ids, d.experts, capacity, shard({{rows, 1, 1}, {rows, 1, 1}}));
   if (d.fp8_dispatch) b.SetProducerAttr(y, "fp8_dispatch", true);
+  MarkFlexDispatch(b, d, y);
   const Strategy inner = {{g, d.ep, 1, d.etp}};
   const std::string act_name = ActivationName(d);
   if (d.gated) {
@@ -867,6 +915,7 @@ int MixtureOfExperts(GraphBuilder& b, const Dims& d, int x) {
   y = ExpertLinear(b, d, "moe/experts.projection", y, d.hidden, false);
   y = b.MoeCombine("moe/combine", y, grouped_ids, grouped_weights,
                    shard({{rows, 1, 1, 1}, {rows, 1, 1}, {rows, 1, 1}}));
+  MarkFlexDispatch(b, d, y);
   y = b.Reshape("moe/ungroup", y, {d.tokens(), d.hidden});
   if (d.aux_loss) {
     // Switch Transformer's balance loss per group: the mean router
