@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "core/config/units.h"
@@ -216,6 +217,17 @@ ParallelConfig ReadParallelConfig(const JsonNode& node, int64_t world_size) {
   c.global_batch_size = reader.RequiredInt("global_batch_size", 1, int64_t{1} << 40);
   c.recompute = reader.Bool("recompute", false);
   c.select_recompute = reader.Bool("select_recompute", false);
+  if (auto modules = reader.Optional("recompute_modules")) {
+    if (!modules->json().is_array())
+      modules->Fail("expected a list of module names (" + fmt::format("{}", fmt::join(RecomputeModuleNames(), ", ")) +
+                    ")");
+    for (const JsonNode& element : modules->AsArray()) {
+      const RecomputeModule m = ParseRecomputeModule(element.AsEnum(RecomputeModuleNames()));
+      if (std::find(c.recompute_modules.begin(), c.recompute_modules.end(), m) != c.recompute_modules.end())
+        element.Fail(std::string("module \"") + ToString(m) + "\" is listed twice");
+      c.recompute_modules.push_back(m);
+    }
+  }
   c.cpu_offloading_num_layers = reader.Int("cpu_offloading_num_layers", 0, 0, 1 << 20);
   c.fully_use_devices = reader.Bool("fully_use_devices", true);
   c.enable_alltoall = reader.Bool("enable_alltoall", false);
@@ -333,6 +345,10 @@ nlohmann::json ToJson(const ParallelConfig& c) {
   j["global_batch_size"] = c.global_batch_size;
   j["recompute"] = c.recompute;
   j["select_recompute"] = c.select_recompute;
+  if (!c.recompute_modules.empty()) {
+    j["recompute_modules"] = nlohmann::json::array();
+    for (RecomputeModule m : c.recompute_modules) j["recompute_modules"].push_back(ToString(m));
+  }
   if (c.cpu_offloading_num_layers > 0) j["cpu_offloading_num_layers"] = c.cpu_offloading_num_layers;
   j["fully_use_devices"] = c.fully_use_devices;
   j["enable_alltoall"] = c.enable_alltoall;

@@ -12,6 +12,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/config/simulation_options.h"
+#include "core/graph/builders/model_builder.h"
 
 namespace shardlab {
 
@@ -115,6 +116,9 @@ struct ParallelConfig {
   // softmax, dropout, context) is recomputed, so its [seq, seq] tensors are
   // not kept. Nothing to do for flash attention, which keeps none.
   bool select_recompute = false;
+  // Megatron's --recompute-modules (with --recompute-granularity selective):
+  // the parts of each repeated layer recomputed before the backward. Empty: none.
+  std::vector<RecomputeModule> recompute_modules;
   // Megatron's --cpu-offloading-num-layers (NeMo's cpu_offloading_num_layers,
   // MindFormers' swap_config layer_swap): the activations the first this many
   // repeated layers of each pipeline stage keep for backward are copied to

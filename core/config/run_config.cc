@@ -77,13 +77,20 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
         .Fail(fmt::format("fp8 \"{}\" needs FP8 tensor cores, but the {} has no peak_flops for float8_e4m3fn",
                           run.model.params.String("fp8"), run.cluster.device.model));
   }
+  if (!p.recompute_modules.empty() && p.recompute)
+    parallel_node.Child("recompute_modules")
+        .Fail(
+            "recompute_modules chooses parts of each layer to recompute, and recompute already recomputes the "
+            "whole layer: use one of them");
   if (p.cpu_offloading_num_layers > 0) {
-    if (p.recompute || p.select_recompute)
+    if (p.recompute || p.select_recompute || !p.recompute_modules.empty())
       parallel_node.Child("cpu_offloading_num_layers")
           .Fail(fmt::format("activation offloading copies what a layer keeps for backward, and a recomputed layer "
                             "keeps only its input: use one of cpu_offloading_num_layers and {} (Megatron refuses "
                             "both at once)",
-                            p.recompute ? "recompute" : "select_recompute"));
+                            p.recompute          ? "recompute"
+                            : p.select_recompute ? "select_recompute"
+                                                 : "recompute_modules"));
     if (p.micro_batch_interleaved > 1)
       parallel_node.Child("cpu_offloading_num_layers")
           .Fail("activation offloading is not built with micro_batch_interleaved: its slices would each copy a "
@@ -284,6 +291,7 @@ Graph BuildRunGraph(const RunSpec& run) {
   options.pipeline_stages = run.parallel.pipeline_stages;
   options.recompute = run.parallel.recompute;
   options.select_recompute = run.parallel.select_recompute;
+  options.recompute_modules = run.parallel.recompute_modules;
   options.offload_layers = run.parallel.cpu_offloading_num_layers;
   const nlohmann::json empty = nlohmann::json::object();
   Graph graph = BuildModelGraph(run.model, options, JsonNode(empty, run.file, "/model"));

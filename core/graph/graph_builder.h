@@ -21,6 +21,7 @@ class GraphBuilder {
 
   void set_stage(int64_t stage) { stage_ = stage; }
   void set_recompute(bool recompute) { recompute_ = recompute; }
+  bool recompute() const { return recompute_; }
   void set_offload(bool offload) { offload_ = offload; }
   // Operators added while on run on the host CPU (MindSpore's primitive_target "CPU").
   void set_on_host(bool on_host) { on_host_ = on_host; }

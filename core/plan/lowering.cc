@@ -1231,6 +1231,13 @@ class Lowering {
 
   double BackwardShare(int index) const { return shardlab::BackwardShare(graph_, graph_.op(index)); }
 
+  // Whether tensor `t` comes from a recompute segment that recomputes it for
+  // the operators after it too (mla_up_proj: Megatron's CheckpointWithoutOutput).
+  bool OutputsRecomputed(int t) const {
+    const int producer = graph_.tensor(t).producer;
+    return producer >= 0 && graph_.op(producer).recompute && graph_.op(producer).BoolAttr("outputs_recomputed", false);
+  }
+
   // Keeps input `pos` of operator `index` for its backward. An input computed
   // inside the same fused kernel was never written: the chain's backward
   // recomputes it from the chain's own inputs, which are kept instead.
@@ -1238,7 +1245,7 @@ class Lowering {
     const Operator& op = graph_.op(index);
     const int t = op.inputs[static_cast<size_t>(pos)];
     const Tensor& tensor = graph_.tensor(t);
-    if (tensor.is_parameter()) return;
+    if (tensor.is_parameter() || OutputsRecomputed(t)) return;
     // A product keeps each operand for the other's gradient: none for a frozen weight.
     if ((op.type == "MatMul" || op.type == "BatchMatMul") && pos < 2 && Frozen(op.inputs[1 - pos])) return;
     if (fusion_[static_cast<size_t>(index)].InRegisters(pos)) {
@@ -1323,7 +1330,8 @@ class Lowering {
       largest_segment = std::max(largest_segment, recomputing.Bytes());
       for (int t : op.inputs) {
         const int producer = graph_.tensor(t).producer;
-        if (producer >= 0 && !SameSegment(producer, index)) into.Keep(Storage(t), OutputSliceBytes(t));
+        if (producer >= 0 && !SameSegment(producer, index) && !OutputsRecomputed(t))
+          into.Keep(Storage(t), OutputSliceBytes(t));
       }
       if (index + 1 == static_cast<int>(graph_.operators().size()) || !SameSegment(index, index + 1)) recomputing = {};
     }

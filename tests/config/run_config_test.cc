@@ -131,6 +131,20 @@ TEST_CASE("run files check the rules between their sections") {
       "simulation": {"overlap_forward_backward": ["expert", "expert"]}})",
                      &pointer),
              Catch::Contains("listed twice"));
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4,
+      "recompute_modules": ["mla_up_proj", "attention"]}})",
+                     &pointer),
+             Catch::Contains("expected one of"));
+  CHECK(pointer == "/parallel/recompute_modules/1");
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4,
+      "recompute_modules": ["moe_act", "moe_act"]}})",
+                     &pointer),
+             Catch::Contains("listed twice"));
+  CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4,
+      "recompute": true, "recompute_modules": ["layernorm"]}})",
+                     &pointer),
+             Catch::Contains("recompute already recomputes the whole layer"));
+  CHECK(pointer == "/parallel/recompute_modules");
   CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
       "simulation": {"collective_algorithms": {"allreduce": "butterfly"}}})",
                      &pointer),
@@ -250,6 +264,9 @@ TEST_CASE("a run written as JSON reads back to the same run") {
     CHECK(written["simulation"]["overlap_forward_backward"].is_boolean() == (overlapped.size() == 5));
     CHECK(ReadRunSpec(JsonNode(written, "")).simulation == overlapping.simulation);
   }
+  RunSpec selective = run;
+  selective.parallel.recompute_modules = {RecomputeModule::kMlaUpProjection, RecomputeModule::kLayerNorm};
+  CHECK(ReadRunSpec(JsonNode(ToJson(selective), "")).parallel == selective.parallel);
 }
 
 }  // namespace

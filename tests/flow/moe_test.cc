@@ -257,6 +257,59 @@ TEST_CASE("a flex dispatch crosses servers once per server a token reaches, so D
   CHECK_THROWS_WITH(Prepare(spec), Catch::Contains("experts_per_token 8 exceeds the 4 experts"));
 }
 
+TEST_CASE("recompute_modules recomputes the parts it names, each on the layers that have it") {
+  // DeepSeek-V3 on 2048 H800 without full recompute, one pass at a time: stage 0 holds the 3 dense
+  // layers, stage 2 four MoE layers; one sample of 4096 tokens per device, 128 heads, no tensor parallelism.
+  RunSpec spec = LoadRunFile(testing::SourcePath("configs/runs/deepseek-v3-h800-2048.json"));
+  spec.parallel.recompute = false;
+  spec.simulation.overlap_forward_backward.clear();
+  struct Figures {
+    double dense, moe;                  // activations per micro-batch, stages 0 and 2
+    double dense_compute, moe_compute;  // seconds of compute per step
+  };
+  auto figures = [&](std::vector<RecomputeModule> modules) {
+    RunSpec run = spec;
+    run.parallel.recompute_modules = std::move(modules);
+    const PreparedRun prepared = Prepare(run);
+    const StepResult r = Summarize(prepared.plan, RunAnalytical(prepared.plan));
+    return Figures{prepared.plan.stages[0].memory.activations_per_micro_batch,
+                   prepared.plan.stages[2].memory.activations_per_micro_batch, r.stages[0].compute_seconds,
+                   r.stages[2].compute_seconds};
+  };
+  const Figures none = figures({});
+  // mla_up_proj: the attention no longer keeps the queries, keys and values it read (Megatron's
+  // CheckpointWithoutOutput): 4096 x 128 x (192 + 192 + 128) x 2 bytes a layer, recomputed instead.
+  const Figures up = figures({RecomputeModule::kMlaUpProjection});
+  const double qkv = 4096.0 * 128 * (192 + 192 + 128) * 2;
+  CHECK(none.moe - up.moe == Approx(4 * qkv).epsilon(0.03));
+  CHECK(none.dense - up.dense == Approx(3 * qkv).epsilon(0.03));
+  CHECK(up.moe_compute > none.moe_compute);
+  // mlp: the dense layers' MLPs only; moe: the MoE layers whole; moe_act and shared_experts parts of them.
+  const Figures mlp = figures({RecomputeModule::kMlp});
+  CHECK(mlp.dense < none.dense);
+  CHECK(mlp.moe == none.moe);
+  CHECK(mlp.moe_compute == Approx(none.moe_compute));
+  const Figures moe = figures({RecomputeModule::kMoe});
+  const Figures act = figures({RecomputeModule::kMoeActivation});
+  const Figures shared = figures({RecomputeModule::kSharedExperts});
+  CHECK(moe.dense == none.dense);
+  for (const Figures* f : {&moe, &act, &shared}) {
+    CHECK(f->moe < none.moe);
+    CHECK(f->moe_compute > none.moe_compute);
+  }
+  CHECK(moe.moe < act.moe);
+  CHECK(moe.moe < shared.moe);
+  // layernorm: the norms' outputs go (the one an FP8 product reads, kept in FP8, or bf16 otherwise).
+  const Figures norms = figures({RecomputeModule::kLayerNorm});
+  CHECK(norms.moe < none.moe);
+  CHECK(none.moe - norms.moe <= 4 * 2 * 4096.0 * 7168 * 2);
+  // core_attn is select_recompute: nothing to drop under flash attention.
+  CHECK(figures({RecomputeModule::kCoreAttention}).moe == none.moe);
+  // Together, the savings add up.
+  const Figures both = figures({RecomputeModule::kMlaUpProjection, RecomputeModule::kMoeActivation});
+  CHECK(none.moe - both.moe == Approx((none.moe - up.moe) + (none.moe - act.moe)).epsilon(0.01));
+}
+
 // Mixtral's stage of 16 devices as data_parallel 4 x model_parallel 4 with sequence parallelism.
 RunSpec MixtralTensorParallel(int64_t expert_parallel, int64_t expert_tensor_parallel) {
   RunSpec spec = Mixtral();

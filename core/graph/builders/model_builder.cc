@@ -5,7 +5,26 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/util/enum_names.h"
+
 namespace shardlab {
+namespace {
+
+constexpr EnumNames<RecomputeModule, 7> kRecomputeModules({"core_attn", "mla_up_proj", "layernorm", "mlp", "moe",
+                                                           "moe_act", "shared_experts"});
+
+}  // namespace
+
+const char* ToString(RecomputeModule module) { return kRecomputeModules[module]; }
+
+const std::vector<std::string>& RecomputeModuleNames() {
+  static const std::vector<std::string> names = kRecomputeModules.All();
+  return names;
+}
+
+RecomputeModule ParseRecomputeModule(const std::string& name) {
+  return kRecomputeModules.Parse(name, "recompute module");
+}
 
 BuilderParams ModelBuilder::Defaults() const {
   BuilderParams out;

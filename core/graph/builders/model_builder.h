@@ -47,11 +47,31 @@ class BuilderParams {
   std::map<std::string, ParamValue> values_;
 };
 
+// Megatron's --recompute-modules (selective recomputation by module): the
+// parts of each repeated layer whose forward is recomputed before the
+// backward instead of keeping what they produce.
+enum class RecomputeModule {
+  kCoreAttention,    // core_attn: the eager attention core (scores, mask, softmax, context), as select_recompute
+  kMlaUpProjection,  // mla_up_proj: latent attention's up-projections to queries, keys and values, rotary parts too
+  kLayerNorm,        // layernorm: the norms before the attention and before the MLP
+  kMlp,              // mlp: a dense layer's MLP (not a mixture-of-experts layer's)
+  kMoe,              // moe: a mixture-of-experts layer whole, its token exchanges too
+  kMoeActivation,    // moe_act: the experts' activation (and its gating product)
+  kSharedExperts,    // shared_experts: the shared experts' MLP
+};
+
+const char* ToString(RecomputeModule module);
+// Megatron's names, in the enum's order.
+const std::vector<std::string>& RecomputeModuleNames();
+// "mla_up_proj" -> kMlaUpProjection; throws std::invalid_argument for other names.
+RecomputeModule ParseRecomputeModule(const std::string& name);
+
 // Settings of the run the model is built for, rather than of the model.
 struct BuildOptions {
   int64_t pipeline_stages = 1;    // layers are assigned to stages evenly, unless a builder's offset says otherwise
   bool recompute = false;         // mark the repeated layers' forward for recomputation
   bool select_recompute = false;  // mark only the attention core (when `recompute` is off)
+  std::vector<RecomputeModule> recompute_modules;  // mark these parts (when `recompute` is off)
   // Mark the first this many repeated layers of each stage to offload the
   // activations they keep to host memory (cpu_offloading_num_layers).
   int64_t offload_layers = 0;

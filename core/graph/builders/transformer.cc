@@ -68,6 +68,10 @@ struct Dims {
   int64_t router_groups, router_group_topk;
   bool flex_dispatch;             // a token crosses once to each server holding its experts, then is forwarded (DeepEP)
   bool select_recompute = false;  // recompute the eager attention core only (set from the run's options)
+  std::vector<RecomputeModule> recompute_modules;  // the parts recomputed (set from the run's options)
+  bool Recomputes(RecomputeModule m) const {
+    return std::find(recompute_modules.begin(), recompute_modules.end(), m) != recompute_modules.end();
+  }
   // LoRA (lora_rank > 0): the base model frozen, low-rank adapters on the
   // linear layers `lora_targets` names.
   int64_t lora_rank;
@@ -588,6 +592,35 @@ int ReplicatedLinear(GraphBuilder& b, const Dims& d, const std::string& name, in
   return y;
 }
 
+// Marks the operators added during its lifetime for recomputation when `on`
+// (a recompute module), and puts the mark back as it was after.
+// With `outputs_recomputed`, what those operators produce is recomputed for
+// the operators after them too (their attr "outputs_recomputed"), not kept.
+class RecomputeWhile {
+ public:
+  RecomputeWhile(GraphBuilder& b, bool on, bool outputs_recomputed = false)
+      : b_(b),
+        on_(on),
+        outputs_recomputed_(outputs_recomputed),
+        was_(b.recompute()),
+        first_(b.graph().operators().size()) {
+    if (on) b_.set_recompute(true);
+  }
+  ~RecomputeWhile() {
+    b_.set_recompute(was_);
+    if (!on_ || !outputs_recomputed_) return;
+    for (size_t i = first_; i < b_.graph().operators().size(); ++i)
+      for (int t : b_.graph().op(static_cast<int>(i)).outputs) b_.SetProducerAttr(t, "outputs_recomputed", true);
+  }
+  RecomputeWhile(const RecomputeWhile&) = delete;
+  RecomputeWhile& operator=(const RecomputeWhile&) = delete;
+
+ private:
+  GraphBuilder& b_;
+  bool on_, outputs_recomputed_, was_;
+  size_t first_;
+};
+
 // RMSNorm of a latent [tokens, size] split `rows` ways.
 int LatentNorm(GraphBuilder& b, const Dims& d, const std::string& name, int x, int64_t rows) {
   const int gamma = b.Parameter(name + ".gamma", {b.shape(x).back()}, DType::kFloat32);
@@ -609,40 +642,55 @@ int LatentAttention(GraphBuilder& b, const Dims& d, int x) {
   int q = x;
   if (d.q_lora > 0)
     q = LatentNorm(b, d, "attention/q_norm", ReplicatedLinear(b, d, "attention/q_down", x, d.q_lora), d.rows());
-  q = Linear(b, d, "attention/q_up", q, d.heads * qk_dim, true, false);
-  q = b.Reshape("attention/query_split", q, {d.batch, d.seq, d.heads, qk_dim});
-  const auto q_parts = b.SplitV("attention/query_rope_split", q, 3, {d.head_dim, d.rope_dim}, shard(heads4));
-  const int q_rope = b.RotaryPositionEmbedding("attention/query_rotary", q_parts[1], shard(heads4));
-  q = b.Concat("attention/query_join", {q_parts[0], q_rope}, 3, shard({heads4[0], heads4[0]}));
+  // mla_up_proj: the up-projections through the attention's inputs are
+  // recomputed before the attention's backward, and those inputs not kept
+  // (Megatron's CheckpointWithoutOutput): two runs, queries then keys and values.
+  const bool up_recomputed = d.Recomputes(RecomputeModule::kMlaUpProjection);
+  {
+    RecomputeWhile up(b, up_recomputed, /*outputs_recomputed=*/true);
+    q = Linear(b, d, "attention/q_up", q, d.heads * qk_dim, true, false);
+    q = b.Reshape("attention/query_split", q, {d.batch, d.seq, d.heads, qk_dim});
+    const auto q_parts = b.SplitV("attention/query_rope_split", q, 3, {d.head_dim, d.rope_dim}, shard(heads4));
+    const int q_rope = b.RotaryPositionEmbedding("attention/query_rotary", q_parts[1], shard(heads4));
+    q = b.Concat("attention/query_join", {q_parts[0], q_rope}, 3, shard({heads4[0], heads4[0]}));
+  }
 
   const int kv = ReplicatedLinear(b, d, "attention/kv_down", x, d.kv_lora + d.rope_dim);
   const auto kv_parts =
       b.SplitV("attention/kv_latent_split", kv, 1, {d.kv_lora, d.rope_dim}, shard({{d.token_split(), 1}}));
   const int latent = LatentNorm(b, d, "attention/kv_norm", kv_parts[0], d.token_split());
-  int kv_heads = Linear(b, d, "attention/kv_up", latent, d.heads * (d.head_dim + d.v_dim), true, false);
-  kv_heads = b.Reshape("attention/kv_split", kv_heads, {d.batch, d.seq, d.heads, d.head_dim + d.v_dim});
-  const auto k_v = b.SplitV("attention/key_value_split", kv_heads, 3, {d.head_dim, d.v_dim}, shard(heads4));
-  int k_rope = b.Reshape("attention/key_rope_heads", kv_parts[1], {d.batch, d.seq, 1, d.rope_dim});
-  k_rope = b.RotaryPositionEmbedding("attention/key_rotary", k_rope, shard({{dp, cp, 1, 1}}));
-  k_rope = b.BroadcastTo("attention/key_rope_shared", k_rope, {d.batch, d.seq, d.heads, d.rope_dim},
-                         shard({{dp, cp, 1, 1}}));
-  const int k = b.Concat("attention/key_join", {k_v[0], k_rope}, 3, shard({heads4[0], heads4[0]}));
+  const std::vector<int64_t> bnsd = {dp, mp, 1, 1};
+  int k = -1, v = -1;
+  {
+    RecomputeWhile up(b, up_recomputed, /*outputs_recomputed=*/true);
+    int kv_heads = Linear(b, d, "attention/kv_up", latent, d.heads * (d.head_dim + d.v_dim), true, false);
+    kv_heads = b.Reshape("attention/kv_split", kv_heads, {d.batch, d.seq, d.heads, d.head_dim + d.v_dim});
+    const auto k_v = b.SplitV("attention/key_value_split", kv_heads, 3, {d.head_dim, d.v_dim}, shard(heads4));
+    int k_rope = b.Reshape("attention/key_rope_heads", kv_parts[1], {d.batch, d.seq, 1, d.rope_dim});
+    k_rope = b.RotaryPositionEmbedding("attention/key_rotary", k_rope, shard({{dp, cp, 1, 1}}));
+    k_rope = b.BroadcastTo("attention/key_rope_shared", k_rope, {d.batch, d.seq, d.heads, d.rope_dim},
+                           shard({{dp, cp, 1, 1}}));
+    k = b.Concat("attention/key_join", {k_v[0], k_rope}, 3, shard({heads4[0], heads4[0]}));
+    v = k_v[1];
+    if (cp == 1) {
+      auto to_bnsd = [&](const std::string& name, int t) {
+        return b.Transpose("attention/" + name + "_heads", t, {0, 2, 1, 3}, shard(heads4));
+      };
+      q = to_bnsd("query", q);
+      k = to_bnsd("key", k);
+      v = to_bnsd("value", v);
+    }
+  }
   if (cp > 1) {
     const std::vector<int64_t> q_split = {dp, cp, mp, 1}, kv_split = {dp, 1, mp, 1};
     const int context =
-        b.FlashAttention("attention/flash", q, k, k_v[1], true, shard(Strategy{q_split, kv_split, kv_split}), "BSND");
+        b.FlashAttention("attention/flash", q, k, v, true, shard(Strategy{q_split, kv_split, kv_split}), "BSND");
     if (d.ring_attention) b.SetProducerAttr(context, "enable_ring_attention", true);
     MarkDocuments(b, d, context);
     return Linear(b, d, "attention/projection", b.Reshape("attention/merge", context, {d.tokens(), d.heads * d.v_dim}),
                   d.hidden, false, d.bias_rest);
   }
-
-  const std::vector<int64_t> bnsd = {dp, mp, 1, 1};
-  auto to_bnsd = [&](const std::string& name, int t) {
-    return b.Transpose("attention/" + name + "_heads", t, {0, 2, 1, 3}, shard(heads4));
-  };
-  const int context = b.FlashAttention("attention/flash", to_bnsd("query", q), to_bnsd("key", k),
-                                       to_bnsd("value", k_v[1]), true, shard(Strategy{bnsd, bnsd, bnsd}));
+  const int context = b.FlashAttention("attention/flash", q, k, v, true, shard(Strategy{bnsd, bnsd, bnsd}));
   MarkDocuments(b, d, context);
   const int merged = b.Transpose("attention/merge_heads", context, {0, 2, 1, 3}, shard({bnsd}));
   const int flat = b.Reshape("attention/merge", merged, {d.tokens(), d.heads * d.v_dim});
@@ -906,10 +954,12 @@ int MixtureOfExperts(GraphBuilder& b, const Dims& d, int x) {
       gate = ExpertLinear(b, d, "moe/experts.gate", y, d.moe_ffn, true);
       up = ExpertLinear(b, d, "moe/experts.up", y, d.moe_ffn, true);
     }
+    RecomputeWhile act(b, d.Recomputes(RecomputeModule::kMoeActivation), /*outputs_recomputed=*/true);
     y = b.Activation(d.activation, "moe/experts." + act_name, gate, shard(inner));
     y = b.Binary("Mul", "moe/experts.gated", y, up, shard({inner[0], inner[0]}));
   } else {
     y = ExpertLinear(b, d, "moe/experts.mapping", y, d.moe_ffn, true);
+    RecomputeWhile act(b, d.Recomputes(RecomputeModule::kMoeActivation), /*outputs_recomputed=*/true);
     y = b.Activation(d.activation, "moe/experts." + act_name, y, shard(inner));
   }
   y = ExpertLinear(b, d, "moe/experts.projection", y, d.hidden, false);
@@ -932,13 +982,21 @@ int MixtureOfExperts(GraphBuilder& b, const Dims& d, int x) {
     b.Reduce("ReduceSum", "moe/aux_loss/sum", balance, {1}, false, shard({{rows, 1}}));
   }
   if (d.shared_experts == 0) return y;
-  const int shared = FeedForward(b, d, x, "moe/shared_experts", d.shared_experts * d.moe_ffn);
+  int shared;
+  {
+    RecomputeWhile recompute(b, d.Recomputes(RecomputeModule::kSharedExperts));
+    shared = FeedForward(b, d, x, "moe/shared_experts", d.shared_experts * d.moe_ffn);
+  }
   return b.Binary("Add", "moe/add_shared", y, shared, shard({{rows, 1}, {rows, 1}}));
 }
 
 // The layer's MLP: experts from first_dense_layers on in a mixture-of-experts model.
 int Mlp(GraphBuilder& b, const Dims& d, int x, int64_t layer) {
-  if (d.experts > 0 && layer >= d.first_dense_layers) return MixtureOfExperts(b, d, x);
+  if (d.experts > 0 && layer >= d.first_dense_layers) {
+    RecomputeWhile recompute(b, d.Recomputes(RecomputeModule::kMoe));
+    return MixtureOfExperts(b, d, x);
+  }
+  RecomputeWhile recompute(b, d.Recomputes(RecomputeModule::kMlp));
   return FeedForward(b, d, x, "ffn", d.ffn);
 }
 
@@ -949,6 +1007,13 @@ int Norm(GraphBuilder& b, const Dims& d, const std::string& name, int x) {
   if (d.rms_norm) return b.RmsNorm(name, x, gamma, shard({{d.rows(), 1}, {1}}));
   const int beta = b.Parameter(name + ".beta", {d.hidden}, DType::kFloat32);
   return b.LayerNorm(name, x, gamma, beta, shard({{d.rows(), 1}, {1}, {1}}));
+}
+
+// A repeated layer's norm, recomputed under the layernorm recompute module
+// (Megatron's CheckpointWithoutOutput: its output recomputed for its readers).
+int LayerInputNorm(GraphBuilder& b, const Dims& d, const std::string& name, int x) {
+  RecomputeWhile recompute(b, d.Recomputes(RecomputeModule::kLayerNorm), /*outputs_recomputed=*/true);
+  return Norm(b, d, name, x);
 }
 
 int Residual(GraphBuilder& b, const Dims& d, const std::string& name, int x, int branch) {
@@ -993,7 +1058,9 @@ int LanguageModelLoss(GraphBuilder& b, const Dims& d, const std::string& name, i
 
 Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const BuildOptions& options) {
   Dims d = ReadDims(params);
-  d.select_recompute = options.select_recompute && !options.recompute;
+  if (!options.recompute) d.recompute_modules = options.recompute_modules;
+  d.select_recompute =
+      (options.select_recompute || d.Recomputes(RecomputeModule::kCoreAttention)) && !options.recompute;
   const int64_t stages = options.pipeline_stages;
   const std::vector<int64_t> stage_of = StagesOfLayers(d.layers, stages, params.Ints("offset"));
   const std::vector<bool> offloaded = OffloadedLayers(stage_of, options.offload_layers);
@@ -1012,14 +1079,14 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
     b.set_scope("layer" + std::to_string(layer) + "/");
     b.set_recompute(options.recompute);
     b.set_offload(offloaded[layer]);
-    const int attention = Attention(b, d, Norm(b, d, "attention_norm", x), mask, true);
+    const int attention = Attention(b, d, LayerInputNorm(b, d, "attention_norm", x), mask, true);
     if (d.parallel_residual) {
-      const int ffn = Mlp(b, d, Norm(b, d, "ffn_norm", x), layer);
+      const int ffn = Mlp(b, d, LayerInputNorm(b, d, "ffn_norm", x), layer);
       x = Residual(b, d, "ffn_residual", Residual(b, d, "attention_residual", x, attention), ffn);
       continue;
     }
     x = Residual(b, d, "attention_residual", x, attention);
-    const int ffn = Mlp(b, d, Norm(b, d, "ffn_norm", x), layer);
+    const int ffn = Mlp(b, d, LayerInputNorm(b, d, "ffn_norm", x), layer);
     x = Residual(b, d, "ffn_residual", x, ffn);
   }
   b.set_recompute(false);
@@ -1043,7 +1110,9 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
 
 Graph BuildBert(const std::string& graph_name, const BuilderParams& params, const BuildOptions& options) {
   Dims d = ReadDims(params);
-  d.select_recompute = options.select_recompute && !options.recompute;
+  if (!options.recompute) d.recompute_modules = options.recompute_modules;
+  d.select_recompute =
+      (options.select_recompute || d.Recomputes(RecomputeModule::kCoreAttention)) && !options.recompute;
   const int64_t stages = options.pipeline_stages;
   const std::vector<int64_t> stage_of = StagesOfLayers(d.layers, stages, params.Ints("offset"));
   const std::vector<bool> offloaded = OffloadedLayers(stage_of, options.offload_layers);
