@@ -292,6 +292,7 @@ Graph BuildRunGraph(const RunSpec& run) {
   options.recompute = run.parallel.recompute;
   options.select_recompute = run.parallel.select_recompute;
   options.recompute_modules = run.parallel.recompute_modules;
+  options.head_on_first_stage = run.simulation.pipeline_schedule == PipelineSchedule::kZeroBubbleV;
   options.offload_layers = run.parallel.cpu_offloading_num_layers;
   const nlohmann::json empty = nlohmann::json::object();
   Graph graph = BuildModelGraph(run.model, options, JsonNode(empty, run.file, "/model"));

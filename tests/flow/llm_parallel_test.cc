@@ -181,6 +181,31 @@ TEST_CASE("the interleaved schedule holds more micro-batches of activations in f
   }
 }
 
+TEST_CASE("zero_bubble_v runs the model's end on stage 0, where its V comes back") {
+  RunSpec run = Llama70b();
+  auto stage_of = [](const Graph& graph, const std::string& name) {
+    for (const Operator& op : graph.operators())
+      if (op.name == name) return op.pipeline_stage;
+    return int64_t{-1};
+  };
+  const PreparedRun one_f_one_b = Prepare(run);
+  CHECK(stage_of(one_f_one_b.graph, "head/logits") == 3);
+  CHECK(stage_of(one_f_one_b.graph, "final_norm") == 3);
+  run.simulation.pipeline_schedule = PipelineSchedule::kZeroBubbleV;
+  run.simulation.virtual_pipeline_chunks = 2;
+  const PreparedRun v = Prepare(run);
+  CHECK(stage_of(v.graph, "head/logits") == 0);
+  CHECK(stage_of(v.graph, "final_norm") == 0);
+  CHECK(stage_of(v.graph, "embedding/word") == 0);
+  // The head's weights move from the last stage to the first; the layers stay where they were.
+  const double head = v.plan.stages[0].memory.parameters - one_f_one_b.plan.stages[0].memory.parameters;
+  CHECK(head > 0);
+  CHECK(one_f_one_b.plan.stages[3].memory.parameters - v.plan.stages[3].memory.parameters == Approx(head));
+  CHECK(v.plan.stages[1].memory.parameters == one_f_one_b.plan.stages[1].memory.parameters);
+  // Its forward is in the stage's last chunk, the V's last arm.
+  CHECK(v.plan.stages[0].forward.back().name.find("loss") != std::string::npos);
+}
+
 TEST_CASE("select_recompute drops the eager attention core's [seq, seq] tensors and recomputes only them") {
   RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/gpt3-175b-ascend-4096.json"));
   run.parallel.recompute = false;

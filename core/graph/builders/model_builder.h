@@ -72,6 +72,9 @@ struct BuildOptions {
   bool recompute = false;         // mark the repeated layers' forward for recomputation
   bool select_recompute = false;  // mark only the attention core (when `recompute` is off)
   std::vector<RecomputeModule> recompute_modules;  // mark these parts (when `recompute` is off)
+  // The model's end (final norm, head, loss) on the first stage, not the
+  // last: zero_bubble_v's V comes back to stage 0, which runs its last arm.
+  bool head_on_first_stage = false;
   // Mark the first this many repeated layers of each stage to offload the
   // activations they keep to host memory (cpu_offloading_num_layers).
   int64_t offload_layers = 0;

@@ -1092,11 +1092,12 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
   b.set_recompute(false);
   b.set_offload(false);
   b.set_scope("");
-  b.set_stage(stages - 1);
+  const int64_t end_stage = options.head_on_first_stage ? 0 : stages - 1;
+  b.set_stage(end_stage);
   x = Norm(b, d, "final_norm", x);
-  // A tied LM head reuses the embedding table; across pipeline stages the
-  // last stage holds its own copy, as MindSpore does for shared parameters.
-  const bool own_head = !d.tied || stages > 1;
+  // A tied LM head reuses the embedding table; on another pipeline stage it
+  // holds its own copy, as MindSpore does for shared parameters.
+  const bool own_head = !d.tied || end_stage > 0;
   const int head = own_head ? b.Parameter("head/word.table", {d.vocab, d.hidden}, d.dtype) : table;
   const int64_t vocab_split = d.vocab_emb_dp ? 1 : d.mp;
   // The vocabulary-parallel head is Megatron's: always placed, its logits
@@ -1150,7 +1151,8 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
   b.set_recompute(false);
   b.set_offload(false);
   b.set_scope("");
-  b.set_stage(stages - 1);
+  const int64_t end_stage = options.head_on_first_stage ? 0 : stages - 1;
+  b.set_stage(end_stage);
   const int64_t h = d.hidden;
   auto dense = [&](const std::string& name, int in, int64_t out_dim, int64_t in_dim) {
     const int w = b.Parameter(name + ".weight", {out_dim, in_dim}, d.dtype);
@@ -1169,7 +1171,7 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
   const int picked = b.BatchLocalGather("mlm/gather", x, masked_positions, shard({{1, 1}, {d.dp}}));
   int t = b.Activation("GeLU", "mlm/gelu", dense("mlm/dense", picked, h, h), shard({{d.dp, 1}}));
   t = Norm(b, d, "mlm/norm", t);
-  const int decoder = stages > 1 ? b.Parameter("mlm/word.table", {d.vocab, h}, d.dtype) : table;
+  const int decoder = end_stage > 0 ? b.Parameter("mlm/word.table", {d.vocab, h}, d.dtype) : table;
   int logits = b.MatMul("mlm/decoder", t, decoder, false, true, shard({{d.dp, 1}, {1, 1}}));
   const int decoder_bias = b.Parameter("mlm/output.bias", {d.vocab}, d.dtype);
   logits = b.BiasAdd("mlm/output.bias_add", logits, decoder_bias, shard({{d.dp, 1}, {1}}));
