@@ -270,7 +270,7 @@ class Engine {
     std::vector<int64_t> counters;  // collectives issued per group spec
     // For the link usage: the bytes on each link of a collective inside the
     // lane, and of a closed-form pass (by its steps), which run as timers.
-    std::map<std::tuple<int, int, int, double>, ClosedFormTraffic> task_traffic;
+    std::map<std::tuple<int, int, int, double, double>, ClosedFormTraffic> task_traffic;
     std::map<const std::vector<PassStep>*, ClosedFormTraffic> pass_traffic;  // by the pass's steps
     // Gradient buckets on the communication stream: the runs queued by the
     // micro-batches whose final backward item has started, in order.
@@ -580,7 +580,7 @@ class Engine {
   // 0->5). Expanded once per kind of collective.
   const ClosedFormTraffic& TaskTraffic(Device& d, const Task& task) {
     const auto key = std::make_tuple(task.group, static_cast<int>(task.collective), static_cast<int>(task.algorithm),
-                                     task.comm_bytes);
+                                     task.comm_bytes, task.crossing_share);
     if (auto it = d.task_traffic.find(key); it != d.task_traffic.end()) return it->second;
     // Every device of the stage at once: each instance expanded, each flow routed once.
     std::vector<std::vector<std::pair<int32_t, double>>> by_device(devices_.size());

@@ -183,13 +183,7 @@ Trace RunAnalytical(const Plan& plan) {
     // micro-batch, the every-micro-batch ones after the others too.
     double comm_free = last_end[s];
     if (plan.training && !stage.buckets.empty()) {
-      // A micro-batch's gradients are complete with its gradient pass on the
-      // first chunk (the last its backward reaches): a bucket whose last
-      // gradient comes before that chunk's tasks is ready as it begins.
-      ScheduleItem last_gradients{false, 0, 0};
-      last_gradients.weight_gradient = stage.splits_backward;
-      const PassTime& gradients = times[s].Of(stage, last_gradients);
-      const size_t chunk_begin = stage.GradientTasks().size() * static_cast<size_t>(V - 1) / static_cast<size_t>(V);
+      const std::vector<double> lead = BucketLeadSeconds(stage, V, nullptr);
       std::vector<int64_t> micro_batches(M);
       for (int64_t m = 0; m < M; ++m) micro_batches[m] = m;
       std::stable_sort(micro_batches.begin(), micro_batches.end(),
@@ -201,10 +195,7 @@ Trace RunAnalytical(const Plan& plan) {
         for (size_t b = 0; b < stage.buckets.size(); ++b) {
           const GradientBucket& bucket = stage.buckets[b];
           if (!last && !bucket.every_micro_batch) continue;
-          const bool in_chunk = bucket.ready_after >= 0 && static_cast<size_t>(bucket.ready_after) >= chunk_begin;
-          const double done_after = in_chunk ? gradients.task_end[bucket.ready_after] : 0;
-          const double ready =
-              gradients_in_unit[s][m] ? gradients_end[s][m] : gradients_end[s][m] - gradients.duration + done_after;
+          const double ready = gradients_end[s][m] - (gradients_in_unit[s][m] ? 0.0 : lead[b]);
           const double begin = std::max(ready, comm_free);
           comm_free = begin + bucket.seconds;
           TraceEvent e = MakeEvent(s, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(b),

@@ -160,8 +160,8 @@ void DeepSeek(BuilderParams& p, const HfReader& r, const std::string& type) {
                                                                                             : std::string("softmax"));
   p.Set("router_expert_bias", r.String("topk_method", v3 ? "noaux_tc" : "greedy") == "noaux_tc");
   p.Set("router_aux_loss", r.Number("aux_loss_alpha", 0.001) > 0);
-  if (r.Has("n_group")) p.Set("moe_router_num_groups", count("n_group"));
-  if (r.Has("topk_group")) p.Set("moe_router_group_topk", count("topk_group"));
+  if (r.Has("n_group")) p.Set("moe_router_num_groups", r.Child("n_group").AsInt(1, kMaxDim));
+  if (r.Has("topk_group")) p.Set("moe_router_group_topk", r.Child("topk_group").AsInt(1, kMaxDim));
 }
 
 void Gpt2(BuilderParams& p, const HfReader& r, const std::string&) {

@@ -191,6 +191,7 @@ class Lowering {
       Task c = Collective(stage, t.name, t.op, t.collective, t.group, t.comm_bytes / kk);
       c.recompute = t.recompute;
       c.dimension = t.dimension;
+      SetCrossingShare(stage, t.crossing_share, c);
       return c;
     };
     std::vector<int> index_map;
@@ -422,10 +423,15 @@ class Lowering {
     r.groups = routing.IntAttr("router_groups", 1);
     r.group_topk = routing.IntAttr("router_group_topk", 1);
     r.capacity_factor = routing.NumberAttr("capacity_factor", 1);
-    const GroupPlacement& placement = stage.groups[task.group].placement;
-    task.crossing_share = FlexCrossingShare(r, placement.servers);
-    const CollectiveTiming timing =
-        TimeCollective(task.collective, task.algorithm, task.comm_bytes, placement, run_.cluster, task.crossing_share);
+    SetCrossingShare(stage, FlexCrossingShare(r, stage.groups[task.group].placement.servers), task);
+  }
+
+  // Times an AlltoAll whose server-crossing bytes are `share` of the uniform exchange's.
+  void SetCrossingShare(const StageProgram& stage, double share, Task& task) const {
+    if (share >= 1) return;
+    task.crossing_share = share;
+    const CollectiveTiming timing = TimeCollective(task.collective, task.algorithm, task.comm_bytes,
+                                                   stage.groups[task.group].placement, run_.cluster, share);
     task.seconds = timing.seconds;
     task.library = timing.library;
   }
@@ -1245,7 +1251,9 @@ class Lowering {
     const Operator& op = graph_.op(index);
     const int t = op.inputs[static_cast<size_t>(pos)];
     const Tensor& tensor = graph_.tensor(t);
-    if (tensor.is_parameter() || OutputsRecomputed(t)) return;
+    if (tensor.is_parameter()) return;
+    // Recomputed by its own run before this backward (a recomputed operator of that run keeps it meanwhile).
+    if (OutputsRecomputed(t) && !SameSegment(tensor.producer, index)) return;
     // A product keeps each operand for the other's gradient: none for a frozen weight.
     if ((op.type == "MatMul" || op.type == "BatchMatMul") && pos < 2 && Frozen(op.inputs[1 - pos])) return;
     if (fusion_[static_cast<size_t>(index)].InRegisters(pos)) {

@@ -37,4 +37,21 @@ const UnitPass& StagePasses::Unit(const std::vector<ScheduleItem>& items) {
   return it->second;
 }
 
+std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks, double* pass_seconds) {
+  const std::vector<Task>& tasks = stage.GradientTasks();
+  std::vector<double> ends(tasks.size(), 0);
+  const double duration = ClosedFormPass(ChunkSteps(tasks, chunks, 0, BucketBreaks(stage), true), tasks,
+                                         [&](const PassStep& step, double end, double) {
+                                           for (int i = step.first_task; i < step.end_task; ++i) ends[i] = end;
+                                         });
+  const size_t chunk_begin = tasks.size() * static_cast<size_t>(chunks - 1) / static_cast<size_t>(chunks);
+  std::vector<double> lead;
+  for (const GradientBucket& bucket : stage.buckets) {
+    const bool in_chunk = bucket.ready_after >= 0 && static_cast<size_t>(bucket.ready_after) >= chunk_begin;
+    lead.push_back(duration - (in_chunk ? ends[static_cast<size_t>(bucket.ready_after)] : 0.0));
+  }
+  if (pass_seconds) *pass_seconds = duration;
+  return lead;
+}
+
 }  // namespace shardlab

@@ -41,4 +41,13 @@ class StagePasses {
   std::map<UnitKind, UnitPass> units_;
 };
 
+// A micro-batch's gradients are complete with its gradient pass (the
+// backward, or the weight-gradient pass when split) on chunk 0, the last its
+// backward reaches. For each of the stage's gradient buckets: how long
+// before that pass ends its last gradient exists (the whole pass when it
+// came with an earlier chunk or the input-gradient pass); `pass_seconds`
+// gets the pass's closed-form duration. Both engines' and the fusion
+// tuner's rule.
+std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks, double* pass_seconds);
+
 }  // namespace shardlab

@@ -8,25 +8,13 @@
 #include "core/analytical/analytical_engine.h"
 #include "core/plan/lowering.h"
 #include "core/plan/pass_steps.h"
+#include "core/plan/stage_passes.h"
 #include "core/report/step_result.h"
 
 namespace shardlab {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// Offsets in the pass that completes the gradients (the backward, or the
-// weight-gradient pass when split) after which each of its tasks is done, as
-// the engines step through it.
-std::vector<double> GradientTaskEnds(const StageProgram& stage, double* duration) {
-  const std::vector<Task>& tasks = stage.GradientTasks();
-  std::vector<double> ends(tasks.size(), 0);
-  *duration = ClosedFormPass(PassSteps(tasks, 0, tasks.size(), BucketBreaks(stage)), tasks,
-                             [&](const PassStep& step, double end, double) {
-                               for (int i = step.first_task; i < step.end_task; ++i) ends[i] = end;
-                             });
-  return ends;
-}
 
 // Runs buckets on one communication stream in order of readiness, from time 0.
 double RunStream(std::vector<FusionBucket>& buckets, const std::vector<const FusionList*>& lists) {
@@ -84,7 +72,7 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
   problem.openstate = run.parallel.comm_fusion.openstate;
   problem.allreduce = run.parallel.comm_fusion.allreduce;
   problem.reducescatter = run.parallel.comm_fusion.reducescatter;
-  const double chunks = RunsChunks(plan.schedule) ? static_cast<double>(plan.chunks) : 1.0;
+  const int64_t chunks = RunsChunks(plan.schedule) ? plan.chunks : 1;
   auto cluster = std::make_shared<const ClusterSpec>(run.cluster);
   auto overrides = std::make_shared<const std::map<Collective, CollectiveAlgorithm>>(run.simulation.collective_algorithms);
   for (size_t s = 0; s < plan.stages.size(); ++s) {
@@ -93,9 +81,9 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
     fs.stage = stage.stage;
     fs.passes_end = timeline.stages[s].passes_end_seconds;
     for (const Task& t : stage.optimizer) fs.optimizer += t.seconds;
-    double backward = 0;
-    const std::vector<double> task_end = GradientTaskEnds(stage, &backward);
-    fs.backward_start = fs.passes_end - backward / chunks;
+    double backward = 0;  // the last gradient pass, chunk 0's (as the engines run it)
+    const std::vector<double> lead = BucketLeadSeconds(stage, chunks, &backward);
+    fs.backward_start = fs.passes_end - backward;
     const EventKind gradient_pass = stage.splits_backward ? EventKind::kWeightGradient : EventKind::kBackward;
     std::map<int64_t, double> backward_end;  // per micro-batch, all chunks
     for (const TraceEvent& e : timeline.events)
@@ -110,9 +98,7 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
       g.tensor = bucket.parameters.front();
       g.name = graph.tensor(g.tensor).name;
       g.bytes = bucket.bytes;
-      // The last chunk's pass runs the last 1/chunks of the gradient pass (as the engines run it).
-      g.ready = fs.passes_end -
-                std::min(backward - (bucket.ready_after < 0 ? 0 : task_end[bucket.ready_after]), backward / chunks);
+      g.ready = fs.passes_end - lead[static_cast<size_t>(&bucket - stage.buckets.data())];
       by_list[bucket.list].emplace_back(bucket.position, g);
       first_of_list.emplace(bucket.list, &bucket);
     }

@@ -108,8 +108,16 @@ TEST_CASE("a flex dispatch's AlltoAll crosses its share and forwards the rest ov
       CollectiveSeconds(Collective::kAllToAll, CollectiveAlgorithm::kPairwise, s, ep, gpu, 0.5) - latency;
   // The NICs bind both: 56/64 of the buffer crosses, or half of it.
   CHECK(flex == Approx(0.5 * direct));
-  const double nic = 56.0 / 64 * s / direct;
-  CHECK(flex == Approx(0.5 * 56.0 / 64 * s / nic));
+  // Forwarded, 7/8 of the buffer goes over NVLink: with the NICs 10x faster than NVLink, NVLink binds,
+  // where the direct exchange sends only 7/64 over it.
+  ClusterSpec fast_nics = gpu;
+  fast_nics.inter_server.nic_bandwidth = 10 * 450e9 * 8 / static_cast<double>(fast_nics.inter_server.nics_per_server);
+  const double nvlink = IntraServerLink(ep, fast_nics, Collective::kAllToAll).bandwidth;
+  const double fast_latency =
+      CollectiveSeconds(Collective::kAllToAll, CollectiveAlgorithm::kPairwise, 0, ep, fast_nics);
+  CHECK(CollectiveSeconds(Collective::kAllToAll, CollectiveAlgorithm::kPairwise, s, ep, fast_nics, 0.5) -
+            fast_latency ==
+        Approx(7.0 / 8 * s / nvlink));
 }
 
 TEST_CASE("HCCL runs a group inside one HCCS full mesh over all its links at once") {

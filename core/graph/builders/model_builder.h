@@ -55,7 +55,7 @@ enum class RecomputeModule {
   kMlaUpProjection,  // mla_up_proj: latent attention's up-projections to queries, keys and values, rotary parts too
   kLayerNorm,        // layernorm: the norms before the attention and before the MLP
   kMlp,              // mlp: a dense layer's MLP (not a mixture-of-experts layer's)
-  kMoe,              // moe: a mixture-of-experts layer whole, its token exchanges too
+  kMoe,              // moe: a mixture-of-experts layer's compute whole (its token exchanges not repeated)
   kMoeActivation,    // moe_act: the experts' activation (and its gating product)
   kSharedExperts,    // shared_experts: the shared experts' MLP
 };

@@ -644,7 +644,8 @@ int LatentAttention(GraphBuilder& b, const Dims& d, int x) {
     q = LatentNorm(b, d, "attention/q_norm", ReplicatedLinear(b, d, "attention/q_down", x, d.q_lora), d.rows());
   // mla_up_proj: the up-projections through the attention's inputs are
   // recomputed before the attention's backward, and those inputs not kept
-  // (Megatron's CheckpointWithoutOutput): two runs, queries then keys and values.
+  // (Megatron's CheckpointWithoutOutput): two runs, the queries' up-projection, then the keys' and values'
+  // and the three tensors' move to [batch, heads, seq, dim].
   const bool up_recomputed = d.Recomputes(RecomputeModule::kMlaUpProjection);
   {
     RecomputeWhile up(b, up_recomputed, /*outputs_recomputed=*/true);
