@@ -241,7 +241,8 @@ TEST_CASE("a flex dispatch crosses servers once per server a token reaches, so D
   spec.model.params.Set("moe_token_dispatcher", std::string("flex"));
   spec.model.params.Set("moe_router_num_groups", int64_t{1});
   spec.model.params.Set("moe_router_group_topk", int64_t{1});
-  const auto ungrouped = Collectives(Prepare(spec).plan.stages[2].forward, Collective::kAllToAll);
+  const PreparedRun ungrouped_run = Prepare(spec);
+  const auto ungrouped = Collectives(ungrouped_run.plan.stages[2].forward, Collective::kAllToAll);
   REQUIRE_FALSE(ungrouped.empty());
   CHECK(ungrouped[0]->crossing_share == Approx(0.6618).epsilon(0.001));
   // Bad groups name the rule.
