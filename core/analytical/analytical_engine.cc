@@ -17,16 +17,13 @@ namespace {
 // compute stream's work and the collectives inside it.
 struct PassTime {
   double duration = 0, compute = 0, communication = 0;
-  std::vector<double> task_end;  // per task of the pass's list: offset in the pass after which it is done
 };
 
 PassTime Time(const std::vector<PassStep>& steps, const std::vector<Task>& tasks) {
   PassTime t;
-  t.task_end.assign(tasks.size(), 0);
-  t.duration = ClosedFormPass(steps, tasks, [&](const PassStep& step, double end, double) {
+  t.duration = ClosedFormPass(steps, tasks, [&](const PassStep& step, double, double) {
     t.compute += step.compute_seconds;
     t.communication += step.CommunicationSeconds(tasks) + step.PrefetchSeconds(tasks);
-    for (int i = step.first_task; i < step.end_task; ++i) t.task_end[i] = end;
   });
   return t;
 }

@@ -44,12 +44,10 @@ std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks,
                                          [&](const PassStep& step, double end, double) {
                                            for (int i = step.first_task; i < step.end_task; ++i) ends[i] = end;
                                          });
-  const size_t chunk_begin = tasks.size() * static_cast<size_t>(chunks - 1) / static_cast<size_t>(chunks);
+  // Tasks of earlier chunks keep end 0: their gradients existed when this pass began.
   std::vector<double> lead;
-  for (const GradientBucket& bucket : stage.buckets) {
-    const bool in_chunk = bucket.ready_after >= 0 && static_cast<size_t>(bucket.ready_after) >= chunk_begin;
-    lead.push_back(duration - (in_chunk ? ends[static_cast<size_t>(bucket.ready_after)] : 0.0));
-  }
+  for (const GradientBucket& bucket : stage.buckets)
+    lead.push_back(duration - (bucket.ready_after >= 0 ? ends[static_cast<size_t>(bucket.ready_after)] : 0.0));
   if (pass_seconds) *pass_seconds = duration;
   return lead;
 }
