@@ -44,7 +44,8 @@ struct Timing {
 void CheckExecutable(const Plan& plan) {
   if (RunsChunks(plan.schedule) && plan.chunks > 1)
     throw std::runtime_error(
-        "the executor runs 1f1b, gpipe and zero_bubble_h1 schedules, not chunks (interleaved, zero_bubble_v)");
+        "the executor runs one chunk per stage (1f1b, gpipe, zero_bubble_h1, seqpipe), not virtual pipeline chunks "
+        "(interleaved, zero_bubble_v, seqvpp, seqsmartvpp)");
   if (!plan.overlap_forward_backward.empty())
     throw std::runtime_error(
         "the executor runs one pass at a time: overlap_forward_backward (a forward beside a backward) is simulated "

@@ -653,7 +653,7 @@ class Engine {
     for (size_t k = 0; k < count; ++k) {
       const ScheduleItem& item = p.order[first + k];
       if (d.traced) {
-        TraceEvent e = Event(d, Lane::kCompute, PassKind(item), PassName(item, V_), at, spans[k]);
+        TraceEvent e = Event(d, Lane::kCompute, PassKind(item), PassName(item, V_, plan_.seq_chunks), at, spans[k]);
         e.micro_batch = item.micro_batch;
         e.chunk = item.chunk;
         e.compute = compute[k];

@@ -92,7 +92,7 @@ Trace RunAnalytical(const Plan& plan) {
                       double communication, double end) {
     const int64_t vs = VirtualStage(plan.schedule, item.chunk, s, S);
     if (item.Exchanges()) done[{item.forward, vs, item.micro_batch}] = end;
-    TraceEvent pass = MakeEvent(s, Lane::kCompute, PassKind(item), PassName(item, V), begin, duration);
+    TraceEvent pass = MakeEvent(s, Lane::kCompute, PassKind(item), PassName(item, V, plan.seq_chunks), begin, duration);
     pass.micro_batch = item.micro_batch;
     pass.chunk = item.chunk;
     pass.compute = compute;

@@ -130,10 +130,9 @@ PipelineSchedule ReadPipelineConfig(const JsonNode& node) {
   if (scheduler == "1f1b") return interleave ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
   if (scheduler == "gpipe") return PipelineSchedule::kGPipe;
   if (scheduler == "zero_bubble_v") return PipelineSchedule::kZeroBubbleV;
-  scheduler_node.Fail(fmt::format(
-      "pipeline_scheduler \"{}\" (each micro-batch pipelined in sequence chunks, seq_split_num) is not simulated "
-      "yet; the nearest: pipeline_scheduler \"1f1b\" with pipeline_interleave",
-      scheduler));
+  if (scheduler == "seqpipe") return PipelineSchedule::kSeqPipe;
+  if (scheduler == "seqvpp") return PipelineSchedule::kSeqVpp;
+  return PipelineSchedule::kSeqSmartVpp;
 }
 
 }  // namespace

@@ -157,6 +157,41 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
   }
 }
 
+// MindSpore's sequence-pipelined schedulers and MindFormers' seq_split_num,
+// with their rules (SeqvppScheduler::ComputeCycleList).
+void CheckSequenceChunks(const RunSpec& run, const JsonNode& root, const JsonNode& parallel_node) {
+  const PipelineSchedule schedule = run.simulation.pipeline_schedule;
+  const int64_t n = SequenceChunks(run);
+  if (!RunsSequenceChunks(schedule)) {
+    if (n > 1)
+      root.Child("model_params")
+          .Child("seq_split_num")
+          .Fail(fmt::format("seq_split_num {} runs each sequence in chunks, which only the pipeline schedules "
+                            "seqpipe, seqvpp and seqsmartvpp do (MindSpore's pipeline_scheduler)",
+                            n));
+    return;
+  }
+  if (!run.simulation.overlap_forward_backward.empty())
+    root.Child("simulation")
+        .Child("overlap_forward_backward")
+        .Fail(fmt::format("overlap_forward_backward is not built with pipeline_schedule \"{}\"", ToString(schedule)));
+  if (schedule == PipelineSchedule::kSeqPipe) return;
+  const JsonNode schedule_node = run.parallel.pipeline_config ? parallel_node.Child("pipeline_config")
+                                                              : root.Child("simulation").Child("pipeline_schedule");
+  const int64_t stages = run.parallel.pipeline_stages, micro_batches = run.parallel.micro_batch_num;
+  if (run.simulation.virtual_pipeline_chunks < 2)
+    schedule_node.Fail(fmt::format(
+        "pipeline_schedule \"{}\" runs the model in chunks: set simulation.virtual_pipeline_chunks (MindFormers' "
+        "pp_interleave_num) to 2 or more",
+        ToString(schedule)));
+  if (stages < n || micro_batches * n < stages)
+    schedule_node.Fail(
+        fmt::format("pipeline_schedule \"{}\" needs pipeline_stages >= seq_split_num and "
+                    "micro_batch_num x seq_split_num >= pipeline_stages (MindSpore's rule); here {} "
+                    "stages, {} micro-batches, seq_split_num {}",
+                    ToString(schedule), stages, micro_batches, n));
+}
+
 }  // namespace
 
 RunSpec LoadRunFile(const std::string& path) {
@@ -279,11 +314,17 @@ RunSpec ReadRunSpec(const JsonNode& node) {
         .Fail(fmt::format("the zero_bubble_v schedule needs at least 2 pipeline stages and micro_batch_num >= 2 x "
                           "pipeline_stages (MindSpore's rule); here {} stages and {} micro-batches",
                           run.parallel.pipeline_stages, run.parallel.micro_batch_num));
+  CheckSequenceChunks(run, node, parallel_node);
   if (auto stack = r.Optional("stack")) run.stack = ReadSoftwareStack(*stack);
   r.Finish();
   if (!run.model.builder.empty()) run.model.params.Set("batch", run.parallel.micro_batch_size());
   CheckRun(run, node, parallel_node);
   return run;
+}
+
+int64_t SequenceChunks(const RunSpec& run) {
+  const auto& values = run.model.params.values();
+  return values.count("seq_split_num") ? run.model.params.Int("seq_split_num") : 1;
 }
 
 Graph BuildRunGraph(const RunSpec& run) {

@@ -14,8 +14,8 @@ namespace {
 
 constexpr EnumNames<Engine, 3> kEngines({"simgrid", "analytical", "both"});
 constexpr EnumNames<StepMode, 2> kModes({"train", "infer"});
-constexpr EnumNames<PipelineSchedule, 5> kSchedules({"1f1b", "gpipe", "interleaved", "zero_bubble_h1",
-                                                     "zero_bubble_v"});
+constexpr EnumNames<PipelineSchedule, 8> kSchedules({"1f1b", "gpipe", "interleaved", "zero_bubble_h1", "zero_bubble_v",
+                                                     "seqpipe", "seqvpp", "seqsmartvpp"});
 constexpr EnumNames<Fidelity, 2> kFidelities({"aggregated", "step"});
 constexpr EnumNames<Symmetry, 2> kSymmetries({"fold", "off"});
 constexpr EnumNames<Optimizer, 5> kOptimizers({"adam", "lamb", "momentum", "sgd", "adam_offload"});
@@ -34,7 +34,10 @@ bool SplitsBackward(PipelineSchedule s) {
   return s == PipelineSchedule::kZeroBubbleH1 || s == PipelineSchedule::kZeroBubbleV;
 }
 bool RunsChunks(PipelineSchedule s) {
-  return s == PipelineSchedule::kInterleaved || s == PipelineSchedule::kZeroBubbleV;
+  return s == PipelineSchedule::kInterleaved || s == PipelineSchedule::kZeroBubbleV || RunsSequenceChunks(s);
+}
+bool RunsSequenceChunks(PipelineSchedule s) {
+  return s == PipelineSchedule::kSeqPipe || s == PipelineSchedule::kSeqVpp || s == PipelineSchedule::kSeqSmartVpp;
 }
 const char* ToString(Fidelity f) { return kFidelities[f]; }
 const char* ToString(Optimizer o) { return kOptimizers[o]; }
@@ -110,7 +113,9 @@ SimulationOptions ReadSimulation(const JsonNode& node, const SimulationOptions& 
   }
   r.Finish();
   if (s.virtual_pipeline_chunks > 1 && !RunsChunks(s.pipeline_schedule))
-    chunks->Fail("virtual_pipeline_chunks > 1 needs pipeline_schedule \"interleaved\" or \"zero_bubble_v\"");
+    chunks->Fail(
+        "virtual_pipeline_chunks > 1 needs pipeline_schedule \"interleaved\", \"zero_bubble_v\", \"seqpipe\", "
+        "\"seqvpp\" or \"seqsmartvpp\"");
   if (s.pipeline_schedule == PipelineSchedule::kZeroBubbleV) {
     // Its two chunks are its V's two arms.
     if (chunks && s.virtual_pipeline_chunks != 2)
@@ -121,6 +126,10 @@ SimulationOptions ReadSimulation(const JsonNode& node, const SimulationOptions& 
   if (s.pipeline_schedule == PipelineSchedule::kInterleaved && s.virtual_pipeline_chunks < 2 &&
       node.json().contains("pipeline_schedule"))
     node.Fail("pipeline_schedule \"interleaved\" needs virtual_pipeline_chunks >= 2");
+  if ((s.pipeline_schedule == PipelineSchedule::kSeqVpp || s.pipeline_schedule == PipelineSchedule::kSeqSmartVpp) &&
+      s.virtual_pipeline_chunks < 2 && node.json().contains("pipeline_schedule"))
+    node.Fail(fmt::format("pipeline_schedule \"{}\" needs virtual_pipeline_chunks >= 2 (MindSpore's rule)",
+                          ToString(s.pipeline_schedule)));
   return s;
 }
 

@@ -48,12 +48,29 @@ enum class PipelineSchedule {
   // where the order makes room for the latter; at least 2S micro-batches
   // ("zero_bubble_v").
   kZeroBubbleV,
+  // MindSpore's sequence-pipelined 1F1B (SeqpipeScheduler, "seqpipe"): each
+  // micro-batch runs as model_params.seq_split_num passes over its
+  // sequence's chunks, in order (a chunk's attention reads the keys and
+  // values of those before it), backwards in reverse; over
+  // virtual_pipeline_chunks chunks (1 or more) as interleaving visits them,
+  // stage s warming up (S - s - 1) * bias + (v - 1) * G * n + n - 1 passes
+  // ahead (bias 1 without chunks, 2 with; G the first cycle's micro-batches,
+  // n the sequence chunks).
+  kSeqPipe,
+  // seqpipe whose cycles hold pipeline_stages / seq_split_num micro-batches,
+  // so that a cycle fills the pipeline with sequence chunks (SeqvppScheduler,
+  // "seqvpp"; 2 or more chunks).
+  kSeqVpp,
+  // seqvpp warming up by one pass per stage instead of two (SeqsmartvppScheduler, "seqsmartvpp").
+  kSeqSmartVpp,
 };
 
 // Whether `s` runs the weight-gradient half of each backward as a pass of its own.
 bool SplitsBackward(PipelineSchedule s);
 // Whether `s` runs each stage's work as virtual_pipeline_chunks chunks.
 bool RunsChunks(PipelineSchedule s);
+// Whether `s` runs each micro-batch as sequence chunks (seq_split_num).
+bool RunsSequenceChunks(PipelineSchedule s);
 
 enum class Fidelity {
   kAggregated,  // a collective's ring steps as one flow per link ("aggregated")

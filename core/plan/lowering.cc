@@ -22,6 +22,7 @@
 #include "core/plan/overlapped_unit.h"
 #include "core/plan/pass_steps.h"
 #include "core/plan/pipeline_schedule.h"
+#include "core/util/config_error.h"
 
 namespace shardlab {
 namespace {
@@ -58,12 +59,29 @@ class Lowering {
         p_(run.parallel),
         fusion_(PlanKernelFusion(graph, layouts, run.stack)) {}
 
+  // seqvpp's cycles of floor(S / n) micro-batches, two passes of warm-up
+  // apart per stage, can wait on one another when n leaves a remainder of
+  // the stages: such an order is refused before an engine deadlocks on it.
+  void CheckSequenceSchedule(const Plan& plan) const {
+    if (!RunsSequenceChunks(plan.schedule) || !plan.training) return;
+    const int64_t stages = p_.pipeline_stages, chunks = Chunks();
+    if (RunsThrough(plan.schedule, stages, p_.micro_batch_num, chunks, false, plan.seq_chunks)) return;
+    throw ConfigError(run_.file,
+                      run_.parallel.pipeline_config ? "/parallel/pipeline_config" : "/simulation/pipeline_schedule",
+                      fmt::format("pipeline_schedule \"{}\" deadlocks with {} stages, {} micro-batches, {} chunks and "
+                                  "seq_split_num {}: its stages wait on one another (use seqsmartvpp, or a "
+                                  "seq_split_num that divides pipeline_stages)",
+                                  ToString(plan.schedule), stages, p_.micro_batch_num, chunks, plan.seq_chunks));
+  }
+
   Plan Run() {
     Plan plan;
     plan.training = run_.simulation.training();
     plan.schedule = run_.simulation.pipeline_schedule;
     if (plan.training) plan.overlap_forward_backward = run_.simulation.overlap_forward_backward;
-    plan.micro_batches = p_.micro_batch_num;
+    plan.seq_chunks = SequenceChunks(run_);
+    plan.micro_batches = p_.micro_batch_num * plan.seq_chunks;
+    CheckSequenceSchedule(plan);
     plan.chunks = Chunks();
     plan.devices = p_.device_num;
     plan.devices_per_stage = p_.devices_per_stage();
@@ -78,7 +96,7 @@ class Lowering {
       const double backward = BackwardShare(static_cast<int>(i)) * f.backward;  // none for frozen weights
       plan.model_flops += (plan.training ? f.forward + backward : f.forward);
     }
-    plan.model_flops *= static_cast<double>(p_.micro_batch_num);
+    plan.model_flops *= static_cast<double>(plan.micro_batches);
 
     for (int64_t s = 0; s < p_.pipeline_stages; ++s) {
       StageProgram stage;
@@ -1134,12 +1152,14 @@ class Lowering {
   // pass whose weight-gradient pass has not run yet its `held`. Sets the
   // most micro-batches in flight (1F1B: min(M, S - s); GPipe: M;
   // interleaved: Megatron's warm-up plus one, over the chunks) and the
-  // held micro-batches at the peak.
+  // held micro-batches at the peak. Under sequence pipelining `kept` and
+  // `held` are a sequence chunk's, and a micro-batch is seq_chunks passes.
   static double PeakInFlight(const Plan& plan, int64_t stage, double kept, double held, double* micro_batches,
                              double* held_micro_batches) {
     int64_t forwards = 0, weight_gradients = 0;
     double peak = -1;
     const double chunks = static_cast<double>(plan.chunks);
+    const double passes = chunks * static_cast<double>(plan.seq_chunks);  // of one micro-batch
     *micro_batches = 0;
     // A unit's forward holds its activations while its backward runs: counted first.
     std::vector<ScheduleItem> order = StageOrder(plan, stage);
@@ -1161,10 +1181,10 @@ class Lowering {
       }
       const double bytes =
           (static_cast<double>(forwards) * kept + static_cast<double>(weight_gradients) * held) / chunks;
-      *micro_batches = std::max(*micro_batches, static_cast<double>(forwards) / chunks);
+      *micro_batches = std::max(*micro_batches, static_cast<double>(forwards) / passes);
       if (bytes > peak) {
         peak = bytes;
-        *held_micro_batches = static_cast<double>(weight_gradients) / chunks;
+        *held_micro_batches = static_cast<double>(weight_gradients) / passes;
       }
     }
     return std::max(peak, 0.0);
@@ -1358,14 +1378,15 @@ class Lowering {
     const double offload_buffers = std::min(2.0, offloaded_layers) * largest_offloaded;
     const double kept = device.Bytes(), host_kept = host.Bytes() + offloaded_bytes;
     if (plan.training) {
-      m.activations_per_micro_batch = kept;
+      const double seq_chunks = static_cast<double>(plan.seq_chunks);
+      m.activations_per_micro_batch = kept * seq_chunks;
       const double held = stage.splits_backward ? HeldForWeightGradients(stage.stage) : 0;
       double held_micro_batches = 0;
       const double in_flight =
           PeakInFlight(plan, stage.stage, kept, held, &m.micro_batches_in_flight, &held_micro_batches);
-      m.held_for_weight_gradients = held * held_micro_batches;
+      m.held_for_weight_gradients = held * held_micro_batches * seq_chunks;
       m.activations = in_flight + largest_segment + offload_buffers;
-      m.host += host_kept * m.micro_batches_in_flight;
+      m.host += host_kept * m.micro_batches_in_flight * seq_chunks;
     } else {
       m.activations_per_micro_batch = 2 * largest_output;  // inference frees what it has consumed
       m.activations = m.activations_per_micro_batch;
@@ -1405,7 +1426,7 @@ class Lowering {
     // apart, at the backward's start and at its end (layers alike: in between
     // lies on the line).
     const bool transient_gradients =
-        p_.micro_batch_num == 1 && run_.stack.gradient_buffer == GradientBuffer::kParameter;
+        plan.micro_batches == 1 && run_.stack.gradient_buffer == GradientBuffer::kParameter;
     const double backward_peak =
         transient_gradients ? std::max(m.gradients, m.gathered_weights + m.activations) : m.gradients + m.activations;
     m.peak = m.parameters - (transient_gradients ? m.gathered_weights : 0) + m.optimizer_states + backward_peak +

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
+#include <set>
+#include <stack>
 #include <stdexcept>
+#include <tuple>
 
 namespace shardlab {
 namespace {
@@ -125,6 +129,62 @@ std::vector<ScheduleItem> ZeroBubbleV(int64_t r, int64_t n, int64_t micro_batche
   return out;
 }
 
+// The micro-batches of each cycle of a sequence-pipelined order
+// (SeqpipeScheduler::ComputeCycleList and SeqvppScheduler's): cycles of
+// `size` micro-batches, the remainder handed out one each from the first
+// cycle on; seqpipe's cycles fill the pipeline with micro-batches
+// (size pipeline_stages), seqvpp's with sequence chunks (pipeline_stages /
+// seq_chunks).
+std::vector<int64_t> SequenceCycles(PipelineSchedule schedule, int64_t stages, int64_t micro_batches,
+                                    int64_t seq_chunks) {
+  const int64_t size = schedule == PipelineSchedule::kSeqPipe ? stages : std::max<int64_t>(1, stages / seq_chunks);
+  if (micro_batches < size) return {micro_batches};
+  std::vector<int64_t> cycles(static_cast<size_t>(micro_batches / size), size);
+  for (int64_t i = 0; i < micro_batches % size; ++i) ++cycles[static_cast<size_t>(i) % cycles.size()];
+  return cycles;
+}
+
+// MindSpore's sequence-pipelined order on `stage` (SeqpipeScheduler::
+// ExtractDataStruct and MakeExecuteOrder): forwards cycle by cycle, in a
+// cycle chunk by chunk, micro-batch by micro-batch, each micro-batch's
+// sequence chunks in order; after the warm-up each forward is followed by
+// a backward of the oldest micro-batch in flight, on the pass it ran last
+// (its sequence chunks and chunks in reverse). A pass's micro_batch is
+// micro-batch x seq_chunks + sequence chunk.
+std::vector<ScheduleItem> SequenceChunkOrder(PipelineSchedule schedule, int64_t stage, int64_t stages,
+                                             int64_t micro_batches, int64_t chunks, int64_t seq_chunks) {
+  const std::vector<int64_t> cycles = SequenceCycles(schedule, stages, micro_batches, seq_chunks);
+  std::vector<ScheduleItem> forwards;
+  for (int64_t first = 0, c = 0; c < static_cast<int64_t>(cycles.size()); first += cycles[c++])
+    for (int64_t chunk = 0; chunk < chunks; ++chunk)
+      for (int64_t m = first; m < first + cycles[c]; ++m)
+        for (int64_t j = 0; j < seq_chunks; ++j) forwards.push_back({true, m * seq_chunks + j, chunk});
+  const int64_t bias = chunks == 1 || schedule == PipelineSchedule::kSeqSmartVpp ? 1 : 2;
+  const auto total = static_cast<int64_t>(forwards.size());
+  const int64_t warmup =
+      std::min((stages - 1 - stage) * bias + (chunks - 1) * cycles.front() * seq_chunks + seq_chunks - 1, total - 1);
+  std::vector<ScheduleItem> order;
+  std::deque<int64_t> in_flight;                    // micro-batch of each forward not yet backed
+  std::map<int64_t, std::stack<ScheduleItem>> ran;  // per micro-batch, its forwards not yet backed
+  auto backward = [&] {
+    const int64_t m = in_flight.front();
+    in_flight.pop_front();
+    ScheduleItem b = ran[m].top();
+    ran[m].pop();
+    b.forward = false;
+    order.push_back(b);
+  };
+  for (int64_t i = 0; i < total; ++i) {
+    const ScheduleItem& f = forwards[static_cast<size_t>(i)];
+    order.push_back(f);
+    in_flight.push_back(f.micro_batch / seq_chunks);
+    ran[f.micro_batch / seq_chunks].push(f);
+    if (i >= warmup) backward();
+  }
+  while (!in_flight.empty()) backward();
+  return order;
+}
+
 }  // namespace
 
 int64_t VirtualStage(PipelineSchedule schedule, int64_t chunk, int64_t stage, int64_t stages) {
@@ -137,14 +197,19 @@ int64_t StageOfVirtual(PipelineSchedule schedule, int64_t virtual_stage, int64_t
   return virtual_stage % stages;
 }
 
-std::string PassName(const ScheduleItem& item, int64_t chunks) {
+std::string PassName(const ScheduleItem& item, int64_t chunks, int64_t seq_chunks) {
   const char* kind = item.forward ? "F" : item.weight_gradient ? "W" : "B";
-  return kind + std::to_string(item.micro_batch) + (chunks > 1 ? "." + std::to_string(item.chunk) : "");
+  const std::string micro_batch = seq_chunks > 1 ? std::to_string(item.micro_batch / seq_chunks) + "s" +
+                                                       std::to_string(item.micro_batch % seq_chunks)
+                                                 : std::to_string(item.micro_batch);
+  return kind + micro_batch + (chunks > 1 ? "." + std::to_string(item.chunk) : "");
 }
 
 std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage, int64_t stages, int64_t micro_batches,
-                                        int64_t chunks, bool overlap) {
+                                        int64_t chunks, bool overlap, int64_t seq_chunks) {
   if (schedule == PipelineSchedule::kZeroBubbleV) return ZeroBubbleV(stage, stages, micro_batches, overlap);
+  if (RunsSequenceChunks(schedule))
+    return SequenceChunkOrder(schedule, stage, stages, micro_batches, chunks, seq_chunks);
   const auto forwards = ChunkOrder(true, stages, micro_batches, chunks);
   const auto backwards = ChunkOrder(false, stages, micro_batches, chunks);
   std::vector<ScheduleItem> order;
@@ -187,6 +252,42 @@ std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage
   while (b < backwards.size()) order.push_back(backwards[b++]);
   if (SplitsBackward(schedule)) return WithWeightGradients(order, stage);
   return order;
+}
+
+bool RunsThrough(PipelineSchedule schedule, int64_t stages, int64_t micro_batches, int64_t chunks, bool overlap,
+                 int64_t seq_chunks) {
+  std::vector<std::vector<ScheduleItem>> orders;
+  for (int64_t s = 0; s < stages; ++s)
+    orders.push_back(StageSchedule(schedule, s, stages, micro_batches, chunks, overlap, seq_chunks));
+  std::set<std::tuple<bool, int64_t, int64_t>> done;  // (forward, micro-batch, virtual stage)
+  auto ready = [&](const ScheduleItem& i, int64_t s) {
+    const int64_t v = VirtualStage(schedule, i.chunk, s, stages);
+    if (i.weight_gradient) return true;
+    if (i.forward) return v == 0 || done.count({true, i.micro_batch, v - 1}) == 1;
+    return done.count({true, i.micro_batch, v}) == 1 &&
+           (v == stages * chunks - 1 || done.count({false, i.micro_batch, v + 1}) == 1);
+  };
+  std::vector<size_t> next(static_cast<size_t>(stages), 0);
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (size_t s = 0; s < orders.size(); ++s) {
+      const auto& order = orders[s];
+      if (next[s] == order.size()) continue;
+      const size_t end = UnitEnd(order, next[s]);
+      bool all = true;
+      for (size_t k = next[s]; k < end; ++k) all = all && ready(order[k], static_cast<int64_t>(s));
+      if (!all) continue;
+      for (size_t k = next[s]; k < end; ++k)
+        if (!order[k].weight_gradient)
+          done.insert({order[k].forward, order[k].micro_batch,
+                       VirtualStage(schedule, order[k].chunk, static_cast<int64_t>(s), stages)});
+      next[s] = end;
+      moved = true;
+    }
+  }
+  for (size_t s = 0; s < orders.size(); ++s)
+    if (next[s] != orders[s].size()) return false;
+  return true;
 }
 
 size_t UnitEnd(const std::vector<ScheduleItem>& order, size_t begin) {

@@ -20,7 +20,7 @@ namespace shardlab {
 
 struct ScheduleItem {
   bool forward = true;
-  int64_t micro_batch = 0;
+  int64_t micro_batch = 0;  // under sequence pipelining: micro-batch x seq_chunks + sequence chunk
   int64_t chunk = 0;  // virtual stage chunk (interleaved, zero_bubble_v); its virtual stage: VirtualStage
   // A backward item that runs a micro-batch's weight-gradient pass
   // (StageProgram::weight_gradient) of a schedule that splits the backward;
@@ -43,14 +43,24 @@ int64_t VirtualStage(PipelineSchedule schedule, int64_t chunk, int64_t stage, in
 // The stage that runs `virtual_stage` (the inverse of VirtualStage, chunk dropped).
 int64_t StageOfVirtual(PipelineSchedule schedule, int64_t virtual_stage, int64_t stages);
 
-// The item's name on timelines: "F3", "B3", "W3" (".1" for chunk 1 of `chunks` > 1).
-std::string PassName(const ScheduleItem& item, int64_t chunks);
+// The item's name on timelines: "F3", "B3", "W3" (".1" for chunk 1 of
+// `chunks` > 1; "F3s1" for micro-batch 3's sequence chunk 1 of `seq_chunks` > 1).
+std::string PassName(const ScheduleItem& item, int64_t chunks, int64_t seq_chunks = 1);
 
 // `overlap`: pair forwards with backwards into units (ScheduleItem::with_next)
 // where the schedule's steady state alternates them; the order stays free of
-// deadlock with each unit waiting for all its inputs.
+// deadlock with each unit waiting for all its inputs. `seq_chunks`: the
+// sequence chunks of each of the `micro_batches` (seqpipe, seqvpp, seqsmartvpp).
 std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage, int64_t stages, int64_t micro_batches,
-                                        int64_t chunks, bool overlap = false);
+                                        int64_t chunks, bool overlap = false, int64_t seq_chunks = 1);
+
+// Whether every stage gets through its StageSchedule order when each pass
+// waits for its inputs (a forward for the virtual stage before, a backward
+// for its own forward and the virtual stage after; a weight-gradient pass
+// comes after its backward on the same stage) and a unit for all its
+// passes' inputs: false when the stages' orders wait on one another.
+bool RunsThrough(PipelineSchedule schedule, int64_t stages, int64_t micro_batches, int64_t chunks, bool overlap,
+                 int64_t seq_chunks = 1);
 
 // The end of the unit that starts at `begin`: the index after its last item.
 size_t UnitEnd(const std::vector<ScheduleItem>& order, size_t begin);

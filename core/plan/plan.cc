@@ -93,9 +93,10 @@ std::vector<ScheduleItem> StageOrder(const Plan& plan, int64_t stage) {
   const auto stages = static_cast<int64_t>(plan.stages.size());
   const int64_t chunks = RunsChunks(plan.schedule) ? plan.chunks : 1;
   if (plan.training)
-    return StageSchedule(plan.schedule, stage, stages, plan.micro_batches, chunks,
-                         !plan.overlap_forward_backward.empty());
-  std::vector<ScheduleItem> order = StageSchedule(PipelineSchedule::kGPipe, stage, stages, plan.micro_batches, chunks);
+    return StageSchedule(plan.schedule, stage, stages, plan.micro_batches / plan.seq_chunks, chunks,
+                         !plan.overlap_forward_backward.empty(), plan.seq_chunks);
+  std::vector<ScheduleItem> order =
+      StageSchedule(PipelineSchedule::kGPipe, stage, stages, plan.micro_batches, chunks);  // each pass a micro-batch
   order.erase(std::remove_if(order.begin(), order.end(), [](const ScheduleItem& i) { return !i.forward; }),
               order.end());
   return order;

@@ -179,7 +179,12 @@ struct Plan {
   // dimensions whose blocking collectives overlap the other pass's compute.
   // Empty: one pass at a time.
   std::vector<CommDimension> overlap_forward_backward;
+  // The passes of each chunk a stage runs per step: micro_batch_num, times
+  // seq_chunks under sequence pipelining, where each micro-batch's sequences
+  // run as seq_chunks passes (the stage programs are one such pass; a
+  // ScheduleItem's micro_batch is then micro-batch x seq_chunks + chunk).
   int64_t micro_batches = 1;
+  int64_t seq_chunks = 1;
   int64_t chunks = 1;
   int64_t devices = 1;
   int64_t devices_per_stage = 1;

@@ -41,18 +41,22 @@ std::string DescribeParallel(const ParallelConfig& p) {
   return out;
 }
 
-std::string DescribeSchedule(const SimulationOptions& s, int64_t pipeline_stages) {
+std::string DescribeSchedule(const SimulationOptions& s, int64_t pipeline_stages, int64_t seq_chunks) {
   if (!s.training()) return "";
   std::string out;
   if (pipeline_stages > 1) {
     out = ToString(s.pipeline_schedule);
-    if (s.pipeline_schedule == PipelineSchedule::kInterleaved)
+    if (s.pipeline_schedule == PipelineSchedule::kInterleaved ||
+        (RunsSequenceChunks(s.pipeline_schedule) && s.virtual_pipeline_chunks > 1))
       out += fmt::format(" over {} chunks per stage", s.virtual_pipeline_chunks);
     if (s.pipeline_schedule == PipelineSchedule::kZeroBubbleV)
       out += " (two chunks per stage in a V, DualPipeV's order)";
     if (s.pipeline_schedule == PipelineSchedule::kZeroBubbleH1)
       out += " (backwards split into input- and weight-gradient passes)";
   }
+  if (seq_chunks > 1)
+    out +=
+        fmt::format("{}each micro-batch's sequences in {} chunks, one pass each", out.empty() ? "" : "; ", seq_chunks);
   if (!s.overlap_forward_backward.empty()) {
     std::vector<std::string> dimensions;
     for (CommDimension d : s.overlap_forward_backward) dimensions.push_back(ToString(d));
@@ -77,6 +81,7 @@ RunSummary SummarizeRun(const RunSpec& run, const Graph& graph) {
     per_micro += s.model.backward_flops;
     per_micro += s.model.recompute_flops;  // what is recomputed runs again before its backward
   }
+  per_micro *= static_cast<double>(SequenceChunks(run));  // the graph is one sequence chunk's pass
   s.step_flops = per_micro * static_cast<double>(run.parallel.micro_batch_num);
   s.peak_flops_per_device = PeakFlops(run.cluster.device, ComputeDType(run.model));
   s.ideal_step_seconds = s.step_flops / (s.peak_flops_per_device * static_cast<double>(s.devices));
@@ -123,7 +128,8 @@ std::string FormatRunSummary(const RunSpec& run, const RunSummary& s) {
     out += fmt::format("             {}\n", params);
   }
   out += fmt::format("  parallel   {}\n", DescribeParallel(run.parallel));
-  if (const std::string schedule = DescribeSchedule(run.simulation, run.parallel.pipeline_stages); !schedule.empty())
+  if (const std::string schedule = DescribeSchedule(run.simulation, run.parallel.pipeline_stages, SequenceChunks(run));
+      !schedule.empty())
     out += fmt::format("  schedule   {}\n", schedule);
   out += fmt::format("  step       {} mode, {} per step ({} per micro-batch of {} samples)\n",
                      ToString(run.simulation.mode), FormatFlops(s.step_flops),

@@ -196,7 +196,8 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
   const PerDimension bytes = StepBytes(plan, program);
   for (size_t d = 0; d < seconds.size(); ++d)
     r.communication.push_back({static_cast<CommDimension>(d), seconds[d], bytes[d], exposed[d]});
-  const double micro_batches = static_cast<double>(plan.micro_batches);
+  // Per micro-batch: under sequence pipelining, its seq_chunks passes together.
+  const double micro_batches = static_cast<double>(plan.micro_batches / plan.seq_chunks);
   r.forward_seconds = forward / micro_batches;
   r.backward_seconds = backward / micro_batches;
   r.passes_end_seconds = last_pass_end;

@@ -193,13 +193,16 @@ TEST_CASE("MindSpore's pipeline_config names the pipeline schedule") {
   CHECK_THAT(ErrorOf(few + R"("recompute": false}, "simulation": {"pipeline_schedule": "zero_bubble_v"}})", &pointer),
              Catch::Contains("micro_batch_num >= 2 x pipeline_stages"));
   CHECK(pointer == "/parallel/micro_batch_num");
+  // The sequence-pipelined schedulers: seqvpp and seqsmartvpp run chunks.
+  CHECK(schedule_of(R"("pipeline_config": {"pipeline_interleave": true, "pipeline_scheduler": "seqpipe"}}})")
+            .pipeline_schedule == PipelineSchedule::kSeqPipe);
+  CHECK(schedule_of(R"("pipeline_config": {"pipeline_interleave": true, "pipeline_scheduler": "seqsmartvpp"}},
+                       "simulation": {"virtual_pipeline_chunks": 2}})")
+            .pipeline_schedule == PipelineSchedule::kSeqSmartVpp);
   CHECK_THAT(
       ErrorOf(head + R"("pipeline_config": {"pipeline_interleave": true, "pipeline_scheduler": "seqvpp"}}})", &pointer),
-      Catch::Contains("not simulated yet"));
-  CHECK(pointer == "/parallel/pipeline_config/pipeline_scheduler");
-  CHECK_THAT(ErrorOf(head + R"("pipeline_config": {"pipeline_interleave": true, "pipeline_scheduler": "seqpipe"}}})",
-                     &pointer),
-             Catch::Contains("sequence chunks"));
+      Catch::Contains("virtual_pipeline_chunks"));
+  CHECK(pointer == "/parallel/pipeline_config");
   CHECK_THAT(
       ErrorOf(head + R"("pipeline_config": {"pipeline_interleave": true, "pipeline_scheduler": "2f2b"}}})", &pointer),
       Catch::Contains("zero_bubble_v"));
@@ -214,6 +217,25 @@ TEST_CASE("MindSpore's pipeline_config names the pipeline schedule") {
                      &pointer),
              Catch::Contains("give one of the two"));
   CHECK(pointer == "/simulation/pipeline_schedule");
+}
+
+TEST_CASE("seq_split_num needs a sequence-pipelined schedule, and seqvpp its stages") {
+  const std::string head = R"({"name": "r", "cluster": "../clusters/ascend910-atlas900.json",
+      "model": "../models/gpt3-175b.json", "model_params": {"data_parallel": 2, "model_parallel": 2, "seq_split_num": 8},
+      "parallel": {"parallel_mode": "semi_auto_parallel", "device_num": 16, "pipeline_stages": 4,
+                   "micro_batch_num": 8, "global_batch_size": 16)";
+  std::string pointer;
+  CHECK_THAT(ErrorOf(head + "}}", &pointer), Catch::Contains("only the pipeline schedules seqpipe, seqvpp"));
+  CHECK(pointer == "/model_params/seq_split_num");
+  const std::string seqvpp =
+      R"(, "pipeline_config": {"pipeline_interleave": true, "pipeline_scheduler": "seqvpp"}},
+         "simulation": {"virtual_pipeline_chunks": 2)";
+  CHECK_THAT(ErrorOf(head + seqvpp + "}}", &pointer), Catch::Contains("pipeline_stages >= seq_split_num"));
+  CHECK(pointer == "/parallel/pipeline_config");
+  CHECK_THAT(ErrorOf(head + R"(}, "simulation": {"pipeline_schedule": "seqpipe", "overlap_forward_backward": true}})",
+                     &pointer),
+             Catch::Contains("not built with pipeline_schedule \"seqpipe\""));
+  CHECK(pointer == "/simulation/overlap_forward_backward");
 }
 
 TEST_CASE("a run cannot use more devices than its cluster has") {

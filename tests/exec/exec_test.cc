@@ -201,7 +201,7 @@ TEST_CASE("the executor says which schedules it cannot run before any rank start
   run.simulation.overlap_forward_backward.clear();
   run.simulation.pipeline_schedule = PipelineSchedule::kInterleaved;
   run.simulation.virtual_pipeline_chunks = 2;
-  CHECK_THROWS_WITH(CheckExecutable(Prepare(run).plan), Catch::Contains("not chunks"));
+  CHECK_THROWS_WITH(CheckExecutable(Prepare(run).plan), Catch::Contains("not virtual pipeline chunks"));
 }
 
 TEST_CASE("nccl runs only where a GPU is and says why not elsewhere") {

@@ -44,44 +44,6 @@ TEST_CASE("interleaved 1F1B visits chunks in groups of S micro-batches, the firs
         "F0 F1 F2 F0.1 F1.1 F2.1 B0.1 F3 B1.1 F4 B2.1 F3.1 B0 F4.1 B1 B2 B3.1 B4.1 B3 B4");
 }
 
-// Whether every stage gets through its order when each pass waits for its
-// inputs (a forward for the virtual stage before, a backward for its own
-// forward and the virtual stage after; a weight-gradient pass comes after
-// its backward on the same stage) and a unit for all its passes' inputs.
-bool RunsThrough(PipelineSchedule schedule, int64_t stages, int64_t micro_batches, int64_t chunks, bool overlap) {
-  std::vector<std::vector<ScheduleItem>> orders;
-  for (int64_t s = 0; s < stages; ++s)
-    orders.push_back(StageSchedule(schedule, s, stages, micro_batches, chunks, overlap));
-  std::set<std::tuple<bool, int64_t, int64_t>> done;  // (forward, micro-batch, virtual stage)
-  auto ready = [&](const ScheduleItem& i, int64_t s) {
-    const int64_t v = VirtualStage(schedule, i.chunk, s, stages);
-    if (i.weight_gradient) return true;
-    if (i.forward) return v == 0 || done.count({true, i.micro_batch, v - 1}) == 1;
-    return done.count({true, i.micro_batch, v}) == 1 &&
-           (v == stages * chunks - 1 || done.count({false, i.micro_batch, v + 1}) == 1);
-  };
-  std::vector<size_t> next(stages, 0);
-  for (bool moved = true; moved;) {
-    moved = false;
-    for (int64_t s = 0; s < stages; ++s) {
-      const auto& order = orders[s];
-      if (next[s] == order.size()) continue;
-      const size_t end = UnitEnd(order, next[s]);
-      bool all = true;
-      for (size_t k = next[s]; k < end; ++k) all = all && ready(order[k], s);
-      if (!all) continue;
-      for (size_t k = next[s]; k < end; ++k)
-        if (!order[k].weight_gradient)
-          done.insert({order[k].forward, order[k].micro_batch, VirtualStage(schedule, order[k].chunk, s, stages)});
-      next[s] = end;
-      moved = true;
-    }
-  }
-  for (int64_t s = 0; s < stages; ++s)
-    if (next[s] != orders[s].size()) return false;
-  return true;
-}
-
 TEST_CASE("interleaved orders run through for every micro_batch_num of at least pipeline_stages") {
   // With groups of S and a partial last one, S = 4, M = 5, v = 3 and S = 5, M = 7, v = 2 deadlocked.
   for (int64_t stages = 2; stages <= 8; ++stages)
@@ -202,20 +164,85 @@ TEST_CASE("overlapped orders pair each forward with another micro-batch's backwa
         }
 }
 
+std::string RenderSequenceChunks(const std::vector<ScheduleItem>& items, int64_t chunks, int64_t seq_chunks) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : " ") + PassName(i, chunks, seq_chunks);
+  return out;
+}
+
+TEST_CASE("seqpipe runs each micro-batch's sequence chunks in order, their backwards in reverse (MindSpore's order)") {
+  // Stage s warms up (S - s - 1) + n - 1 passes past the first; each backward then takes the oldest
+  // micro-batch's last pass.
+  CHECK(RenderSequenceChunks(StageSchedule(PipelineSchedule::kSeqPipe, 0, 2, 2, 1, false, 2), 1, 2) ==
+        "F0s0 F0s1 F1s0 B0s1 F1s1 B0s0 B1s1 B1s0");
+  CHECK(RenderSequenceChunks(StageSchedule(PipelineSchedule::kSeqPipe, 1, 2, 2, 1, false, 2), 1, 2) ==
+        "F0s0 F0s1 B0s1 F1s0 B0s0 F1s1 B1s1 B1s0");
+  // One sequence chunk: 1F1B, and with chunks MindSpore's interleaving warm-up (bias 2).
+  for (int64_t stages = 1; stages <= 6; ++stages)
+    for (int64_t micro_batches = stages; micro_batches <= 3 * stages; ++micro_batches)
+      for (int64_t s = 0; s < stages; ++s)
+        CHECK(Render(StageSchedule(PipelineSchedule::kSeqPipe, s, stages, micro_batches, 1, false, 1)) ==
+              Render(StageSchedule(PipelineSchedule::k1F1B, s, stages, micro_batches, 1)));
+  // seqvpp: cycles of S / n micro-batches (here 1), chunk by chunk; bias 2. seqsmartvpp: bias 1.
+  CHECK(RenderSequenceChunks(StageSchedule(PipelineSchedule::kSeqVpp, 1, 2, 2, 2, false, 2), 2, 2) ==
+        "F0s0.0 F0s1.0 F0s0.1 F0s1.1 B0s1.1 F1s0.0 B0s0.1 F1s1.0 B0s1.0 F1s0.1 B0s0.0 F1s1.1 B1s1.1 B1s0.1 B1s1.0 "
+        "B1s0.0");
+  CHECK(RenderSequenceChunks(StageSchedule(PipelineSchedule::kSeqSmartVpp, 0, 2, 2, 2, false, 2), 2, 2) ==
+        "F0s0.0 F0s1.0 F0s0.1 F0s1.1 F1s0.0 B0s1.1 F1s1.0 B0s0.1 F1s0.1 B0s1.0 F1s1.1 B0s0.0 B1s1.1 B1s0.1 B1s1.0 "
+        "B1s0.0");
+}
+
+TEST_CASE("sequence-pipelined orders run through, each stage's chunks of a sequence in order") {
+  for (PipelineSchedule schedule :
+       {PipelineSchedule::kSeqPipe, PipelineSchedule::kSeqVpp, PipelineSchedule::kSeqSmartVpp})
+    for (int64_t stages = 1; stages <= 6; ++stages)
+      for (int64_t seq_chunks = 1; seq_chunks <= 4; ++seq_chunks)
+        for (int64_t chunks = schedule == PipelineSchedule::kSeqPipe ? 1 : 2; chunks <= 3; ++chunks)
+          for (int64_t micro_batches = 1; micro_batches <= 2 * stages + 1; ++micro_batches) {
+            if (schedule != PipelineSchedule::kSeqPipe && (stages < seq_chunks || micro_batches * seq_chunks < stages))
+              continue;  // MindSpore's rule for seqvpp
+            if (schedule == PipelineSchedule::kSeqVpp && stages % seq_chunks != 0) continue;
+            INFO(ToString(schedule) << ": " << stages << " stages, " << micro_batches << " micro-batches, " << chunks
+                                    << " chunks, " << seq_chunks << " sequence chunks");
+            CHECK(RunsThrough(schedule, stages, micro_batches, chunks, false, seq_chunks));
+            for (int64_t s = 0; s < stages; ++s) {
+              const auto order = StageSchedule(schedule, s, stages, micro_batches, chunks, false, seq_chunks);
+              CHECK(static_cast<int64_t>(order.size()) == 2 * micro_batches * chunks * seq_chunks);
+              // A chunk's attention reads the keys of the sequence's chunks before it (forwards in order)
+              // and its backward gives theirs their gradients (backwards in reverse).
+              std::map<std::tuple<bool, int64_t, int64_t>, int64_t> last;  // (forward, micro-batch, chunk)
+              for (const auto& i : order) {
+                const auto key = std::make_tuple(i.forward, i.micro_batch / seq_chunks, i.chunk);
+                const int64_t j = i.micro_batch % seq_chunks;
+                if (last.count(key)) CHECK(j == last[key] + (i.forward ? 1 : -1));
+                last[key] = j;
+              }
+            }
+          }
+}
+
+TEST_CASE("seqvpp can deadlock where seq_split_num leaves a remainder of the stages") {
+  // Cycles of floor(S / n) micro-batches, two passes of warm-up apart per stage.
+  CHECK_FALSE(RunsThrough(PipelineSchedule::kSeqVpp, 5, 3, 2, false, 3));
+  CHECK_FALSE(RunsThrough(PipelineSchedule::kSeqVpp, 6, 4, 2, false, 4));
+  CHECK(RunsThrough(PipelineSchedule::kSeqVpp, 5, 3, 2, false, 2));
+  CHECK(RunsThrough(PipelineSchedule::kSeqSmartVpp, 5, 3, 2, false, 3));
+}
+
 TEST_CASE("the run summary names the schedule and what overlaps") {
   SimulationOptions s;
-  CHECK(DescribeSchedule(s, 1).empty());
-  CHECK(DescribeSchedule(s, 4) == "1f1b");
+  CHECK(DescribeSchedule(s, 1, 1).empty());
+  CHECK(DescribeSchedule(s, 4, 1) == "1f1b");
   s.pipeline_schedule = PipelineSchedule::kInterleaved;
   s.virtual_pipeline_chunks = 4;
   s.overlap_forward_backward = {CommDimension::kExpert};
-  CHECK(DescribeSchedule(s, 8) ==
+  CHECK(DescribeSchedule(s, 8, 1) ==
         "interleaved over 4 chunks per stage; forwards and backwards overlapped in pairs (expert collectives beside "
         "the other pass)");
-  CHECK(DescribeSchedule(s, 1) ==
+  CHECK(DescribeSchedule(s, 1, 1) ==
         "forwards and backwards overlapped in pairs (expert collectives beside the other pass)");
   s.mode = StepMode::kInfer;
-  CHECK(DescribeSchedule(s, 8).empty());
+  CHECK(DescribeSchedule(s, 8, 1).empty());
 }
 
 }  // namespace

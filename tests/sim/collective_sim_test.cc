@@ -506,6 +506,17 @@ TEST_CASE("interleaving with micro_batch_num not a multiple of pipeline_stages r
   CHECK(analytical.step_seconds == Approx(one_at_a_time.step_seconds).epsilon(0.05));
 }
 
+TEST_CASE("a sequence-pipelined step (seqpipe, 8 chunks per sequence) runs the same on both engines") {
+  const RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/qwen2.5-72b-32k-ascend-64.json"));
+  const Plan plan = Prepare(run).plan;
+  REQUIRE(plan.seq_chunks == 8);
+  const StepResult simulated =
+      Summarize(plan, RunSimGrid(plan, run.cluster, Fidelity::kAggregated, Symmetry::kFold, TraceRequest{}));
+  const StepResult analytical = Summarize(plan, RunAnalytical(plan));
+  CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.01));
+  CHECK(simulated.bubble_seconds == Approx(analytical.bubble_seconds).epsilon(0.05));
+}
+
 TEST_CASE("SimGrid simulates a step whose data-parallel size does not divide a server (dp 3 on 12 A100)") {
   // Stage 1 holds ranks 6..11: its data-parallel groups straddle two servers unevenly.
   const nlohmann::json doc = {{"name", "gpt-a100-12-dp3"},

@@ -33,6 +33,12 @@ struct Dims {
   int64_t ulysses;
   bool ring_attention;     // the keys and values passed around the cp group beside the attention compute
   int64_t document_length;  // packed documents: attention within each (0: the whole sequence)
+  // Sequence pipelining (seq_split_num > 1): the graph is one pass over
+  // one of a sequence's seq_chunks chunks (`seq` tokens of each sample), its
+  // attention reading the keys and values of the whole sequence (kv_seq)
+  // from a cache the chunks fill in turn.
+  int64_t seq_chunks;
+  int64_t kv_seq() const { return seq * seq_chunks; }
   bool sharded;            // place MindFormers strategies
   bool all_ops;            // on every operator (false: on the weight MatMuls only, for sharding_propagation)
   bool vocab_emb_dp;       // embedding table replicated (true) or split by rows over model_parallel
@@ -107,6 +113,10 @@ Dims ReadDims(const BuilderParams& p) {
   d.ffn = p.Int("ffn_hidden") > 0 ? p.Int("ffn_hidden") : 4 * d.hidden;
   d.seq = p.Int("seq_length");
   d.max_positions = p.Int("max_positions") > 0 ? p.Int("max_positions") : d.seq;
+  d.seq_chunks = p.Int("seq_split_num");
+  if (d.seq % d.seq_chunks != 0)
+    throw GraphError("seq_split_num " + Text(d.seq_chunks) + " does not divide seq_length " + Text(d.seq));
+  d.seq /= d.seq_chunks;
   d.vocab = p.Int("vocab_size");
   d.batch = p.Int("batch");
   d.dp = p.Int("data_parallel");
@@ -212,12 +222,19 @@ Dims ReadDims(const BuilderParams& p) {
         "use_ring_attention passes keys and values around a context-parallel group; set "
         "context_parallel > 1");
   }
+  if (d.seq_chunks > 1) {
+    const std::string split = "seq_split_num " + Text(d.seq_chunks);
+    if (!d.flash) throw GraphError(split + " needs attention \"flash\" (MindFormers' seq_pipe does)");
+    if (d.cp > 1) throw GraphError(split + " is not built with context_parallel " + Text(d.cp));
+    if (d.kv_lora > 0) throw GraphError(split + " is not built for multi-head latent attention (kv_lora_rank)");
+    if (d.document_length > 0) throw GraphError(split + " is not built with packed documents (document_length)");
+  }
   if (d.document_length > 0 && !d.flash)
     throw GraphError("document_length " + Text(d.document_length) +
                      " restricts attention to packed documents, which only flash attention skips; set attention "
                      "flash");
-  if (d.document_length > d.seq)
-    throw GraphError("document_length " + Text(d.document_length) + " is longer than seq_length " + Text(d.seq));
+  if (d.document_length > d.kv_seq())
+    throw GraphError("document_length " + Text(d.document_length) + " is longer than seq_length " + Text(d.kv_seq()));
   if (d.experts > 0) {
     if (d.experts_per_token > d.experts)
       throw GraphError("experts_per_token " + Text(d.experts_per_token) + " exceeds experts " + Text(d.experts));
@@ -261,8 +278,8 @@ Dims ReadDims(const BuilderParams& p) {
   }
   if (d.position == "rope" && d.head_dim % 2 != 0)
     throw GraphError("rotary position embedding needs an even head_dim, got " + Text(d.head_dim));
-  if (d.position == "learned" && d.max_positions < d.seq)
-    throw GraphError("seq_length " + Text(d.seq) + " exceeds max_positions " + Text(d.max_positions));
+  if (d.position == "learned" && d.max_positions < d.kv_seq())
+    throw GraphError("seq_length " + Text(d.kv_seq()) + " exceeds max_positions " + Text(d.max_positions));
   return d;
 }
 
@@ -312,6 +329,12 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
        "--reset-attention-mask, NeMo's packed sequences, MindFormers' EOD attention mask): attention FLOPs and its "
        "kernels' key length scale to it; needs attention flash (0: the whole sequence is one document)",
        0, 1 << 22},
+      {"seq_split_num", int64_t{1},
+       "MindFormers seq_split_num (sequence pipelining; decoder only): each micro-batch's sequences run through "
+       "the pipeline as this many chunks, one pass each, a chunk's attention reading the keys and values of the "
+       "chunks before it from a whole-length cache; needs a seq pipeline_schedule (seqpipe, seqvpp, seqsmartvpp) "
+       "and attention flash; divides seq_length",
+       1, 4096},
       {"use_ring_attention", false,
        "ring attention (MindFormers use_ring_attention, Megatron cp_comm_type p2p; decoder only): keys and values "
        "passed around the context-parallel group beside the attention compute instead of gathered before it"},
@@ -740,6 +763,24 @@ int RepeatKvHeads(GraphBuilder& b, const Dims& d, const std::string& name, int t
   return b.Reshape("attention/" + name + "_repeated", t, {d.batch, d.seq, d.heads, d.head_dim});
 }
 
+// Sequence pipelining: the chunk's keys or values [batch, kv_heads, seq,
+// head_dim] put at their place in a whole-length cache of the sequence's
+// chunks so far, which the attention reads (MindFormers' seq_pipe: the chunk
+// tiled over the sequence's length, masked by `chunk_mask` [1, 1, kv_seq, 1]
+// to its place, added to the layer's cache). Each chunk's attention keeps
+// its whole-length keys and values for its backward.
+int SequenceChunkCache(GraphBuilder& b, const Dims& d, const std::string& name, int t, int chunk_mask) {
+  const Shard shard{d.sharded && d.all_ops};
+  const Shape s = b.shape(t);
+  const Strategy heads = {{d.dp, d.mp, 1, 1}};
+  t = b.Reshape("attention/" + name + "_chunk", t, {s[0], s[1], 1, s[2] * s[3]});
+  t = b.BroadcastTo("attention/" + name + "_tile", t, {s[0], s[1], d.seq_chunks, s[2] * s[3]}, shard(heads));
+  t = b.Reshape("attention/" + name + "_whole", t, {s[0], s[1], d.kv_seq(), s[3]});
+  t = b.Binary("Mul", "attention/" + name + "_place", t, chunk_mask, shard({{d.dp, d.mp, 1, 1}, {1, 1, 1, 1}}));
+  const int cache = b.Parameter("attention/" + name + "_cache", {s[0], s[1], d.kv_seq(), s[3]}, d.dtype, false);
+  return b.Binary("Add", "attention/" + name + "_cached", t, cache, shard({{d.dp, d.mp, 1, 1}, {d.dp, d.mp, 1, 1}}));
+}
+
 // Self-attention on x [tokens, hidden]; returns the projected output.
 // `causal` masks future positions (decoders); the eager form adds `mask`.
 // Under context parallel the heads stay [batch, seq, heads, head_dim]
@@ -822,6 +863,10 @@ int Attention(GraphBuilder& b, const Dims& d, int x, int mask, bool causal) {
   }
   if (d.flash) {
     const std::vector<int64_t> bnsd = {dp, mp, 1, 1};
+    if (d.seq_chunks > 1) {
+      kh = SequenceChunkCache(b, d, "key", kh, mask);
+      vh = SequenceChunkCache(b, d, "value", vh, mask);
+    }
     context = b.FlashAttention("attention/flash", qh, kh, vh, causal, shard(Strategy{bnsd, bnsd, bnsd}));
     MarkDocuments(b, d, context);
   } else {
@@ -1070,7 +1115,10 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
   const Shard shard{d.sharded && d.all_ops};
   const int input_ids = b.Input("input_ids", {d.batch, d.seq}, DType::kInt32);
   const int position_ids = d.position == "learned" ? b.Input("position_ids", {d.batch, d.seq}, DType::kInt32) : -1;
-  const int mask = d.flash ? -1 : b.Input("attention_mask", {d.batch, 1, d.seq, d.seq}, d.dtype);
+  // Eager attention's mask; under sequence pipelining, where each chunk's keys and values go in the cache.
+  const int mask = !d.flash           ? b.Input("attention_mask", {d.batch, 1, d.seq, d.seq}, d.dtype)
+                   : d.seq_chunks > 1 ? b.Input("kv_chunk_mask", {1, 1, d.kv_seq(), 1}, d.dtype)
+                                      : -1;
   const int labels = b.Input("labels", {d.tokens()}, DType::kInt32);
 
   auto [x, table] = Embeddings(b, d, input_ids, position_ids);
@@ -1121,6 +1169,7 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
   if (d.seq_parallel) throw GraphError("use_seq_parallel is built for the decoder (gpt), not BERT");
   if (d.cp > 1) throw GraphError("context_parallel is built for the decoder (gpt), not BERT");
   if (d.lora_rank > 0) throw GraphError("lora_rank is built for the decoder (gpt), not BERT");
+  if (d.seq_chunks > 1) throw GraphError("seq_split_num pipelines a causal decoder's sequence chunks, not BERT's");
   const int64_t predictions = params.Int("max_predictions_per_seq");
   GraphBuilder b(graph_name);
   const Shard shard{d.sharded && d.all_ops};

@@ -1,0 +1,113 @@
+// Sequence pipelining (MindSpore's seqpipe, MindFormers' seq_split_num)
+// through the whole flow on the shipped Qwen2.5-72B 32K-token run: each
+// micro-batch's sequences run as seq_split_num passes over their chunks, a
+// chunk's attention reading the whole sequence's keys and values from a
+// cache; the same work in smaller passes shrinks the pipeline's bubble and
+// the activations in flight.
+#include <catch2/catch.hpp>
+
+#include "core/analytical/analytical_engine.h"
+#include "core/flow/prepared_run.h"
+#include "core/report/step_result.h"
+#include "tests/test_util.h"
+
+namespace shardlab {
+namespace {
+
+// Qwen2.5-72B on 64 Ascend 910B (TP 8 with sequence parallelism, PP 8,
+// 32 micro-batches of one 32,768-token sequence), seqpipe with `chunks`.
+RunSpec Qwen72b(int64_t chunks) {
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/qwen2.5-72b-32k-ascend-64.json"));
+  run.model.params.Set("seq_split_num", chunks);
+  return run;
+}
+
+const Operator& Op(const Graph& graph, const std::string& name) {
+  const auto index = graph.FindOperator(name);
+  REQUIRE(index);
+  return graph.op(*index);
+}
+
+TEST_CASE("seq_split_num runs each micro-batch as passes over its sequence's chunks, attention reading it whole") {
+  const PreparedRun whole = Prepare(Qwen72b(1)), split = Prepare(Qwen72b(8));
+  CHECK(whole.plan.micro_batches == 32);
+  CHECK(split.plan.micro_batches == 32 * 8);
+  CHECK(split.plan.seq_chunks == 8);
+  const Graph& g = split.sharded.graph;
+  // A pass holds 4096 of the sequence's tokens; its attention's queries are
+  // those, its keys and values the whole 32,768 (BNSD).
+  const Operator& flash = Op(g, "layer0/attention/flash");
+  CHECK(g.tensor(flash.inputs[0]).shape == Shape{1, 64, 4096, 128});
+  CHECK(g.tensor(flash.inputs[1]).shape == Shape{1, 8, 32768, 128});
+  CHECK(g.tensor(flash.inputs[2]).shape == Shape{1, 8, 32768, 128});
+  // Each layer's cache: the sequence's keys (and values) so far, not trained.
+  const auto cache = g.FindTensor("layer0/attention/key_cache");
+  REQUIRE(cache);
+  CHECK(g.tensor(*cache).shape == Shape{1, 8, 32768, 128});
+  CHECK_FALSE(g.tensor(*cache).requires_grad);
+  // The same model FLOPs per step (Megatron's count: every query-key pair,
+  // 4096 x 32768 per pass x 8 passes = 32768^2), within the cache's element-wise work.
+  CHECK(split.plan.model_flops == Approx(whole.plan.model_flops).epsilon(0.002));
+  CHECK(split.plan.tokens_per_step == whole.plan.tokens_per_step);
+
+  // Stage 0 warms up (S - 1) + n - 1 passes ahead of its first backward and
+  // holds one more: 15 chunks of 8, 1.875 micro-batches, against 1F1B's 8.
+  const MemoryBreakdown& one = whole.plan.stages[0].memory;
+  const MemoryBreakdown& eight = split.plan.stages[0].memory;
+  CHECK(one.micro_batches_in_flight == 8);
+  CHECK(eight.micro_batches_in_flight == Approx(15.0 / 8));
+  // A micro-batch's activations gain what each chunk keeps of its whole-
+  // length keys and values (for the attention's backward and for placing
+  // them: 4 tensors of 32768 x 128 bf16 on this device's one key/value
+  // head), less the whole sequence's two that one pass kept: 10 layers x
+  // (8 x 4 - 2) x 8 MiB.
+  CHECK(eight.activations_per_micro_batch - one.activations_per_micro_batch ==
+        Approx(10 * (8 * 4 - 2) * 8.0 * (1 << 20)).epsilon(0.01));
+  CHECK(eight.activations < one.activations / 3);
+  CHECK(one.peak > 64.0 * (1 << 30));    // 1F1B does not fit the 910B's 64 GB
+  CHECK(eight.peak < 56.0 * (1 << 30));  // the run's max_device_memory
+}
+
+TEST_CASE("sequence chunks shrink the pipeline's fill and drain while the work stays") {
+  const Plan whole = Prepare(Qwen72b(1)).plan, split = Prepare(Qwen72b(8)).plan;
+  const StepResult a = Summarize(whole, RunAnalytical(whole)), b = Summarize(split, RunAnalytical(split));
+  // The last stage waits while the first pass crosses the 7 stages before
+  // it: 7 forwards of a micro-batch under 1F1B, of an eighth of one here.
+  const StageResult &first_a = a.stages.front(), &first_b = b.stages.front();
+  const StageResult &last_a = a.stages.back(), &last_b = b.stages.back();
+  CHECK(last_a.bubble_seconds == Approx(7 * first_a.forward_seconds).epsilon(0.1));
+  CHECK(last_b.bubble_seconds == Approx(7 * first_b.forward_seconds / 8).epsilon(0.1));
+  CHECK(last_b.compute_seconds == Approx(last_a.compute_seconds).epsilon(0.05));
+  CHECK(b.step_seconds < a.step_seconds);
+  // Per micro-batch, a forward is its eight passes together.
+  CHECK(last_b.forward_seconds == Approx(last_a.forward_seconds).epsilon(0.05));
+}
+
+TEST_CASE("a seqvpp order whose stages would wait on one another is refused before it runs") {
+  RunSpec run = Qwen72b(3);
+  run.model.params.Set("seq_length", int64_t{3 * 4096});
+  run.simulation.pipeline_schedule = PipelineSchedule::kSeqVpp;
+  run.simulation.virtual_pipeline_chunks = 2;
+  run.model.params.Set("layers", int64_t{16});
+  run.parallel.pipeline_stages = 5;
+  run.parallel.device_num = 40;
+  run.parallel.micro_batch_num = 3;
+  run.parallel.global_batch_size = 3;
+  run.model.params.Set("batch", int64_t{1});
+  const ConfigError e = testing::ExpectConfigError([&] { Prepare(run); });
+  CHECK_THAT(e.what(), Catch::Contains("deadlocks with 5 stages, 3 micro-batches, 2 chunks and seq_split_num 3"));
+  CHECK(e.pointer() == "/parallel/pipeline_config");
+}
+
+TEST_CASE("seq_split_num's model errors name the parameter") {
+  auto error = [](RunSpec run) { return testing::ExpectConfigError([&] { Prepare(run); }).message(); };
+  RunSpec uneven = Qwen72b(8);
+  uneven.model.params.Set("seq_split_num", int64_t{3});
+  CHECK_THAT(error(uneven), Catch::Contains("seq_split_num 3 does not divide seq_length 32768"));
+  RunSpec eager = Qwen72b(8);
+  eager.model.params.Set("attention", std::string("eager"));
+  CHECK_THAT(error(eager), Catch::Contains("needs attention \"flash\""));
+}
+
+}  // namespace
+}  // namespace shardlab
