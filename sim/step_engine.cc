@@ -35,7 +35,7 @@ double Now() { return sg4::Engine::get_clock(); }
 
 struct StagePrograms {
   explicit StagePrograms(const Plan& plan, const StageProgram& stage, int64_t chunks)
-      : order(StageOrder(plan, stage.stage)), passes(stage, chunks, plan.overlap_forward_backward) {}
+      : order(StageOrder(plan, stage.stage)), passes(stage, chunks, plan.seq_chunks, plan.overlap_forward_backward) {}
   std::vector<ScheduleItem> order;
   StagePasses passes;  // each pass's steps per chunk; units of overlapped passes
   // Per order item: the micro-batch's last item of the pass that completes
@@ -702,8 +702,7 @@ class Engine {
           const double begin = Now();
           runner_.Run({phase}, [this, key, traced, &d, item, begin] {
             if (traced) {
-              TraceEvent e = Event(d, Lane::kPipeline, EventKind::kSend,
-                                   std::string("send ") + (item.forward ? "F" : "B") + std::to_string(item.micro_batch),
+              TraceEvent e = Event(d, Lane::kPipeline, EventKind::kSend, "send " + PassName(item, 1, plan_.seq_chunks),
                                    begin, Now() - begin);
               e.micro_batch = item.micro_batch;
               e.chunk = item.chunk;

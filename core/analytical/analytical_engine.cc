@@ -31,12 +31,16 @@ PassTime Time(const std::vector<PassStep>& steps, const std::vector<Task>& tasks
 // A stage's passes (StagePasses) and each kind's closed-form time per chunk.
 struct StageTimes {
   StagePasses passes;
-  std::map<std::tuple<bool, bool, int64_t>, PassTime> times;  // by (forward, weight gradient, chunk)
+  int64_t seq_chunks;
+  // By (forward, weight gradient, chunk, sequence chunk).
+  std::map<std::tuple<bool, bool, int64_t, int64_t>, PassTime> times;
 
-  StageTimes(const StageProgram& stage, int64_t chunks, const std::vector<CommDimension>& overlapped)
-      : passes(stage, chunks, overlapped) {}
+  StageTimes(const StageProgram& stage, int64_t chunks, int64_t seq_chunks,
+             const std::vector<CommDimension>& overlapped)
+      : passes(stage, chunks, seq_chunks, overlapped), seq_chunks(seq_chunks) {}
   const PassTime& Of(const StageProgram& stage, const ScheduleItem& item) {
-    auto [it, added] = times.try_emplace({item.forward, item.weight_gradient, item.chunk});
+    auto [it, added] =
+        times.try_emplace({item.forward, item.weight_gradient, item.chunk, item.micro_batch % seq_chunks});
     if (added) it->second = Time(passes.Steps(item), stage.PassTasks(item));
     return it->second;
   }
@@ -55,7 +59,7 @@ Trace RunAnalytical(const Plan& plan) {
   const int64_t V = RunsChunks(plan.schedule) ? plan.chunks : 1;
   std::vector<StageTimes> times;
   times.reserve(plan.stages.size());
-  for (const auto& stage : plan.stages) times.emplace_back(stage, V, plan.overlap_forward_backward);
+  for (const auto& stage : plan.stages) times.emplace_back(stage, V, plan.seq_chunks, plan.overlap_forward_backward);
 
   // Step start: parallel-optimizer weight gathers.
   std::vector<double> start(S, 0);
@@ -104,8 +108,7 @@ Trace RunAnalytical(const Plan& plan) {
         StageOfVirtual(plan.schedule, target, S) != s) {
       const double seconds = boundary_seconds(std::min(vs, target));
       TraceEvent send =
-          MakeEvent(s, Lane::kPipeline, EventKind::kSend,
-                    std::string("send ") + (item.forward ? "F" : "B") + std::to_string(item.micro_batch), end, seconds);
+          MakeEvent(s, Lane::kPipeline, EventKind::kSend, "send " + PassName(item, 1, plan.seq_chunks), end, seconds);
       send.micro_batch = item.micro_batch;
       send.chunk = item.chunk;
       events.push_back(send);

@@ -280,6 +280,18 @@ class Lowering {
     t.kernel = kernel;
     t.dtype = dtype;
     t.seconds = ComputeSeconds(flops, bytes, dtype, run_.cluster, on_host, kernel).seconds;
+    const int64_t n = SequenceChunks(run_);
+    if (n > 1 && !kernel.attention.empty()) {
+      // The graph's attention reads the whole sequence's keys at the chunks'
+      // mean (half of them, causal); chunk j reads j + 1/2 chunks' worth.
+      for (int64_t j = 0; j < n; ++j) {
+        const double share = static_cast<double>(2 * j + 1) / static_cast<double>(n);
+        KernelShape chunk = kernel;
+        chunk.attention.kv_length = std::max<int64_t>(1, kernel.attention.kv_length * (2 * j + 1) / n);
+        t.seq_chunk_seconds.push_back(
+            ComputeSeconds(flops * share, bytes, dtype, run_.cluster, on_host, chunk).seconds);
+      }
+    }
     return t;
   }
 

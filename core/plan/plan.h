@@ -80,6 +80,10 @@ struct Task {
   double lead_seconds = 0;
   // Closed-form duration on the cluster (compute roofline, collective alpha-beta or NCCL's model).
   double seconds = 0;
+  // Under sequence pipelining, a compute task whose time depends on the
+  // sequence chunk a pass runs (attention: chunk j reads j + 1 chunks of
+  // keys): its duration on each chunk; `seconds` is their mean. Empty: the same on every chunk.
+  std::vector<double> seq_chunk_seconds;
   LibraryTiming library;  // how the SimGrid engine's flows reproduce a library-timed collective
 };
 

@@ -5,28 +5,40 @@
 namespace shardlab {
 namespace {
 
-std::vector<std::vector<PassStep>> PerChunk(const std::vector<Task>& tasks, int64_t chunks,
+// Each chunk's steps, each sequence chunk's in turn.
+std::vector<std::vector<PassStep>> PerChunk(const std::vector<Task>& tasks, int64_t chunks, int64_t seq_chunks,
                                             const std::vector<bool>& breaks, bool reversed) {
-  std::vector<std::vector<PassStep>> out(static_cast<size_t>(chunks));
-  for (int64_t c = 0; c < chunks; ++c) out[static_cast<size_t>(c)] = ChunkSteps(tasks, chunks, c, breaks, reversed);
+  std::vector<std::vector<PassStep>> out;
+  for (int64_t c = 0; c < chunks; ++c)
+    for (int64_t j = 0; j < seq_chunks; ++j)
+      out.push_back(ChunkSteps(seq_chunks > 1 ? SequenceChunkTasks(tasks, j) : tasks, chunks, c, breaks, reversed));
   return out;
 }
 
 }  // namespace
 
-StagePasses::StagePasses(const StageProgram& stage, int64_t chunks, std::vector<CommDimension> overlapped)
+std::vector<Task> SequenceChunkTasks(const std::vector<Task>& tasks, int64_t j) {
+  std::vector<Task> out = tasks;
+  for (Task& t : out)
+    if (!t.seq_chunk_seconds.empty()) t.seconds = t.seq_chunk_seconds[static_cast<size_t>(j)];
+  return out;
+}
+
+StagePasses::StagePasses(const StageProgram& stage, int64_t chunks, int64_t seq_chunks,
+                         std::vector<CommDimension> overlapped)
     : stage_(&stage),
       chunks_(chunks),
+      seq_chunks_(seq_chunks),
       overlapped_(std::move(overlapped)),
-      forward_(PerChunk(stage.forward, chunks, {}, false)),
-      backward_(PerChunk(stage.backward, chunks, BackwardPassBreaks(stage, false), true)),
-      weight_gradient_(PerChunk(stage.weight_gradient, chunks, BackwardPassBreaks(stage, true), true)) {
+      forward_(PerChunk(stage.forward, chunks, seq_chunks, {}, false)),
+      backward_(PerChunk(stage.backward, chunks, seq_chunks, BackwardPassBreaks(stage, false), true)),
+      weight_gradient_(PerChunk(stage.weight_gradient, chunks, seq_chunks, BackwardPassBreaks(stage, true), true)) {
   if (!overlapped_.empty()) unit_tasks_ = shardlab::UnitTasks(stage);
 }
 
 const std::vector<PassStep>& StagePasses::Steps(const ScheduleItem& item) const {
   const auto& per_chunk = item.forward ? forward_ : item.weight_gradient ? weight_gradient_ : backward_;
-  return per_chunk[static_cast<size_t>(item.chunk)];
+  return per_chunk[static_cast<size_t>(item.chunk * seq_chunks_ + item.micro_batch % seq_chunks_)];
 }
 
 const UnitPass& StagePasses::Unit(const std::vector<ScheduleItem>& items) {
@@ -38,7 +50,7 @@ const UnitPass& StagePasses::Unit(const std::vector<ScheduleItem>& items) {
 }
 
 std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks, double* pass_seconds) {
-  const std::vector<Task>& tasks = stage.GradientTasks();
+  const std::vector<Task> tasks = SequenceChunkTasks(stage.GradientTasks(), 0);
   std::vector<double> ends(tasks.size(), 0);
   const double duration = ClosedFormPass(ChunkSteps(tasks, chunks, 0, BucketBreaks(stage), true), tasks,
                                          [&](const PassStep& step, double end, double) {

@@ -75,13 +75,20 @@ RunSummary SummarizeRun(const RunSpec& run, const Graph& graph) {
   s.servers_used = (s.devices + run.cluster.devices_per_server - 1) / run.cluster.devices_per_server;
   s.devices_per_stage = run.parallel.devices_per_stage();
   s.model = SummarizeGraph(graph, run.parallel.micro_batch_size());
+  // Under sequence pipelining the graph is one of a sequence's seq_chunks
+  // passes: a micro-batch's work is seq_chunks of them.
+  const auto chunks = static_cast<double>(SequenceChunks(run));
+  for (double* flops : {&s.model.forward_flops, &s.model.backward_flops, &s.model.recompute_flops}) *flops *= chunks;
+  for (StageSummary& stage : s.model.stages) {
+    stage.forward_flops *= chunks;
+    stage.backward_flops *= chunks;
+  }
   const bool training = run.simulation.training();
   double per_micro = s.model.forward_flops;
   if (training) {
     per_micro += s.model.backward_flops;
     per_micro += s.model.recompute_flops;  // what is recomputed runs again before its backward
   }
-  per_micro *= static_cast<double>(SequenceChunks(run));  // the graph is one sequence chunk's pass
   s.step_flops = per_micro * static_cast<double>(run.parallel.micro_batch_num);
   s.peak_flops_per_device = PeakFlops(run.cluster.device, ComputeDType(run.model));
   s.ideal_step_seconds = s.step_flops / (s.peak_flops_per_device * static_cast<double>(s.devices));

@@ -120,7 +120,8 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
   r.stage = s;
   r.memory = program.memory;
   const std::vector<const TraceEvent*> events = RepresentativeEvents(trace, s, plan.RepresentativeRank(s));
-  StagePasses passes(program, RunsChunks(plan.schedule) ? plan.chunks : 1, plan.overlap_forward_backward);
+  StagePasses passes(program, RunsChunks(plan.schedule) ? plan.chunks : 1, plan.seq_chunks,
+                     plan.overlap_forward_backward);
   const std::map<PassKey, PassComm> unit_comm = UnitComm(plan, s, passes);
   std::map<std::pair<EventKind, int64_t>, PassComm> single_comm;  // a pass alone, by its kind and chunk
   PerDimension seconds{}, exposed{};

@@ -2,12 +2,13 @@
 // through the whole flow on the shipped Qwen2.5-72B 32K-token run: each
 // micro-batch's sequences run as seq_split_num passes over their chunks, a
 // chunk's attention reading the whole sequence's keys and values from a
-// cache; the same work in smaller passes shrinks the pipeline's bubble and
-// the activations in flight.
+// cache; the same work in smaller passes holds fewer activations, while a
+// sequence's last chunks, which read the most keys, stall the pipeline.
 #include <catch2/catch.hpp>
 
 #include "core/analytical/analytical_engine.h"
 #include "core/flow/prepared_run.h"
+#include "core/plan/stage_passes.h"
 #include "core/report/step_result.h"
 #include "tests/test_util.h"
 
@@ -68,19 +69,52 @@ TEST_CASE("seq_split_num runs each micro-batch as passes over its sequence's chu
   CHECK(eight.peak < 56.0 * (1 << 30));  // the run's max_device_memory
 }
 
-TEST_CASE("sequence chunks shrink the pipeline's fill and drain while the work stays") {
-  const Plan whole = Prepare(Qwen72b(1)).plan, split = Prepare(Qwen72b(8)).plan;
-  const StepResult a = Summarize(whole, RunAnalytical(whole)), b = Summarize(split, RunAnalytical(split));
-  // The last stage waits while the first pass crosses the 7 stages before
-  // it: 7 forwards of a micro-batch under 1F1B, of an eighth of one here.
-  const StageResult &first_a = a.stages.front(), &first_b = b.stages.front();
-  const StageResult &last_a = a.stages.back(), &last_b = b.stages.back();
-  CHECK(last_a.bubble_seconds == Approx(7 * first_a.forward_seconds).epsilon(0.1));
-  CHECK(last_b.bubble_seconds == Approx(7 * first_b.forward_seconds / 8).epsilon(0.1));
-  CHECK(last_b.compute_seconds == Approx(last_a.compute_seconds).epsilon(0.05));
-  CHECK(b.step_seconds < a.step_seconds);
-  // Per micro-batch, a forward is its eight passes together.
-  CHECK(last_b.forward_seconds == Approx(last_a.forward_seconds).epsilon(0.05));
+// The compute of `item`'s pass on stage 0.
+double PassCompute(const StagePasses& passes, const ScheduleItem& item) {
+  double seconds = 0;
+  for (const PassStep& step : passes.Steps(item)) seconds += step.compute_seconds;
+  return seconds;
+}
+
+TEST_CASE("a sequence's later chunks cost more, and the last one's round trip stalls the first stage") {
+  const Plan plan = Prepare(Qwen72b(8)).plan;
+  const StageProgram& stage = plan.stages[0];
+  const StagePasses passes(stage, 1, 8, {});
+  // Chunk j's attention reads j + 1/2 chunks of keys (causal): each chunk's
+  // passes take longer than the one before, by the same attention step.
+  std::vector<double> forward, backward;
+  for (int64_t j = 0; j < 8; ++j) {
+    forward.push_back(PassCompute(passes, {true, j, 0}));
+    backward.push_back(PassCompute(passes, {false, j, 0}));
+  }
+  for (int64_t j = 1; j < 8; ++j) {
+    CHECK(forward[j] > forward[j - 1]);
+    CHECK(backward[j] > backward[j - 1]);
+    CHECK(forward[j] - forward[j - 1] == Approx(forward[1] - forward[0]).epsilon(0.1));
+  }
+  double forward_mean = 0;
+  for (double f : forward) forward_mean += f / 8;
+  double mean_tasks = 0;
+  for (const Task& t : stage.forward) mean_tasks += t.kind == Task::Kind::kCompute ? t.seconds : 0.0;
+  CHECK(forward_mean == Approx(mean_tasks).epsilon(0.03));
+  // MindSpore's order runs B(m, 7) on stage 0 after F(m + 1, 0..6) and
+  // B(m, 6..0) of lighter chunks: while those run, F(m, 7) crosses the 7
+  // stages after it and B(m, 7) comes back. The first stage waits the
+  // difference each micro-batch: 7 x ((F7 + B7) - mean over j < 7 of (Fj + Bj)).
+  double lighter = 0;
+  for (int64_t j = 0; j < 7; ++j) lighter += (forward[j] + backward[j]) / 7;
+  const double stall = 7 * (forward[7] + backward[7] - lighter);
+  const Trace trace = RunAnalytical(plan);
+  const TraceEvent *before = nullptr, *last_chunk = nullptr;
+  for (const TraceEvent& e : trace.events) {
+    if (e.stage != 0 || e.lane != Lane::kCompute || (e.kind != EventKind::kForward && e.kind != EventKind::kBackward))
+      continue;
+    if (e.name == "B10s7") last_chunk = &e;
+    if (e.name == "F11s6") before = &e;
+  }
+  REQUIRE(before);
+  REQUIRE(last_chunk);
+  CHECK(last_chunk->start - before->end() == Approx(stall).epsilon(0.05));
 }
 
 TEST_CASE("a seqvpp order whose stages would wait on one another is refused before it runs") {
