@@ -129,7 +129,8 @@ void Mixtral(BuilderParams& p, const HfReader& r, const std::string& type) {
 // mixtures of fine-grained experts with shared experts after the first dense
 // layers. V3 scores experts by sigmoid with a selection bias (topk_method
 // noaux_tc) beside a small balance loss. The multi-token-prediction module
-// (num_nextn_predict_layers) is not built.
+// (num_nextn_predict_layers) is a run's choice (model_params.mtp_num_layers),
+// not the config's: the checkpoint keeps it for speculative decoding.
 void DeepSeek(BuilderParams& p, const HfReader& r, const std::string& type) {
   ModernDefaults(p, r);
   StandardShape(p, r);

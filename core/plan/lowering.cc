@@ -1157,19 +1157,19 @@ class Lowering {
   }
 
   // The most a stage holds at once of its micro-batches' activations (`kept`
-  // each) and, when the backward is split, of what a backward's
-  // input-gradient pass leaves for its weight-gradient pass (`held` each),
-  // from its schedule: every forward whose backward has not run yet holds
-  // its chunk's share (1/chunks) of the activations, every input-gradient
-  // pass whose weight-gradient pass has not run yet its `held`. Sets the
+  // per virtual pipeline chunk) and, when the backward is split, of what a
+  // backward's input-gradient pass leaves for its weight-gradient pass
+  // (`held` each), from its schedule: every forward whose backward has not
+  // run yet holds its chunk's activations, every input-gradient pass whose
+  // weight-gradient pass has not run yet its chunk's share (1/chunks) of `held`. Sets the
   // most micro-batches in flight (1F1B: min(M, S - s); GPipe: M;
   // interleaved: Megatron's warm-up plus one, over the chunks) and the
   // held micro-batches at the peak. Under sequence pipelining `kept` and
   // `held` are a sequence chunk's, and a micro-batch is seq_chunks passes.
-  static double PeakInFlight(const Plan& plan, int64_t stage, double kept, double held, double* micro_batches,
-                             double* held_micro_batches) {
+  static double PeakInFlight(const Plan& plan, int64_t stage, const std::vector<double>& kept, double held,
+                             double* micro_batches, double* held_micro_batches) {
     int64_t forwards = 0, weight_gradients = 0;
-    double peak = -1;
+    double bytes = 0, peak = -1;
     const double chunks = static_cast<double>(plan.chunks);
     const double passes = chunks * static_cast<double>(plan.seq_chunks);  // of one micro-batch
     *micro_batches = 0;
@@ -1183,23 +1183,47 @@ class Lowering {
       begin = end;
     }
     for (const ScheduleItem& item : order) {
+      const double chunk_kept = kept[static_cast<size_t>(item.chunk)];
       if (item.forward) {
         ++forwards;
+        bytes += chunk_kept;
       } else if (item.weight_gradient) {
         --weight_gradients;
       } else {
         --forwards;
+        bytes -= chunk_kept;
         if (SplitsBackward(plan.schedule)) ++weight_gradients;
       }
-      const double bytes =
-          (static_cast<double>(forwards) * kept + static_cast<double>(weight_gradients) * held) / chunks;
+      const double total = bytes + static_cast<double>(weight_gradients) * held / chunks;
       *micro_batches = std::max(*micro_batches, static_cast<double>(forwards) / passes);
-      if (bytes > peak) {
-        peak = bytes;
+      if (total > peak) {
+        peak = total;
         *held_micro_batches = static_cast<double>(weight_gradients) / passes;
       }
     }
     return std::max(peak, 0.0);
+  }
+
+  // The virtual pipeline chunk each of the stage's operators runs in: that
+  // of its first forward task (the tasks split by count as ChunkSteps splits
+  // them), or, for one without a task of its own (a view, a kernel fused into
+  // the one before), of the operator before it on the stage. Per graph operator.
+  std::vector<int64_t> ChunkOfOperators(const Plan& plan, const StageProgram& stage) const {
+    const size_t ops = graph_.operators().size();
+    std::vector<int64_t> chunk(ops, -1);
+    const auto n = static_cast<int64_t>(stage.forward.size());
+    for (int64_t i = 0, c = 0; i < n; ++i) {
+      while (c + 1 < plan.chunks && i >= n * (c + 1) / plan.chunks) ++c;
+      const int op = stage.forward[static_cast<size_t>(i)].op;
+      if (op >= 0 && chunk[static_cast<size_t>(op)] < 0) chunk[static_cast<size_t>(op)] = c;
+    }
+    int64_t before = 0;
+    for (size_t i = 0; i < ops; ++i) {
+      if (graph_.op(static_cast<int>(i)).pipeline_stage != stage.stage) continue;
+      if (chunk[i] < 0) chunk[i] = before;
+      before = chunk[i];
+    }
+    return chunk;
   }
 
   // What one micro-batch's input-gradient pass leaves for its weight-gradient
@@ -1223,8 +1247,21 @@ class Lowering {
   struct SavedActivations {
     std::map<int, double> tensors;  // tensor -> bytes
     double masks = 0;               // Dropout's one-byte masks
+    // The virtual pipeline chunk of the operator being saved for, and the
+    // chunk each tensor was first kept for (it lives with that chunk's pass).
+    int64_t chunk = 0;
+    std::map<int, int64_t> chunk_of;
 
-    void Keep(int tensor, double bytes) { tensors[tensor] = std::max(tensors[tensor], bytes); }
+    void Keep(int tensor, double bytes) {
+      tensors[tensor] = std::max(tensors[tensor], bytes);
+      chunk_of.emplace(tensor, chunk);
+    }
+    // What each of `chunks` chunks keeps (the masks spread evenly).
+    std::vector<double> ByChunk(int64_t chunks) const {
+      std::vector<double> out(static_cast<size_t>(chunks), masks / static_cast<double>(chunks));
+      for (const auto& [tensor, bytes] : tensors) out[static_cast<size_t>(chunk_of.at(tensor))] += bytes;
+      return out;
+    }
     double Bytes() const {
       double sum = masks;
       for (const auto& [tensor, bytes] : tensors) sum += bytes;
@@ -1354,6 +1391,7 @@ class Lowering {
     SavedActivations device, host, recomputing;
     std::vector<SavedActivations> offloaded(offload_groups_.size());
     double largest_segment = 0, largest_output = 0;
+    const std::vector<int64_t> chunk_of_op = ChunkOfOperators(plan, stage);
     for (size_t i = 0; i < graph_.operators().size(); ++i) {
       const int index = static_cast<int>(i);
       const Operator& op = graph_.op(index);
@@ -1362,6 +1400,7 @@ class Lowering {
       if (!plan.training) continue;
       const int group = OffloadGroupOf(index);
       SavedActivations& into = op.OnHost() ? host : group >= 0 ? offloaded[static_cast<size_t>(group)] : device;
+      into.chunk = chunk_of_op[i];
       if (!op.recompute) {
         SaveForBackward(index, into);
         continue;
@@ -1394,8 +1433,8 @@ class Lowering {
       m.activations_per_micro_batch = kept * seq_chunks;
       const double held = stage.splits_backward ? HeldForWeightGradients(stage.stage) : 0;
       double held_micro_batches = 0;
-      const double in_flight =
-          PeakInFlight(plan, stage.stage, kept, held, &m.micro_batches_in_flight, &held_micro_batches);
+      const double in_flight = PeakInFlight(plan, stage.stage, device.ByChunk(plan.chunks), held,
+                                            &m.micro_batches_in_flight, &held_micro_batches);
       m.held_for_weight_gradients = held * held_micro_batches * seq_chunks;
       m.activations = in_flight + largest_segment + offload_buffers;
       m.host += host_kept * m.micro_batches_in_flight * seq_chunks;

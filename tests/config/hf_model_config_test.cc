@@ -67,6 +67,29 @@ TEST_CASE("DeepSeek-V3 builds its 671 B parameters with latent attention and 256
   // Group-limited routing: n_group 8, topk_group 4.
   CHECK(model.params.Int("moe_router_num_groups") == 8);
   CHECK(model.params.Int("moe_router_group_topk") == 4);
+
+  // Multi-token prediction (num_nextn_predict_layers 1, built when a run asks: mtp_num_layers): one more
+  // MoE layer, the projection of the joined hidden states and embeddings [h, 2h], and its three norms; the
+  // embedding and head are the model's on one stage. (The technical report's 685 B counts the
+  // checkpoint's copies of the embedding and head too.)
+  ModelSpec with_mtp = model;
+  with_mtp.params.Set("mtp_num_layers", int64_t{1});
+  const int64_t mtp = moe_layer + 2 * h * h + 3 * h;
+  CHECK(SummarizeGraph(Build(with_mtp), 1).parameters == s.parameters + mtp);
+  // On the last of two stages it embeds with a copy of the table, as Megatron keeps one there.
+  BuildOptions two;
+  two.pipeline_stages = 2;
+  const nlohmann::json none = nlohmann::json::object();
+  const Graph staged = BuildModelGraph(with_mtp, two, JsonNode(none, "test"));
+  CHECK(SummarizeGraph(staged, 1).parameters == s.parameters + mtp + 129280 * h);
+  for (const char* op : {"mtp1/embedding", "mtp1/eh_proj", "mtp1/head/logits", "mtp1/loss/mean"}) {
+    INFO(op);
+    REQUIRE(staged.FindOperator(op));
+    CHECK(staged.op(*staged.FindOperator(op)).pipeline_stage == 1);
+  }
+  CHECK(staged.FindTensor("mtp/word.table"));
+  // Its layer is a MoE layer like the last: its experts' products are there.
+  CHECK(staged.FindOperator("mtp1/moe/experts.gate_up"));
 }
 
 TEST_CASE("latent attention costs the query's 192-wide and the value's 128-wide products per pair") {

@@ -181,6 +181,25 @@ TEST_CASE("the interleaved schedule holds more micro-batches of activations in f
   }
 }
 
+TEST_CASE("each chunk's forwards in flight hold their own chunk's activations") {
+  RunSpec run = Llama70b();
+  run.simulation.pipeline_schedule = PipelineSchedule::kInterleaved;
+  run.simulation.virtual_pipeline_chunks = 2;
+  run.parallel.select_recompute = false;  // every activation kept: nothing rematerialised besides
+  run.parallel.recompute = false;
+  const Plan plan = Prepare(run).plan;
+  // A middle stage's two chunks keep about alike (10 layers each): half a micro-batch per chunk-forward.
+  const MemoryBreakdown& middle = plan.stages[1].memory;
+  CHECK(middle.activations ==
+        Approx(middle.micro_batches_in_flight * middle.activations_per_micro_batch).epsilon(0.03));
+  // Under zero_bubble_v stage 0's second chunk, the V's end, keeps DeepSeek-V3's head and its
+  // 129,280-wide logits, and its forwards are the fewest in flight (each meets its backward at
+  // once): far less than the micro-batches in flight at the average.
+  const Plan v = Prepare(LoadRunFile(testing::SourcePath("configs/runs/deepseek-v3-h800-2048.json"))).plan;
+  const MemoryBreakdown& first = v.stages[0].memory;
+  CHECK(first.activations < 0.7 * first.micro_batches_in_flight * first.activations_per_micro_batch);
+}
+
 TEST_CASE("zero_bubble_v runs the model's end on stage 0, where its V comes back") {
   RunSpec run = Llama70b();
   auto stage_of = [](const Graph& graph, const std::string& name) {

@@ -39,6 +39,7 @@ struct Dims {
   // from a cache the chunks fill in turn.
   int64_t seq_chunks;
   int64_t kv_seq() const { return seq * seq_chunks; }
+  int64_t mtp_layers;      // multi-token prediction depths after the decoder (DeepSeek-V3's MTP)
   bool sharded;            // place MindFormers strategies
   bool all_ops;            // on every operator (false: on the weight MatMuls only, for sharding_propagation)
   bool vocab_emb_dp;       // embedding table replicated (true) or split by rows over model_parallel
@@ -117,6 +118,7 @@ Dims ReadDims(const BuilderParams& p) {
   if (d.seq % d.seq_chunks != 0)
     throw GraphError("seq_split_num " + Text(d.seq_chunks) + " does not divide seq_length " + Text(d.seq));
   d.seq /= d.seq_chunks;
+  d.mtp_layers = p.Int("mtp_num_layers");
   d.vocab = p.Int("vocab_size");
   d.batch = p.Int("batch");
   d.dp = p.Int("data_parallel");
@@ -335,6 +337,13 @@ std::vector<ParamSpec> TransformerParams(int64_t layers, int64_t hidden, int64_t
        "chunks before it from a whole-length cache; needs a seq pipeline_schedule (seqpipe, seqvpp, seqsmartvpp) "
        "and attention flash; divides seq_length",
        1, 4096},
+      {"mtp_num_layers", int64_t{0},
+       "Megatron --mtp-num-layers (DeepSeek-V3's multi-token prediction; decoder only): depths after the last "
+       "layer, each predicting one token further ahead from the depth before and the embedding of that token "
+       "(both normed, joined, projected back to hidden), through one more layer like the last, the shared output "
+       "head and a loss of its own; on the stage of the head, with a copy of the embedding table there "
+       "(Hugging Face num_nextn_predict_layers)",
+       0, 16},
       {"use_ring_attention", false,
        "ring attention (MindFormers use_ring_attention, Megatron cp_comm_type p2p; decoder only): keys and values "
        "passed around the context-parallel group beside the attention compute instead of gathered before it"},
@@ -1102,6 +1111,54 @@ int LanguageModelLoss(GraphBuilder& b, const Dims& d, const std::string& name, i
   return b.Reduce("ReduceMean", name + "/mean", loss, {}, false, shard({{tokens}}));
 }
 
+// One decoder layer (number `layer`) on x [tokens, hidden]: attention and
+// the MLP, each after its norm and added back (both reading x with a
+// parallel residual).
+int DecoderLayer(GraphBuilder& b, const Dims& d, int x, int mask, int64_t layer) {
+  const int attention = Attention(b, d, LayerInputNorm(b, d, "attention_norm", x), mask, true);
+  if (d.parallel_residual) {
+    const int ffn = Mlp(b, d, LayerInputNorm(b, d, "ffn_norm", x), layer);
+    return Residual(b, d, "ffn_residual", Residual(b, d, "attention_residual", x, attention), ffn);
+  }
+  x = Residual(b, d, "attention_residual", x, attention);
+  return Residual(b, d, "ffn_residual", x, Mlp(b, d, LayerInputNorm(b, d, "ffn_norm", x), layer));
+}
+
+// The output head's logits of x [tokens, hidden] against `head` [vocab,
+// hidden], split `vocab_split` ways, and their loss against `labels`.
+int HeadLoss(GraphBuilder& b, const Dims& d, int x, int head, int labels) {
+  const int64_t vocab_split = d.vocab_emb_dp ? 1 : d.mp;
+  // The vocabulary-parallel head is Megatron's: always placed, its logits
+  // never gathered.
+  const Shard head_shard{d.sharded && (d.all_ops || d.vocab_parallel_loss)};
+  const int logits =
+      b.MatMul("head/logits", x, head, false, true, head_shard({{d.token_split(), 1}, {vocab_split, 1}}));
+  return LanguageModelLoss(b, d, "loss", logits, labels, d.vocab, vocab_split);
+}
+
+// DeepSeek-V3's multi-token prediction (arXiv:2412.19437 §2.2, Megatron's
+// MultiTokenPredictionBlock): depth k predicts the token k + 1 ahead from
+// depth k - 1's hidden states (the decoder's for the first) and the
+// embedding of token i + k, each normed, joined and projected back to the
+// hidden size (eh_proj, column-parallel, gathered), then one more decoder
+// layer like the last, the final norm, the shared output head and a loss of
+// its own. The shifted tokens are the batch's own, gathered from `table`.
+void MultiTokenPrediction(GraphBuilder& b, const Dims& d, int hidden, int input_ids, int labels, int table, int head,
+                          int mask) {
+  const Shard shard{d.sharded && d.all_ops};
+  const int64_t table_split = d.vocab_emb_dp ? 1 : d.mp;
+  for (int64_t k = 1; k <= d.mtp_layers; ++k) {
+    b.set_scope("mtp" + std::to_string(k) + "/");
+    int embedded = b.Gather("embedding", table, input_ids, 0, shard({{table_split, 1}, {d.dp, d.cp}}));
+    embedded = b.Reshape("embedding_flatten", embedded, {d.tokens(), d.hidden});
+    const int joined = b.Concat("join", {Norm(b, d, "enorm", embedded), Norm(b, d, "hnorm", hidden)}, 1,
+                                shard({{d.rows(), 1}, {d.rows(), 1}}));
+    hidden = DecoderLayer(b, d, Linear(b, d, "eh_proj", joined, d.hidden, true, false), mask, d.layers + k - 1);
+    HeadLoss(b, d, Norm(b, d, "final_norm", hidden), head, labels);
+  }
+  b.set_scope("");
+}
+
 Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const BuildOptions& options) {
   Dims d = ReadDims(params);
   if (!options.recompute) d.recompute_modules = options.recompute_modules;
@@ -1128,33 +1185,26 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
     b.set_scope("layer" + std::to_string(layer) + "/");
     b.set_recompute(options.recompute);
     b.set_offload(offloaded[layer]);
-    const int attention = Attention(b, d, LayerInputNorm(b, d, "attention_norm", x), mask, true);
-    if (d.parallel_residual) {
-      const int ffn = Mlp(b, d, LayerInputNorm(b, d, "ffn_norm", x), layer);
-      x = Residual(b, d, "ffn_residual", Residual(b, d, "attention_residual", x, attention), ffn);
-      continue;
-    }
-    x = Residual(b, d, "attention_residual", x, attention);
-    const int ffn = Mlp(b, d, LayerInputNorm(b, d, "ffn_norm", x), layer);
-    x = Residual(b, d, "ffn_residual", x, ffn);
+    x = DecoderLayer(b, d, x, mask, layer);
   }
   b.set_recompute(false);
   b.set_offload(false);
   b.set_scope("");
   const int64_t end_stage = options.head_on_first_stage ? 0 : stages - 1;
   b.set_stage(end_stage);
+  const int decoded = x;
   x = Norm(b, d, "final_norm", x);
   // A tied LM head reuses the embedding table; on another pipeline stage it
   // holds its own copy, as MindSpore does for shared parameters.
   const bool own_head = !d.tied || end_stage > 0;
   const int head = own_head ? b.Parameter("head/word.table", {d.vocab, d.hidden}, d.dtype) : table;
-  const int64_t vocab_split = d.vocab_emb_dp ? 1 : d.mp;
-  // The vocabulary-parallel head is Megatron's: always placed, its logits
-  // never gathered.
-  const Shard head_shard{d.sharded && (d.all_ops || d.vocab_parallel_loss)};
-  const int logits =
-      b.MatMul("head/logits", x, head, false, true, head_shard({{d.token_split(), 1}, {vocab_split, 1}}));
-  LanguageModelLoss(b, d, "loss", logits, labels, d.vocab, vocab_split);
+  // Multi-token prediction continues from the decoder's hidden states, with
+  // the embedding table there (a copy off the first stage, as Megatron keeps one).
+  if (d.mtp_layers > 0)
+    MultiTokenPrediction(b, d, decoded, input_ids, labels,
+                         end_stage > 0 ? b.Parameter("mtp/word.table", {d.vocab, d.hidden}, d.dtype) : table, head,
+                         mask);
+  HeadLoss(b, d, x, head, labels);
   return b.Finish();
 }
 
@@ -1170,6 +1220,7 @@ Graph BuildBert(const std::string& graph_name, const BuilderParams& params, cons
   if (d.cp > 1) throw GraphError("context_parallel is built for the decoder (gpt), not BERT");
   if (d.lora_rank > 0) throw GraphError("lora_rank is built for the decoder (gpt), not BERT");
   if (d.seq_chunks > 1) throw GraphError("seq_split_num pipelines a causal decoder's sequence chunks, not BERT's");
+  if (d.mtp_layers > 0) throw GraphError("mtp_num_layers predicts a decoder's further tokens, not BERT's");
   const int64_t predictions = params.Int("max_predictions_per_seq");
   GraphBuilder b(graph_name);
   const Shard shard{d.sharded && d.all_ops};
