@@ -44,8 +44,12 @@ struct Timing {
 void CheckExecutable(const Plan& plan) {
   if (RunsChunks(plan.schedule) && plan.chunks > 1)
     throw std::runtime_error(
-        "the executor runs one chunk per stage (1f1b, gpipe, zero_bubble_h1, seqpipe), not virtual pipeline chunks "
+        "the executor runs one chunk per stage (1f1b, gpipe, zero_bubble_h1), not virtual pipeline chunks "
         "(interleaved, zero_bubble_v, seqvpp, seqsmartvpp)");
+  if (plan.seq_chunks > 1)
+    throw std::runtime_error(
+        "the executor runs each micro-batch as one pass: seq_split_num's sequence chunks (seqpipe, seqvpp, "
+        "seqsmartvpp) are simulated only");
   if (!plan.overlap_forward_backward.empty())
     throw std::runtime_error(
         "the executor runs one pass at a time: overlap_forward_backward (a forward beside a backward) is simulated "

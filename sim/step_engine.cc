@@ -118,7 +118,7 @@ class Engine {
       p.final_backward.assign(p.order.size(), false);
       std::map<int64_t, size_t> last_backward_of;
       for (size_t i = 0; i < p.order.size(); ++i)
-        if (stage.CompletesGradients(p.order[i])) last_backward_of[p.order[i].micro_batch] = i;
+        if (stage.CompletesGradients(p.order[i])) last_backward_of[plan.MicroBatchOf(p.order[i])] = i;
       for (const auto& [micro_batch, i] : last_backward_of) {
         p.final_backward[i] = true;
         p.last_final_backward = std::max(p.last_final_backward, i);
@@ -558,7 +558,7 @@ class Engine {
     const auto& buckets = StageOf(d).buckets;
     for (size_t b = 0; b < buckets.size(); ++b)
       if (last || buckets[b].every_micro_batch)
-        d.bucket_runs.push_back({item.micro_batch, b, d.final_backwards - 1, last});
+        d.bucket_runs.push_back({plan_.MicroBatchOf(item), b, d.final_backwards - 1, last});
     MaybeStartBucket(d);  // a split backward's buckets whose gradients all came with its input-gradient pass
   }
 
@@ -654,7 +654,8 @@ class Engine {
       const ScheduleItem& item = p.order[first + k];
       if (d.traced) {
         TraceEvent e = Event(d, Lane::kCompute, PassKind(item), PassName(item, V_, plan_.seq_chunks), at, spans[k]);
-        e.micro_batch = item.micro_batch;
+        e.micro_batch = plan_.MicroBatchOf(item);
+        e.seq_chunk = plan_.SeqChunkOf(item);
         e.chunk = item.chunk;
         e.compute = compute[k];
         e.communication = communication[k];
@@ -704,7 +705,8 @@ class Engine {
             if (traced) {
               TraceEvent e = Event(d, Lane::kPipeline, EventKind::kSend, "send " + PassName(item, 1, plan_.seq_chunks),
                                    begin, Now() - begin);
-              e.micro_batch = item.micro_batch;
+              e.micro_batch = plan_.MicroBatchOf(item);
+              e.seq_chunk = plan_.SeqChunkOf(item);
               e.chunk = item.chunk;
               events_.push_back(std::move(e));
             }

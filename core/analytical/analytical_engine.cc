@@ -82,8 +82,8 @@ Trace RunAnalytical(const Plan& plan) {
   std::vector<double> free_at = start, last_end(S, 0);
   // Per micro-batch: when its last pass that completes gradients (the first
   // chunk's) ends, and whether it ran in a unit (its buckets then ready at the end).
-  std::vector<std::vector<double>> gradients_end(S, std::vector<double>(M, 0));
-  std::vector<std::vector<char>> gradients_in_unit(S, std::vector<char>(M, 0));
+  std::vector<std::vector<double>> gradients_end(S, std::vector<double>(plan.micro_batch_num(), 0));
+  std::vector<std::vector<char>> gradients_in_unit(S, std::vector<char>(plan.micro_batch_num(), 0));
   const int64_t virtual_stages = S * V;
   // The transfer between virtual stages v and v + 1: the activation v's stage
   // sends (or its gradient back); none where both run on one stage (the V's turn).
@@ -97,7 +97,8 @@ Trace RunAnalytical(const Plan& plan) {
     const int64_t vs = VirtualStage(plan.schedule, item.chunk, s, S);
     if (item.Exchanges()) done[{item.forward, vs, item.micro_batch}] = end;
     TraceEvent pass = MakeEvent(s, Lane::kCompute, PassKind(item), PassName(item, V, plan.seq_chunks), begin, duration);
-    pass.micro_batch = item.micro_batch;
+    pass.micro_batch = plan.MicroBatchOf(item);
+    pass.seq_chunk = plan.SeqChunkOf(item);
     pass.chunk = item.chunk;
     pass.compute = compute;
     pass.communication = communication;
@@ -109,7 +110,8 @@ Trace RunAnalytical(const Plan& plan) {
       const double seconds = boundary_seconds(std::min(vs, target));
       TraceEvent send =
           MakeEvent(s, Lane::kPipeline, EventKind::kSend, "send " + PassName(item, 1, plan.seq_chunks), end, seconds);
-      send.micro_batch = item.micro_batch;
+      send.micro_batch = plan.MicroBatchOf(item);
+      send.seq_chunk = plan.SeqChunkOf(item);
       send.chunk = item.chunk;
       events.push_back(send);
     }
@@ -163,9 +165,10 @@ Trace RunAnalytical(const Plan& plan) {
         for (size_t k = first; k < last; ++k) {
           const ScheduleItem& item = order[s][k];
           // The micro-batch's last gradient pass says how its buckets become ready.
-          if (plan.stages[s].CompletesGradients(item) && end >= gradients_end[s][item.micro_batch]) {
-            gradients_end[s][item.micro_batch] = end;
-            gradients_in_unit[s][item.micro_batch] = last - first > 1;
+          const int64_t m = plan.MicroBatchOf(item);
+          if (plan.stages[s].CompletesGradients(item) && end >= gradients_end[s][m]) {
+            gradients_end[s][m] = end;
+            gradients_in_unit[s][m] = last - first > 1;
           }
         }
         remaining -= last - first;
@@ -184,8 +187,8 @@ Trace RunAnalytical(const Plan& plan) {
     double comm_free = last_end[s];
     if (plan.training && !stage.buckets.empty()) {
       const std::vector<double> lead = BucketLeadSeconds(stage, V, nullptr);
-      std::vector<int64_t> micro_batches(M);
-      for (int64_t m = 0; m < M; ++m) micro_batches[m] = m;
+      std::vector<int64_t> micro_batches(plan.micro_batch_num());
+      for (size_t m = 0; m < micro_batches.size(); ++m) micro_batches[m] = static_cast<int64_t>(m);
       std::stable_sort(micro_batches.begin(), micro_batches.end(),
                        [&](int64_t a, int64_t b) { return gradients_end[s][a] < gradients_end[s][b]; });
       comm_free = 0;

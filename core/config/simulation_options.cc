@@ -126,10 +126,6 @@ SimulationOptions ReadSimulation(const JsonNode& node, const SimulationOptions& 
   if (s.pipeline_schedule == PipelineSchedule::kInterleaved && s.virtual_pipeline_chunks < 2 &&
       node.json().contains("pipeline_schedule"))
     node.Fail("pipeline_schedule \"interleaved\" needs virtual_pipeline_chunks >= 2");
-  if ((s.pipeline_schedule == PipelineSchedule::kSeqVpp || s.pipeline_schedule == PipelineSchedule::kSeqSmartVpp) &&
-      s.virtual_pipeline_chunks < 2 && node.json().contains("pipeline_schedule"))
-    node.Fail(fmt::format("pipeline_schedule \"{}\" needs virtual_pipeline_chunks >= 2 (MindSpore's rule)",
-                          ToString(s.pipeline_schedule)));
   return s;
 }
 

@@ -57,7 +57,8 @@ class Lowering {
         layouts_(layouts),
         own_batch_(own_batch),
         p_(run.parallel),
-        fusion_(PlanKernelFusion(graph, layouts, run.stack)) {}
+        fusion_(PlanKernelFusion(graph, layouts, run.stack)),
+        seq_chunks_(SequenceChunks(run)) {}
 
   // seqvpp's cycles of floor(S / n) micro-batches, two passes of warm-up
   // apart per stage, can wait on one another when n leaves a remainder of
@@ -79,7 +80,7 @@ class Lowering {
     plan.training = run_.simulation.training();
     plan.schedule = run_.simulation.pipeline_schedule;
     if (plan.training) plan.overlap_forward_backward = run_.simulation.overlap_forward_backward;
-    plan.seq_chunks = SequenceChunks(run_);
+    plan.seq_chunks = seq_chunks_;
     plan.micro_batches = p_.micro_batch_num * plan.seq_chunks;
     CheckSequenceSchedule(plan);
     plan.chunks = Chunks();
@@ -280,7 +281,7 @@ class Lowering {
     t.kernel = kernel;
     t.dtype = dtype;
     t.seconds = ComputeSeconds(flops, bytes, dtype, run_.cluster, on_host, kernel).seconds;
-    const int64_t n = SequenceChunks(run_);
+    const int64_t n = seq_chunks_;
     if (n > 1 && !kernel.attention.empty()) {
       // The graph's attention reads the whole sequence's keys at the chunks'
       // mean (half of them, causal); chunk j reads j + 1/2 chunks' worth.
@@ -1501,6 +1502,7 @@ class Lowering {
   const bool own_batch_;
   const ParallelConfig& p_;
   const std::vector<FusedKernel> fusion_;  // per operator: runs inside its producer's kernel
+  const int64_t seq_chunks_;               // passes of each micro-batch's sequences (seq_split_num)
   std::map<int, int> backward_task_of_op_;
   std::vector<ParamShare> shares_;
   std::vector<int> share_of_tensor_;  // per tensor: its index in shares_, -1 for none

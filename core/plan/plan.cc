@@ -93,7 +93,7 @@ std::vector<ScheduleItem> StageOrder(const Plan& plan, int64_t stage) {
   const auto stages = static_cast<int64_t>(plan.stages.size());
   const int64_t chunks = RunsChunks(plan.schedule) ? plan.chunks : 1;
   if (plan.training)
-    return StageSchedule(plan.schedule, stage, stages, plan.micro_batches / plan.seq_chunks, chunks,
+    return StageSchedule(plan.schedule, stage, stages, plan.micro_batch_num(), chunks,
                          !plan.overlap_forward_backward.empty(), plan.seq_chunks);
   std::vector<ScheduleItem> order =
       StageSchedule(PipelineSchedule::kGPipe, stage, stages, plan.micro_batches, chunks);  // each pass a micro-batch
@@ -118,10 +118,13 @@ void CheckTaskRuns(const Plan& plan, int64_t limit, const std::string& engine, c
     largest = std::max(
         largest, static_cast<int64_t>(stage.forward.size() + stage.backward.size() + stage.weight_gradient.size()));
   throw std::runtime_error(fmt::format(
-      "this step would run {} tasks ({} stage{} x {} micro-batch{} x up to {} tasks each), more than the {} engine's "
-      "limit of {} ({}): lower micro_batch_num or the model's size",
-      runs, plan.stages.size(), plan.stages.size() == 1 ? "" : "s", plan.micro_batches,
-      plan.micro_batches == 1 ? "" : "es", largest, engine, limit, cost));
+      "this step would run {} tasks ({} stage{} x {} x up to {} tasks each), more than the {} engine's limit of {} "
+      "({}): lower micro_batch_num{} or the model's size",
+      runs, plan.stages.size(), plan.stages.size() == 1 ? "" : "s",
+      plan.seq_chunks > 1 ? fmt::format("{} passes ({} micro-batches of {} sequence chunks)", plan.micro_batches,
+                                        plan.micro_batch_num(), plan.seq_chunks)
+                          : fmt::format("{} micro-batch{}", plan.micro_batches, plan.micro_batches == 1 ? "" : "es"),
+      largest, engine, limit, cost, plan.seq_chunks > 1 ? ", seq_split_num" : ""));
 }
 
 }  // namespace shardlab

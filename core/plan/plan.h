@@ -82,7 +82,8 @@ struct Task {
   double seconds = 0;
   // Under sequence pipelining, a compute task whose time depends on the
   // sequence chunk a pass runs (attention: chunk j reads j + 1 chunks of
-  // keys): its duration on each chunk; `seconds` is their mean. Empty: the same on every chunk.
+  // keys): its duration on each chunk (`seconds` times it at the chunks'
+  // mean key length). Empty: the same on every chunk.
   std::vector<double> seq_chunk_seconds;
   LibraryTiming library;  // how the SimGrid engine's flows reproduce a library-timed collective
 };
@@ -189,6 +190,10 @@ struct Plan {
   // ScheduleItem's micro_batch is then micro-batch x seq_chunks + chunk).
   int64_t micro_batches = 1;
   int64_t seq_chunks = 1;
+  int64_t micro_batch_num() const { return micro_batches / seq_chunks; }  // the run's micro-batches
+  // The micro-batch and sequence chunk a pass (ScheduleItem::micro_batch) runs.
+  int64_t MicroBatchOf(const ScheduleItem& item) const { return item.micro_batch / seq_chunks; }
+  int64_t SeqChunkOf(const ScheduleItem& item) const { return item.micro_batch % seq_chunks; }
   int64_t chunks = 1;
   int64_t devices = 1;
   int64_t devices_per_stage = 1;

@@ -50,6 +50,7 @@ const UnitPass& StagePasses::Unit(const std::vector<ScheduleItem>& items) {
 }
 
 std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks, double* pass_seconds) {
+  // Under sequence pipelining a micro-batch's last gradient pass is its sequence's first chunk.
   const std::vector<Task> tasks = SequenceChunkTasks(stage.GradientTasks(), 0);
   std::vector<double> ends(tasks.size(), 0);
   const double duration = ClosedFormPass(ChunkSteps(tasks, chunks, 0, BucketBreaks(stage), true), tasks,

@@ -105,7 +105,8 @@ PerDimension StepBytes(const Plan& plan, const StageProgram& program) {
       if (t.kind == Task::Kind::kCollective) bytes[static_cast<size_t>(t.dimension)] += m * t.comm_bytes;
   for (const Task& t : program.step_start) bytes[static_cast<size_t>(t.dimension)] += t.comm_bytes;
   for (const GradientBucket& b : program.buckets)
-    bytes[static_cast<size_t>(CommDimension::kData)] += b.every_micro_batch ? m * b.bytes : b.bytes;
+    bytes[static_cast<size_t>(CommDimension::kData)] +=
+        b.every_micro_batch ? static_cast<double>(plan.micro_batch_num()) * b.bytes : b.bytes;
   // One transfer each way per micro-batch and chunk (none back in inference).
   const double chunks = static_cast<double>(plan.chunks);
   bytes[static_cast<size_t>(CommDimension::kPipeline)] +=
@@ -198,7 +199,7 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
   for (size_t d = 0; d < seconds.size(); ++d)
     r.communication.push_back({static_cast<CommDimension>(d), seconds[d], bytes[d], exposed[d]});
   // Per micro-batch: under sequence pipelining, its seq_chunks passes together.
-  const double micro_batches = static_cast<double>(plan.micro_batches / plan.seq_chunks);
+  const double micro_batches = static_cast<double>(plan.micro_batch_num());
   r.forward_seconds = forward / micro_batches;
   r.backward_seconds = backward / micro_batches;
   r.passes_end_seconds = last_pass_end;

@@ -90,6 +90,7 @@ nlohmann::json ToJson(const TraceEvent& e) {
                       {"name", e.name},
                       {"category", ToString(e.kind)},
                       {"micro_batch", e.micro_batch},
+                      {"seq_chunk", e.seq_chunk},
                       {"chunk", e.chunk},
                       {"start", e.start},
                       {"duration", e.duration},
@@ -108,6 +109,7 @@ TraceEvent TraceEventFromJson(const nlohmann::json& j) {
   e.kind = ParseEventKind(j.at("category"));
   e.name = j.at("name");
   e.micro_batch = j.at("micro_batch");
+  e.seq_chunk = j.value("seq_chunk", int64_t{0});  // absent from result.json files written before it
   e.chunk = j.at("chunk");
   e.start = j.at("start");
   e.duration = j.at("duration");
@@ -153,6 +155,7 @@ nlohmann::json ChromeTrace(const std::vector<TraceEvent>& trace_events, int64_t 
     nlohmann::json args = {{"category", ToString(e.kind)}};
     if (e.micro_batch >= 0) args["micro_batch"] = e.micro_batch;
     if (e.chunk > 0) args["chunk"] = e.chunk;
+    if (e.seq_chunk > 0) args["seq_chunk"] = e.seq_chunk;
     if (!e.ranks.empty()) args["ranks"] = e.ranks;
     events.push_back({{"ph", "X"},
                       {"name", e.name},

@@ -44,6 +44,7 @@ struct TraceEvent {
   EventKind kind = EventKind::kForward;
   std::string name;
   int64_t micro_batch = -1;
+  int64_t seq_chunk = 0;  // of the micro-batch's sequence, under sequence pipelining
   int64_t chunk = 0;
   double start = 0;
   double duration = 0;

@@ -4,6 +4,8 @@
 // chunk's attention reading the whole sequence's keys and values from a
 // cache; the same work in smaller passes holds fewer activations, while a
 // sequence's last chunks, which read the most keys, stall the pipeline.
+#include <map>
+
 #include <catch2/catch.hpp>
 
 #include "core/analytical/analytical_engine.h"
@@ -98,7 +100,7 @@ TEST_CASE("a sequence's later chunks cost more, and the last one's round trip st
   for (const Task& t : stage.forward) mean_tasks += t.kind == Task::Kind::kCompute ? t.seconds : 0.0;
   CHECK(forward_mean == Approx(mean_tasks).epsilon(0.03));
   // MindSpore's order runs B(m, 7) on stage 0 after F(m + 1, 0..6) and
-  // B(m, 6..0) of lighter chunks: while those run, F(m, 7) crosses the 7
+  // B(m - 1, 6..0) of lighter chunks: while those run, F(m, 7) crosses the 7
   // stages after it and B(m, 7) comes back. The first stage waits the
   // difference each micro-batch: 7 x ((F7 + B7) - mean over j < 7 of (Fj + Bj)).
   double lighter = 0;
@@ -115,6 +117,32 @@ TEST_CASE("a sequence's later chunks cost more, and the last one's round trip st
   REQUIRE(before);
   REQUIRE(last_chunk);
   CHECK(last_chunk->start - before->end() == Approx(stall).epsilon(0.05));
+}
+
+TEST_CASE("gradients reduced every micro-batch go once per micro-batch, after its sequence's first chunk") {
+  RunSpec run = Qwen72b(8);  // on twice the devices, data parallel 2, so that the optimizer shards
+  run.model.params.Set("data_parallel", int64_t{2});
+  run.parallel.device_num = 128;
+  run.parallel.global_batch_size = 64;
+  run.model.params.Set("batch", int64_t{2});
+  run.parallel.parallel_optimizer_config.gradient_accumulation_shard = true;  // reduce-scatter each micro-batch
+  const Plan plan = Prepare(run).plan;
+  int every = 0;  // the sharded weights' buckets (the norms stay whole: parallel_optimizer_threshold)
+  for (const GradientBucket& b : plan.stages[0].buckets) every += b.every_micro_batch;
+  REQUIRE(every > 0);
+  const Trace trace = RunAnalytical(plan);
+  std::map<int64_t, int> per_micro_batch;
+  std::map<int64_t, double> last_chunk_end;  // of each micro-batch's sequence-chunk-0 backward
+  for (const TraceEvent& e : trace.events) {
+    if (e.stage != 0) continue;
+    if (e.kind == EventKind::kGradient && e.micro_batch >= 0) ++per_micro_batch[e.micro_batch];
+    if (e.kind == EventKind::kBackward && e.seq_chunk == 0) last_chunk_end[e.micro_batch] = e.end();
+  }
+  CHECK(per_micro_batch.size() == 32);
+  for (const auto& [m, count] : per_micro_batch) CHECK(count == every);
+  for (const TraceEvent& e : trace.events)
+    if (e.stage == 0 && e.kind == EventKind::kGradient && e.micro_batch >= 0)
+      CHECK(e.start >= last_chunk_end.at(e.micro_batch) - 1e-9);
 }
 
 TEST_CASE("a seqvpp order whose stages would wait on one another is refused before it runs") {
