@@ -1160,19 +1160,18 @@ class Lowering {
   // The most a stage holds at once of its micro-batches' activations (`kept`
   // per virtual pipeline chunk) and, when the backward is split, of what a
   // backward's input-gradient pass leaves for its weight-gradient pass
-  // (`held` each), from its schedule: every forward whose backward has not
-  // run yet holds its chunk's activations, every input-gradient pass whose
-  // weight-gradient pass has not run yet its chunk's share (1/chunks) of `held`. Sets the
+  // (`held`, per chunk), from its schedule: every forward whose backward has
+  // not run yet holds its chunk's activations, every input-gradient pass
+  // whose weight-gradient pass has not run yet its chunk's `held`. Sets the
   // most micro-batches in flight (1F1B: min(M, S - s); GPipe: M;
-  // interleaved: Megatron's warm-up plus one, over the chunks) and the
-  // held micro-batches at the peak. Under sequence pipelining `kept` and
-  // `held` are a sequence chunk's, and a micro-batch is seq_chunks passes.
-  static double PeakInFlight(const Plan& plan, int64_t stage, const std::vector<double>& kept, double held,
-                             double* micro_batches, double* held_micro_batches) {
-    int64_t forwards = 0, weight_gradients = 0;
-    double bytes = 0, peak = -1;
-    const double chunks = static_cast<double>(plan.chunks);
-    const double passes = chunks * static_cast<double>(plan.seq_chunks);  // of one micro-batch
+  // interleaved: Megatron's warm-up plus one, over the chunks) and what is
+  // held for weight-gradient passes at the peak. Under sequence pipelining
+  // `kept` is a sequence chunk's, and a micro-batch is seq_chunks passes.
+  static double PeakInFlight(const Plan& plan, int64_t stage, const std::vector<double>& kept,
+                             const std::vector<double>& held, double* micro_batches, double* held_at_peak) {
+    int64_t forwards = 0;
+    double bytes = 0, held_bytes = 0, peak = -1;
+    const double passes = static_cast<double>(plan.chunks * plan.seq_chunks);  // of one micro-batch
     *micro_batches = 0;
     // A unit's forward holds its activations while its backward runs: counted first.
     std::vector<ScheduleItem> order = StageOrder(plan, stage);
@@ -1184,22 +1183,21 @@ class Lowering {
       begin = end;
     }
     for (const ScheduleItem& item : order) {
-      const double chunk_kept = kept[static_cast<size_t>(item.chunk)];
+      const auto chunk = static_cast<size_t>(item.chunk);
       if (item.forward) {
         ++forwards;
-        bytes += chunk_kept;
+        bytes += kept[chunk];
       } else if (item.weight_gradient) {
-        --weight_gradients;
+        held_bytes -= held[chunk];
       } else {
         --forwards;
-        bytes -= chunk_kept;
-        if (SplitsBackward(plan.schedule)) ++weight_gradients;
+        bytes -= kept[chunk];
+        if (SplitsBackward(plan.schedule)) held_bytes += held[chunk];
       }
-      const double total = bytes + static_cast<double>(weight_gradients) * held / chunks;
       *micro_batches = std::max(*micro_batches, static_cast<double>(forwards) / passes);
-      if (total > peak) {
-        peak = total;
-        *held_micro_batches = static_cast<double>(weight_gradients) / passes;
+      if (bytes + held_bytes > peak) {
+        peak = bytes + held_bytes;
+        *held_at_peak = held_bytes;
       }
     }
     return std::max(peak, 0.0);
@@ -1230,18 +1228,24 @@ class Lowering {
   // What one micro-batch's input-gradient pass leaves for its weight-gradient
   // pass: each trained product's first operand and its output's gradient
   // (dB = A^T dC), each tensor once.
-  double HeldForWeightGradients(int64_t stage) const {
+  // Per virtual pipeline chunk (`chunk_of_op`, ChunkOfOperators).
+  std::vector<double> HeldForWeightGradients(const Plan& plan, int64_t stage,
+                                             const std::vector<int64_t>& chunk_of_op) const {
     SavedActivations operands, gradients;  // apart: a product's output may be the next one's operand
     for (size_t i = 0; i < graph_.operators().size(); ++i) {
       const int index = static_cast<int>(i);
       const Operator& op = graph_.op(index);
       if (op.pipeline_stage != stage || op.OnHost()) continue;
       if ((op.type != "MatMul" && op.type != "BatchMatMul") || !Trained(op.inputs[1])) continue;
+      operands.chunk = gradients.chunk = chunk_of_op[i];
       const int a = op.inputs[0];
       operands.Keep(Storage(a), SliceBytes(layouts_[index].inputs[0], graph_.tensor(a).dtype));
       gradients.Keep(op.outputs[0], OutputSliceBytes(op.outputs[0]));
     }
-    return operands.Bytes() + gradients.Bytes();
+    std::vector<double> held = operands.ByChunk(plan.chunks);
+    const std::vector<double> more = gradients.ByChunk(plan.chunks);
+    for (size_t c = 0; c < held.size(); ++c) held[c] += more[c];
+    return held;
   }
 
   // The tensors one micro-batch keeps for its backward, each counted once.
@@ -1432,11 +1436,11 @@ class Lowering {
     if (plan.training) {
       const double seq_chunks = static_cast<double>(plan.seq_chunks);
       m.activations_per_micro_batch = kept * seq_chunks;
-      const double held = stage.splits_backward ? HeldForWeightGradients(stage.stage) : 0;
-      double held_micro_batches = 0;
+      const std::vector<double> held = stage.splits_backward
+                                           ? HeldForWeightGradients(plan, stage.stage, chunk_of_op)
+                                           : std::vector<double>(static_cast<size_t>(plan.chunks), 0.0);
       const double in_flight = PeakInFlight(plan, stage.stage, device.ByChunk(plan.chunks), held,
-                                            &m.micro_batches_in_flight, &held_micro_batches);
-      m.held_for_weight_gradients = held * held_micro_batches * seq_chunks;
+                                            &m.micro_batches_in_flight, &m.held_for_weight_gradients);
       m.activations = in_flight + largest_segment + offload_buffers;
       m.host += host_kept * m.micro_batches_in_flight * seq_chunks;
     } else {
