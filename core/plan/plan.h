@@ -187,7 +187,7 @@ struct Plan {
   // The passes of each chunk a stage runs per step: micro_batch_num, times
   // seq_chunks under sequence pipelining, where each micro-batch's sequences
   // run as seq_chunks passes (the stage programs are one such pass; a
-  // ScheduleItem's micro_batch is then micro-batch x seq_chunks + chunk).
+  // ScheduleItem's micro_batch is then micro-batch x seq_chunks + sequence chunk).
   int64_t micro_batches = 1;
   int64_t seq_chunks = 1;
   int64_t micro_batch_num() const { return micro_batches / seq_chunks; }  // the run's micro-batches
