@@ -281,8 +281,8 @@ class Lowering {
     t.kernel = kernel;
     t.dtype = dtype;
     t.seconds = ComputeSeconds(flops, bytes, dtype, run_.cluster, on_host, kernel).seconds;
-    const int64_t n = seq_chunks_;
-    if (n > 1 && !kernel.attention.empty()) {
+    if (seq_chunks_ > 1 && !kernel.attention.empty()) {
+      const int64_t n = seq_chunks_;
       // The graph's attention reads the whole sequence's keys at the chunks'
       // mean (half of them, causal); chunk j reads j + 1/2 chunks' worth.
       for (int64_t j = 0; j < n; ++j) {
@@ -1204,17 +1204,17 @@ class Lowering {
   }
 
   // The virtual pipeline chunk each of the stage's operators runs in: that
-  // of its first forward task (the tasks split by count as ChunkSteps splits
-  // them), or, for one without a task of its own (a view, a kernel fused into
-  // the one before), of the operator before it on the stage. Per graph operator.
+  // of its first forward task (ChunkOfTask), or, for one without a task of
+  // its own (a view, a kernel fused into the one before), of the operator
+  // before it on the stage. Per graph operator.
   std::vector<int64_t> ChunkOfOperators(const Plan& plan, const StageProgram& stage) const {
     const size_t ops = graph_.operators().size();
     std::vector<int64_t> chunk(ops, -1);
     const auto n = static_cast<int64_t>(stage.forward.size());
-    for (int64_t i = 0, c = 0; i < n; ++i) {
-      while (c + 1 < plan.chunks && i >= n * (c + 1) / plan.chunks) ++c;
+    for (int64_t i = 0; i < n; ++i) {
       const int op = stage.forward[static_cast<size_t>(i)].op;
-      if (op >= 0 && chunk[static_cast<size_t>(op)] < 0) chunk[static_cast<size_t>(op)] = c;
+      if (op >= 0 && chunk[static_cast<size_t>(op)] < 0)
+        chunk[static_cast<size_t>(op)] = ChunkOfTask(n, plan.chunks, i);
     }
     int64_t before = 0;
     for (size_t i = 0; i < ops; ++i) {

@@ -109,6 +109,12 @@ std::vector<PassStep> ChunkSteps(const std::vector<Task>& tasks, int64_t chunks,
                    break_after);
 }
 
+int64_t ChunkOfTask(int64_t tasks, int64_t chunks, int64_t task) {
+  int64_t chunk = 0;
+  while (chunk + 1 < chunks && task >= tasks * (chunk + 1) / chunks) ++chunk;
+  return chunk;
+}
+
 std::vector<bool> BucketBreaks(const StageProgram& stage) {
   std::vector<bool> breaks(stage.GradientTasks().size(), false);
   for (const GradientBucket& b : stage.buckets)

@@ -57,6 +57,8 @@ std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, si
 // runs the layers last to first), the chunk-th share from the end.
 std::vector<PassStep> ChunkSteps(const std::vector<Task>& tasks, int64_t chunks, int64_t chunk,
                                  const std::vector<bool>& break_after, bool reversed);
+// The chunk whose share (as ChunkSteps splits a forward) holds task `task` of `tasks`.
+int64_t ChunkOfTask(int64_t tasks, int64_t chunks, int64_t task);
 
 // The prefetch stream's clock through a pass: `Issue` queues a step's
 // prefetches at `now`; `Wait` gives how long the step then waits for the

@@ -8,10 +8,13 @@ namespace {
 // Each chunk's steps, each sequence chunk's in turn.
 std::vector<std::vector<PassStep>> PerChunk(const std::vector<Task>& tasks, int64_t chunks, int64_t seq_chunks,
                                             const std::vector<bool>& breaks, bool reversed) {
+  std::vector<std::vector<Task>> per_seq_chunk;  // empty without sequence chunks: `tasks` themselves
+  for (int64_t j = 0; seq_chunks > 1 && j < seq_chunks; ++j) per_seq_chunk.push_back(SequenceChunkTasks(tasks, j));
   std::vector<std::vector<PassStep>> out;
   for (int64_t c = 0; c < chunks; ++c)
     for (int64_t j = 0; j < seq_chunks; ++j)
-      out.push_back(ChunkSteps(seq_chunks > 1 ? SequenceChunkTasks(tasks, j) : tasks, chunks, c, breaks, reversed));
+      out.push_back(
+          ChunkSteps(seq_chunks > 1 ? per_seq_chunk[static_cast<size_t>(j)] : tasks, chunks, c, breaks, reversed));
   return out;
 }
 

@@ -175,5 +175,16 @@ TEST_CASE("a prefetched weight gather runs beside compute and blocking collectiv
   CHECK(stream.Drain(3) == 8);
 }
 
+TEST_CASE("ChunkOfTask names the chunk whose forward share ChunkSteps gives each task") {
+  for (int64_t n = 1; n <= 23; ++n)
+    for (int64_t chunks = 1; chunks <= 5; ++chunks) {
+      std::vector<Task> tasks;
+      for (int64_t i = 0; i < n; ++i) tasks.push_back(ComputeTask("t" + std::to_string(i), 1));
+      for (int64_t c = 0; c < chunks; ++c)
+        for (const PassStep& step : ChunkSteps(tasks, chunks, c, {}, false))
+          for (int i = step.first_task; i < step.end_task; ++i) CHECK(ChunkOfTask(n, chunks, i) == c);
+    }
+}
+
 }  // namespace
 }  // namespace shardlab
