@@ -151,12 +151,13 @@ Topology Search(const GroupPlacement& p, const ClusterSpec& cluster) {
 
 // ncclTopoTuneModel for one (collective, algorithm, protocol): latency (us)
 // and algorithm bandwidth (GB/s, of the whole buffer); 0 bandwidth when NCCL
-// would not run the pair.
+// would not run the pair. `channel_share`: the part of the graph's channels
+// that carry the call (1 as the tuner ranks; less at run time, RuntimeChannels).
 struct Tuned {
   double latency = 0, algbw = 0;
 };
 
-Tuned Tune(Collective c, Algo a, Proto pr, const Topology& t) {
+Tuned Tune(Collective c, Algo a, Proto pr, const Topology& t, double channel_share = 1) {
   const bool allreduce = c == Collective::kAllReduce;
   const bool gather_scatter = c == Collective::kAllGather || c == Collective::kReduceScatter;
   const double n = static_cast<double>(t.ranks);
@@ -169,7 +170,7 @@ Tuned Tune(Collective c, Algo a, Proto pr, const Topology& t) {
   const Graph& g = a == kTree ? t.tree : a == kRing ? t.ring : a == kNvlsAlgo ? t.nvls : t.nvls_tree;
   const int node = t.nodes <= 2 ? static_cast<int>(t.nodes) - 1 : 2;
   const double ppn = static_cast<double>(t.ppn);
-  const double channels = g.channels;
+  const double channels = g.channels * channel_share;
 
   double bw = t.nodes <= 2 ? g.bw_intra : g.bw_inter;
   if (a == kNvlsAlgo || a == kNvlsTreeAlgo) {
@@ -237,12 +238,48 @@ double RankingMicros(Collective c, Algo a, Proto pr, double buffer, const Topolo
   return tuned->latency + buffer / (1000 * tuned->algbw);
 }
 
-NcclEstimate Estimate(Algo a, Proto pr, double buffer, const Tuned& tuned, const Topology& t) {
+// The channels one call runs on (enqueue.cc): ring and tree start from the
+// communicator's channels and drop one while the buffer is under channels x
+// threads x the protocol's bytes per thread (topoGetAlgoInfo: 8 for LL, times
+// the ranks on a ring, 8 for LL128, 64 for Simple; 512 threads, LL128 640);
+// the plan then deals the traffic out in cells of 32 KiB, one channel at least
+// per cell (scheduleCollTasksToPlan; LL's traffic counts four times). NVLS
+// keeps its own channels.
+int RuntimeChannels(Collective c, Algo a, Proto pr, double buffer, const Topology& t) {
+  if (a != kRing && a != kTree) return t.comm_channels;
+  const double threads = pr == kLL128 ? 640 : 512;
+  double per_thread = pr == kSimpleProto ? 64 : 8;
+  if (a == kRing && pr == kLL) per_thread *= static_cast<double>(t.ranks);
+  int channels = t.comm_channels;
+  while (channels > 1 && buffer < channels * threads * per_thread) --channels;
+  // Traffic per byte of a rank's count (ncclFuncTrafficPerByte): AllReduce 2,
+  // AllGather and ReduceScatter the ranks (their count is one rank's share).
+  const bool gather_scatter = c == Collective::kAllGather || c == Collective::kReduceScatter;
+  const double count_bytes = gather_scatter ? buffer / static_cast<double>(t.ranks) : buffer;
+  double traffic_per_byte = c == Collective::kAllReduce ? 2 : gather_scatter ? static_cast<double>(t.ranks) : 1;
+  if (pr == kLL) traffic_per_byte *= 4;
+  const double cell = 16 * std::ceil(std::ceil(32768 / traffic_per_byte) / 16);
+  const double cells = std::max(1.0, std::ceil(count_bytes / cell));
+  return static_cast<int>(std::min<double>(channels, cells));
+}
+
+NcclEstimate Estimate(Collective c, Algo a, Proto pr, double buffer, const Tuned& tuned, const Topology& t) {
   NcclEstimate e;
   e.algorithm = kAlgorithmOf[a];
   e.protocol = kProtocolOf[pr];
   e.latency = tuned.latency * 1e-6;
-  e.algbw = tuned.algbw * 1e9;
+  // The tuner ranks with every channel; a small call runs on fewer, each at
+  // the graph's per-channel speed (the communicator's duplicated channels
+  // share the graph's links, which only matters when more than the graph's
+  // channels run).
+  const Graph& g = a == kTree ? t.tree : t.ring;
+  const int channels = RuntimeChannels(c, a, pr, buffer, t);
+  double algbw = tuned.algbw;
+  if ((a == kRing || a == kTree) && channels < g.channels) {
+    const double share = static_cast<double>(channels) / static_cast<double>(g.channels);
+    algbw *= Tune(c, a, pr, t, share).algbw / Tune(c, a, pr, t).algbw;
+  }
+  e.algbw = algbw * 1e9;
   // LL inside a server stores each 8-byte word with its flag, which the
   // receiver polls for: no chunks to fill a pipeline with (nccl-tests on one
   // DGX H100 meets the tuner's LL time at 512 KiB and 1 MiB; LL128's
@@ -266,7 +303,7 @@ NcclEstimate Cheapest(Collective c, const std::vector<Algo>& algos, double buffe
       const double micros = RankingMicros(c, a, static_cast<Proto>(pr), buffer, t, &tuned);
       if (micros < 0 || micros >= best) continue;
       best = micros;
-      out = Estimate(a, static_cast<Proto>(pr), buffer, tuned, t);
+      out = Estimate(c, a, static_cast<Proto>(pr), buffer, tuned, t);
     }
   return out;
 }

@@ -2,8 +2,9 @@
 // (src/graph/tuning.cc, NCCL 2.23-2.30): the channels and per-channel
 // bandwidth its topology search finds on a cluster, a latency and a bus
 // bandwidth per (algorithm, protocol), and the cheapest pair per size. To
-// NCCL's ranking time it adds the pipeline fill nccl-tests measures and the
-// tuner leaves out, so that the time predicts a run, not just a ranking.
+// NCCL's ranking time it adds what the tuner leaves out and nccl-tests
+// measures: a small call runs on fewer channels (src/enqueue.cc), a large one
+// fills a pipeline first. The time predicts a run, not just a ranking.
 #pragma once
 
 #include "core/comm/collective.h"

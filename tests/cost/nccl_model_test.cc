@@ -97,5 +97,30 @@ TEST_CASE("LL inside a server has no pipeline to fill: the tuner's time at 512 K
   CHECK(across.fill > 0);
 }
 
+TEST_CASE("A small call runs on as many channels as its buffer fills, each at the graph's speed") {
+  // Ring LL on one DGX H100 (8 ranks): a channel per 512 threads x 8 bytes x
+  // 8 ranks = 32 KiB of buffer, so 16 KiB and 32 KiB run on one channel of
+  // the graph's 12 (30 GB/s each, LL's flags halving it) and each doubling up
+  // to 256 KiB adds a channel per 32 KiB: the bandwidth term stays put.
+  const ClusterSpec h100 = testing::ShippedCluster("dgx-h100-ndr");
+  const GroupPlacement node = PlaceStridedGroup(0, 8, 1, h100);
+  const auto micros = [&](double bytes) {
+    const NcclEstimate e = NcclChoose(Collective::kAllReduce, bytes, node, h100);
+    CHECK(e.protocol == Protocol::kLL);
+    return e.seconds * 1e6;
+  };
+  const double latency = 6.6 + 14 * 0.6;                 // base + 2 (n - 1) NVLink steps
+  const double one_channel = 0.5 * 30 * 8.0 / 14 * 1e3;  // algbw, bytes per microsecond
+  CHECK(micros(32768) == Approx(latency + 32768 / one_channel).epsilon(1e-6));
+  CHECK(micros(16384) == Approx(latency + 16384 / one_channel).epsilon(1e-6));
+  for (double bytes : {65536.0, 131072.0, 262144.0}) CHECK(micros(bytes) == Approx(micros(32768)).epsilon(1e-6));
+  // nccl-tests (dgxc-benchmarking, the sweep above): 17.93, 19.33, 19.54,
+  // 19.89 and 20.43 us from 16 KiB to 256 KiB; every channel from the start
+  // would give 15.2-16.6.
+  const std::vector<std::pair<double, double>> measured = {
+      {16384, 17.93}, {32768, 19.33}, {65536, 19.54}, {131072, 19.89}, {262144, 20.43}};
+  for (const auto& [bytes, published] : measured) CHECK(micros(bytes) == Approx(published).epsilon(0.09));
+}
+
 }  // namespace
 }  // namespace shardlab
