@@ -35,8 +35,7 @@ struct StageTimes {
   // By (forward, weight gradient, chunk, sequence chunk).
   std::map<std::tuple<bool, bool, int64_t, int64_t>, PassTime> times;
 
-  StageTimes(const StageProgram& stage, int64_t chunks, int64_t seq_chunks,
-             const std::vector<CommDimension>& overlapped)
+  StageTimes(const StageProgram& stage, int64_t chunks, int64_t seq_chunks, const PassOverlap& overlapped)
       : passes(stage, chunks, seq_chunks, overlapped), seq_chunks(seq_chunks) {}
   const PassTime& Of(const StageProgram& stage, const ScheduleItem& item) {
     auto [it, added] =

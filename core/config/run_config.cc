@@ -33,6 +33,12 @@ Section OpenSection(const JsonNode& node) {
   return {ReadJsonFile(path), path};
 }
 
+// The key that asks for overlapped forwards and backwards, and its name.
+std::pair<JsonNode, std::string> OverlapKey(const RunSpec& run, const JsonNode& root) {
+  if (!run.ascend_config.pp_1f1b_overlap.empty()) return {root.Child("ascend_config"), "pp_1f1b_overlap"};
+  return {root.Child("simulation").Child("overlap_forward_backward"), "overlap_forward_backward"};
+}
+
 // Rules between the sections: device counts, batch splits, dtypes.
 void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel_node) {
   const auto& p = run.parallel;
@@ -140,20 +146,22 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
           .Fail(fmt::format("a micro-batch of {} samples cannot be split over data_parallel {}", p.micro_batch_size(),
                             dp));
   }
-  if (!run.simulation.overlap_forward_backward.empty()) {
-    const JsonNode key = root.Child("simulation").Child("overlap_forward_backward");
+  if (!ForwardBackwardOverlap(run).empty()) {
+    const auto [key, what] = OverlapKey(run, root);
     if (!run.simulation.training())
-      key.Fail("overlap_forward_backward pairs forwards with backwards, which an inference step has none of");
+      key.Fail(fmt::format("{} pairs forwards with backwards, which an inference step has none of", what));
     if (run.simulation.pipeline_schedule == PipelineSchedule::kGPipe)
       key.Fail(
-          "overlap_forward_backward pairs a forward with a backward in the schedule's steady state, which gpipe has "
-          "none of: use 1f1b, interleaved, zero_bubble_h1 or zero_bubble_v");
+          fmt::format("{} pairs a forward with a backward in the schedule's steady state, which gpipe has "
+                      "none of: use 1f1b, interleaved, zero_bubble_h1 or zero_bubble_v",
+                      what));
     if (p.cpu_offloading_num_layers > 0)
-      key.Fail("overlap_forward_backward is not built with activation offloading (cpu_offloading_num_layers)");
+      key.Fail(fmt::format("{} is not built with activation offloading (cpu_offloading_num_layers)", what));
     if (p.enable_parallel_optimizer && p.parallel_optimizer_config.optimizer_level == OptimizerLevel::kLevel3)
       key.Fail(
-          "overlap_forward_backward is not built with optimizer_level level3: its weight gathers run on a stream "
-          "of their own beside each pass");
+          fmt::format("{} is not built with optimizer_level level3: its weight gathers run on a stream "
+                      "of their own beside each pass",
+                      what));
   }
 }
 
@@ -171,10 +179,10 @@ void CheckSequenceChunks(const RunSpec& run, const JsonNode& root, const JsonNod
                             n));
     return;
   }
-  if (!run.simulation.overlap_forward_backward.empty())
-    root.Child("simulation")
-        .Child("overlap_forward_backward")
-        .Fail(fmt::format("overlap_forward_backward is not built with pipeline_schedule \"{}\"", ToString(schedule)));
+  if (!ForwardBackwardOverlap(run).empty()) {
+    const auto [key, what] = OverlapKey(run, root);
+    key.Fail(fmt::format("{} is not built with pipeline_schedule \"{}\"", what, ToString(schedule)));
+  }
   if (schedule == PipelineSchedule::kSeqPipe) return;
   const JsonNode schedule_node = run.parallel.pipeline_config ? parallel_node.Child("pipeline_config")
                                                               : root.Child("simulation").Child("pipeline_schedule");
@@ -314,12 +322,27 @@ RunSpec ReadRunSpec(const JsonNode& node) {
         .Fail(fmt::format("the zero_bubble_v schedule needs at least 2 pipeline stages and micro_batch_num >= 2 x "
                           "pipeline_stages (MindSpore's rule); here {} stages and {} micro-batches",
                           run.parallel.pipeline_stages, run.parallel.micro_batch_num));
-  CheckSequenceChunks(run, node, parallel_node);
   if (auto stack = r.Optional("stack")) run.stack = ReadSoftwareStack(*stack);
+  if (auto ascend = r.Optional("ascend_config")) {
+    run.ascend_config = ReadAscendConfig(*ascend);
+    if (!run.ascend_config.pp_1f1b_overlap.empty() && !run.simulation.overlap_forward_backward.empty())
+      ascend->Fail(
+          "pp_1f1b_overlap and simulation.overlap_forward_backward both pair forwards with backwards: give one of "
+          "the two");
+  }
+  CheckSequenceChunks(run, node, parallel_node);
   r.Finish();
   if (!run.model.builder.empty()) run.model.params.Set("batch", run.parallel.micro_batch_size());
   CheckRun(run, node, parallel_node);
   return run;
+}
+
+PassOverlap ForwardBackwardOverlap(const RunSpec& run) {
+  if (run.ascend_config.pp_1f1b_overlap.empty()) return {run.simulation.overlap_forward_backward, {}};
+  PassOverlap overlap;
+  for (const std::string& name : CommDimensionNames()) overlap.dimensions.push_back(ParseCommDimension(name));
+  overlap.collectives = run.ascend_config.Pp1f1bOverlapCollectives();
+  return overlap;
 }
 
 int64_t SequenceChunks(const RunSpec& run) {
@@ -358,12 +381,14 @@ Graph BuildRunGraph(const RunSpec& run) {
 
 nlohmann::json ToJson(const RunSpec& run) {
   nlohmann::json model = ToJson(run.model);
-  return {{"name", run.name},
-          {"cluster", ToJson(run.cluster)},
-          {"model", model},
-          {"parallel", ToJson(run.parallel)},
-          {"simulation", ToJson(run.simulation)},
-          {"stack", ToJson(run.stack)}};
+  nlohmann::json j = {{"name", run.name},
+                      {"cluster", ToJson(run.cluster)},
+                      {"model", model},
+                      {"parallel", ToJson(run.parallel)},
+                      {"simulation", ToJson(run.simulation)},
+                      {"stack", ToJson(run.stack)}};
+  if (!run.ascend_config.pp_1f1b_overlap.empty()) j["ascend_config"] = ToJson(run.ascend_config);
+  return j;
 }
 
 }  // namespace shardlab

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/comm/pass_overlap.h"
+#include "core/config/ascend_config.h"
 #include "core/config/cluster_config.h"
 #include "core/config/model_config.h"
 #include "core/config/parallel_config.h"
@@ -29,9 +31,14 @@ struct RunSpec {
   ParallelConfig parallel;
   SimulationOptions simulation;
   SoftwareStack stack;
+  AscendConfig ascend_config;
 };
 
 RunSpec LoadRunFile(const std::string& path);
+// What runs beside the other pass when forwards and backwards are paired:
+// simulation.overlap_forward_backward's dimensions, or MindSpore's
+// pp_1f1b_overlap's operator types, of any dimension (empty: neither).
+PassOverlap ForwardBackwardOverlap(const RunSpec& run);
 // The run file with keys changed first (`--set`): each setting is
 // "dotted.key=VALUE", VALUE as JSON or else as a string ("parallel.micro_batch_num=64",
 // "model_params.fp8=hybrid"). Errors name the setting; the run's own checks follow.

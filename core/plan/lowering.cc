@@ -79,7 +79,7 @@ class Lowering {
     Plan plan;
     plan.training = run_.simulation.training();
     plan.schedule = run_.simulation.pipeline_schedule;
-    if (plan.training) plan.overlap_forward_backward = run_.simulation.overlap_forward_backward;
+    if (plan.training) plan.overlap_forward_backward = ForwardBackwardOverlap(run_);
     plan.seq_chunks = seq_chunks_;
     plan.micro_batches = p_.micro_batch_num * plan.seq_chunks;
     CheckSequenceSchedule(plan);

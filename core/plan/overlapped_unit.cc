@@ -42,11 +42,12 @@ std::vector<Task> UnitTasks(const StageProgram& stage) {
 }
 
 std::vector<PassStep> OverlapSteps(const std::vector<PassStep>& a, const std::vector<PassStep>& b,
-                                   const std::vector<Task>& tasks, const std::vector<CommDimension>& overlapped) {
-  // A step of one blocking collective of the listed dimensions.
+                                   const std::vector<Task>& tasks, const PassOverlap& overlapped) {
+  // A step of one blocking collective that the overlap moves.
   auto movable = [&](const PassStep& s) {
-    return s.compute_seconds == 0 && s.collectives.size() == 1 && s.prefetches.empty() &&
-           std::find(overlapped.begin(), overlapped.end(), tasks[s.collectives[0]].dimension) != overlapped.end();
+    if (s.compute_seconds != 0 || s.collectives.size() != 1 || !s.prefetches.empty()) return false;
+    const Task& c = tasks[s.collectives[0]];
+    return overlapped.Moves(c.dimension, c.collective);
   };
   const std::vector<PassStep>* passes[2] = {&a, &b};
   size_t next[2] = {0, 0};
@@ -88,7 +89,7 @@ std::vector<PassStep> OverlapSteps(const std::vector<PassStep>& a, const std::ve
 }
 
 UnitPass OverlapUnit(const StageProgram& stage, const std::vector<ScheduleItem>& items, int64_t chunks,
-                     const std::vector<CommDimension>& overlapped) {
+                     const PassOverlap& overlapped) {
   const int backward_size = static_cast<int>(stage.backward.size());
   const int forward_offset = backward_size + static_cast<int>(stage.weight_gradient.size());
   const std::vector<Task> tasks = UnitTasks(stage);

@@ -30,7 +30,7 @@ std::vector<Task> UnitTasks(const StageProgram& stage);
 // alone) until it reaches such a collective itself; then the first pass goes
 // on, once its collective has ended. Each pass keeps its own order.
 std::vector<PassStep> OverlapSteps(const std::vector<PassStep>& a, const std::vector<PassStep>& b,
-                                   const std::vector<Task>& tasks, const std::vector<CommDimension>& overlapped);
+                                   const std::vector<Task>& tasks, const PassOverlap& overlapped);
 
 struct UnitPass {
   std::vector<PassStep> steps;  // over UnitTasks
@@ -43,7 +43,7 @@ struct UnitPass {
 // pass) of a stage whose passes run as `chunks` chunks, the `overlapped`
 // dimensions' collectives beside the other pass's compute.
 UnitPass OverlapUnit(const StageProgram& stage, const std::vector<ScheduleItem>& items, int64_t chunks,
-                     const std::vector<CommDimension>& overlapped);
+                     const PassOverlap& overlapped);
 
 // A unit that took `duration` shown as its items one after another: each
 // item's span is its compute plus a share of the unit's time beyond the

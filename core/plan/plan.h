@@ -11,6 +11,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/comm/pass_overlap.h"
 #include "core/config/simulation_options.h"
 #include "core/cost/collective_cost.h"
 #include "core/cost/compute_cost.h"
@@ -181,9 +182,9 @@ struct Plan {
   bool training = true;
   PipelineSchedule schedule = PipelineSchedule::k1F1B;
   // Units of a forward and a backward (ScheduleItem::with_next): the
-  // dimensions whose blocking collectives overlap the other pass's compute.
-  // Empty: one pass at a time.
-  std::vector<CommDimension> overlap_forward_backward;
+  // blocking collectives that overlap the other pass's compute. Empty: one
+  // pass at a time.
+  PassOverlap overlap_forward_backward;
   // The passes of each chunk a stage runs per step: micro_batch_num, times
   // seq_chunks under sequence pipelining, where each micro-batch's sequences
   // run as seq_chunks passes (the stage programs are one such pass; a

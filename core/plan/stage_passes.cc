@@ -27,8 +27,7 @@ std::vector<Task> SequenceChunkTasks(const std::vector<Task>& tasks, int64_t j) 
   return out;
 }
 
-StagePasses::StagePasses(const StageProgram& stage, int64_t chunks, int64_t seq_chunks,
-                         std::vector<CommDimension> overlapped)
+StagePasses::StagePasses(const StageProgram& stage, int64_t chunks, int64_t seq_chunks, PassOverlap overlapped)
     : stage_(&stage),
       chunks_(chunks),
       seq_chunks_(seq_chunks),

@@ -22,7 +22,7 @@ class StagePasses {
  public:
   // `stage` must outlive this. `seq_chunks`: the sequence chunks of each
   // micro-batch (Plan::seq_chunks), whose passes' attention differs.
-  StagePasses(const StageProgram& stage, int64_t chunks, int64_t seq_chunks, std::vector<CommDimension> overlapped);
+  StagePasses(const StageProgram& stage, int64_t chunks, int64_t seq_chunks, PassOverlap overlapped);
 
   // The steps of `item`'s pass on its chunk (and sequence chunk), over StageProgram::PassTasks(item).
   const std::vector<PassStep>& Steps(const ScheduleItem& item) const;
@@ -36,7 +36,7 @@ class StagePasses {
   using UnitKind = std::vector<std::tuple<bool, bool, int64_t>>;
   const StageProgram* stage_;
   int64_t chunks_, seq_chunks_;
-  std::vector<CommDimension> overlapped_;
+  PassOverlap overlapped_;
   std::vector<std::vector<PassStep>> forward_, backward_, weight_gradient_;  // per chunk x seq_chunks + sequence chunk
   std::vector<Task> unit_tasks_;
   std::map<UnitKind, UnitPass> units_;

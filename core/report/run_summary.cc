@@ -41,7 +41,8 @@ std::string DescribeParallel(const ParallelConfig& p) {
   return out;
 }
 
-std::string DescribeSchedule(const SimulationOptions& s, int64_t pipeline_stages, int64_t seq_chunks) {
+std::string DescribeSchedule(const SimulationOptions& s, const PassOverlap& overlap, int64_t pipeline_stages,
+                             int64_t seq_chunks) {
   if (!s.training()) return "";
   std::string out;
   if (pipeline_stages > 1) {
@@ -57,14 +58,9 @@ std::string DescribeSchedule(const SimulationOptions& s, int64_t pipeline_stages
   if (seq_chunks > 1)
     out +=
         fmt::format("{}each micro-batch's sequences in {} chunks, one pass each", out.empty() ? "" : "; ", seq_chunks);
-  if (!s.overlap_forward_backward.empty()) {
-    std::vector<std::string> dimensions;
-    for (CommDimension d : s.overlap_forward_backward) dimensions.push_back(ToString(d));
-    out += fmt::format(
-        "{}forwards and backwards overlapped in pairs ({} collectives beside the other pass)", out.empty() ? "" : "; ",
-        dimensions.size() == static_cast<size_t>(kCommDimensions) ? std::string("all")
-                                                                  : fmt::format("{}", fmt::join(dimensions, ", ")));
-  }
+  if (!overlap.empty())
+    out += fmt::format("{}forwards and backwards overlapped in pairs ({} collectives beside the other pass)",
+                       out.empty() ? "" : "; ", overlap.Describe());
   return out;
 }
 
@@ -135,7 +131,8 @@ std::string FormatRunSummary(const RunSpec& run, const RunSummary& s) {
     out += fmt::format("             {}\n", params);
   }
   out += fmt::format("  parallel   {}\n", DescribeParallel(run.parallel));
-  if (const std::string schedule = DescribeSchedule(run.simulation, run.parallel.pipeline_stages, SequenceChunks(run));
+  if (const std::string schedule = DescribeSchedule(run.simulation, ForwardBackwardOverlap(run),
+                                                    run.parallel.pipeline_stages, SequenceChunks(run));
       !schedule.empty())
     out += fmt::format("  schedule   {}\n", schedule);
   out += fmt::format("  step       {} mode, {} per step ({} per micro-batch of {} samples)\n",

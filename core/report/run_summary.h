@@ -33,6 +33,7 @@ std::string DescribeParallel(const ParallelConfig& parallel);
 // "interleaved over 4 chunks per stage; ..." in one line: the pipeline
 // schedule a training step runs and whether its forwards and backwards
 // overlap. Empty when there is nothing to schedule (one stage, one pass at a time, or inference).
-std::string DescribeSchedule(const SimulationOptions& simulation, int64_t pipeline_stages, int64_t seq_chunks);
+std::string DescribeSchedule(const SimulationOptions& simulation, const PassOverlap& overlap, int64_t pipeline_stages,
+                             int64_t seq_chunks);
 
 }  // namespace shardlab

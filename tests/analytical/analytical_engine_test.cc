@@ -114,7 +114,7 @@ TEST_CASE("zero_bubble_v's V shrinks ZB-H1's bubble further") {
 Plan UniformWithCollectives(int64_t stages, int64_t micro_batches, const std::string& schedule, int64_t chunks,
                             double f, double b, double collective) {
   Plan plan = Uniform(stages, micro_batches, schedule, chunks, f, b);
-  plan.overlap_forward_backward = {CommDimension::kExpert};
+  plan.overlap_forward_backward = {{CommDimension::kExpert}, {}};
   for (StageProgram& stage : plan.stages) {
     Task exchange;
     exchange.kind = Task::Kind::kCollective;
@@ -135,7 +135,7 @@ TEST_CASE("overlapped units run each pass's collectives beside the other's compu
   Plan plan = UniformWithCollectives(1, 8, "1f1b", 1, 1.0, 2.0, 1.0);
   const StepResult overlapped = Analytical(plan);
   CHECK(overlapped.step_seconds == Approx(2.0 + 7 * 3.5 + 3.0));
-  plan.overlap_forward_backward.clear();
+  plan.overlap_forward_backward = {};
   const StepResult serial = Analytical(plan);
   CHECK(serial.step_seconds == Approx(8 * 5.0));
   // The timeline shows a unit's passes one after another, its exposed collectives shared out.
@@ -149,7 +149,7 @@ TEST_CASE("overlapped units run each pass's collectives beside the other's compu
   CHECK(passes[2]->end() == Approx(2.0 + 3.5));
   CHECK(overlapped.stages[0].exposed_communication_seconds == Approx(1.0 + 7 * 0.5 + 1.0));
   // Collectives of a dimension not listed still block the compute.
-  plan.overlap_forward_backward = {CommDimension::kTensor};
+  plan.overlap_forward_backward = {{CommDimension::kTensor}, {}};
   CHECK(Analytical(plan).step_seconds == Approx(2.0 + 7 * 5.0 + 3.0));
   // Every schedule runs its units without deadlock, faster than one pass at a time.
   for (const char* schedule : {"1f1b", "interleaved", "zero_bubble_h1", "zero_bubble_v"})
@@ -163,7 +163,7 @@ TEST_CASE("overlapped units run each pass's collectives beside the other's compu
           stage.splits_backward = true;
         }
       const StepResult with = Analytical(p);
-      p.overlap_forward_backward.clear();
+      p.overlap_forward_backward = {};
       CHECK(with.step_seconds < Analytical(p).step_seconds);
     }
 }

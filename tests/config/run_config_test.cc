@@ -3,7 +3,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/report/run_summary.h"
+#include "core/util/warning.h"
 #include "tests/test_util.h"
 
 namespace shardlab {
@@ -236,6 +239,80 @@ TEST_CASE("seq_split_num needs a sequence-pipelined schedule, and seqvpp its sta
                      &pointer),
              Catch::Contains("not built with pipeline_schedule \"seqpipe\""));
   CHECK(pointer == "/simulation/overlap_forward_backward");
+}
+
+TEST_CASE("ascend_config reads MindSpore's pp_1f1b_overlap, inline or from its parallel speed-up file") {
+  const std::string head = R"({"name": "r", "cluster": "../clusters/ascend910-atlas900.json",
+      "model": "../models/gpt3-175b.json", "model_params": {"data_parallel": 2, "model_parallel": 2},
+      "parallel": {"parallel_mode": "semi_auto_parallel", "device_num": 16, "pipeline_stages": 4,
+                   "micro_batch_num": 8, "global_batch_size": 16}, )";
+  std::vector<std::string> warnings;
+  const WarningHandler previous = SetWarningHandler([&](const std::string& m) { warnings.push_back(m); });
+  const auto read = [&](const std::string& text) {
+    Doc doc(text, SourcePath("configs/runs/inline.json"));
+    return ReadRunSpec(doc.root());
+  };
+  // Operator types, of any dimension: the Morph ones are the same kinds; repeats and empty entries drop.
+  const RunSpec run = read(head + R"("ascend_config": {"parallel_speed_up_json": {
+      "pp_1f1b_overlap": "AlltoAllV,AlltoAll,,MorphAllGather,AllGather,AlltoAll", "matmul_grad_comm_overlap": true},
+      "precision_mode": "must_keep_origin_dtype"}})");
+  CHECK(run.ascend_config.pp_1f1b_overlap ==
+        std::vector<std::string>{"AlltoAllV", "AlltoAll", "MorphAllGather", "AllGather"});
+  const PassOverlap overlap = ForwardBackwardOverlap(run);
+  CHECK(overlap.collectives == std::vector<Collective>{Collective::kAllGather, Collective::kAllToAll});
+  CHECK(overlap.dimensions.size() == static_cast<size_t>(kCommDimensions));
+  CHECK(overlap.Moves(CommDimension::kExpert, Collective::kAllToAll));
+  CHECK(overlap.Moves(CommDimension::kTensor, Collective::kAllGather));
+  CHECK_FALSE(overlap.Moves(CommDimension::kTensor, Collective::kReduceScatter));
+  // MindSpore's other keys are read, not modelled: one warning each.
+  REQUIRE(warnings.size() == 2);
+  CHECK_THAT(warnings[0], Catch::Contains("\"matmul_grad_comm_overlap\" is not modelled"));
+  CHECK_THAT(warnings[1], Catch::Contains("\"precision_mode\" is not modelled"));
+  // The run written back reads the same.
+  nlohmann::json written = ToJson(run);
+  CHECK(written["ascend_config"]["parallel_speed_up_json"]["pp_1f1b_overlap"] ==
+        "AlltoAllV,AlltoAll,MorphAllGather,AllGather");
+  // "" is MindSpore's default: off.
+  CHECK(ForwardBackwardOverlap(read(head + R"("ascend_config": {"parallel_speed_up_json": {"pp_1f1b_overlap": ""}}})"))
+            .empty());
+  // MindSpore's own form: a file beside the run.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "shardlab-ascend-config-test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "speed_up.json") << R"({"pp_1f1b_overlap": "AlltoAll"})";
+  Doc from_file(
+      head + R"("ascend_config": {"parallel_speed_up_json_path": ")" + (dir / "speed_up.json").string() + R"("}})",
+      SourcePath("configs/runs/inline.json"));
+  CHECK(ForwardBackwardOverlap(ReadRunSpec(from_file.root())).collectives ==
+        std::vector<Collective>{Collective::kAllToAll});
+  SetWarningHandler(previous);
+
+  std::string pointer;
+  CHECK_THAT(
+      ErrorOf(head + R"("ascend_config": {"parallel_speed_up_json": {"pp_1f1b_overlap": "AlltoAll,Send"}}})", &pointer),
+      Catch::Contains("expected comma-separated operator types among AllGather, AllReduce") &&
+          Catch::Contains("got \"Send\""));
+  CHECK(pointer == "/ascend_config/parallel_speed_up_json/pp_1f1b_overlap");
+  CHECK_THAT(ErrorOf(head + R"("ascend_config": {"parallel_speed_up_json": {"pp_1f1b_overlap": true}}})", &pointer),
+             Catch::Contains("expected a string"));
+  CHECK_THAT(ErrorOf(head + R"("ascend_config": {"parallel_speed_up_json": {"pp_overlap": "AlltoAll"}}})", &pointer),
+             Catch::Contains("MindSpore's parallel speed-up keys are"));
+  CHECK(pointer == "/ascend_config/parallel_speed_up_json/pp_overlap");
+  CHECK_THAT(ErrorOf(head + R"("ascend_config": {"speed_up": {}}})", &pointer),
+             Catch::Contains("MindSpore's ascend_config keys are parallel_speed_up_json_path"));
+  CHECK_THAT(ErrorOf(head + R"("ascend_config": {"parallel_speed_up_json_path": "missing.json"}})", &pointer),
+             Catch::Contains("does not exist"));
+  CHECK(pointer == "/ascend_config/parallel_speed_up_json_path");
+  CHECK_THAT(ErrorOf(head + R"("ascend_config": {"parallel_speed_up_json": {"pp_1f1b_overlap": "AlltoAll"}},
+                       "simulation": {"overlap_forward_backward": ["expert"]}})",
+                     &pointer),
+             Catch::Contains("give one of the two"));
+  CHECK(pointer == "/ascend_config");
+  // The overlap's rules name the key that asked for it.
+  CHECK_THAT(ErrorOf(head + R"("ascend_config": {"parallel_speed_up_json": {"pp_1f1b_overlap": "AlltoAll"}},
+                       "simulation": {"pipeline_schedule": "gpipe"}})",
+                     &pointer),
+             Catch::Contains("pp_1f1b_overlap pairs a forward with a backward") && Catch::Contains("gpipe"));
+  CHECK(pointer == "/ascend_config");
 }
 
 TEST_CASE("a run cannot use more devices than its cluster has") {

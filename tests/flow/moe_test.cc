@@ -391,5 +391,39 @@ TEST_CASE("expert_parallel must divide the experts and data_parallel and needs e
   CHECK_THROWS_WITH(Prepare(spec), Catch::Contains("do not divide the 4 token groups routed per micro-batch (batch)"));
 }
 
+TEST_CASE(
+    "MindSpore's pp_1f1b_overlap moves the collectives of the operator types it names, whatever their dimension") {
+  // Mixtral's stages as data_parallel 4 x model_parallel 4 with sequence parallelism, expert parallel 4.
+  const RunSpec spec = MixtralTensorParallel(4, 1);
+  const auto step = [](const RunSpec& run) {
+    const PreparedRun prepared = Prepare(run);
+    return Summarize(prepared.plan, RunAnalytical(prepared.plan)).step_seconds;
+  };
+  const auto with_types = [&](std::vector<std::string> types) {
+    RunSpec run = spec;
+    run.ascend_config.pp_1f1b_overlap = std::move(types);
+    return run;
+  };
+  const auto with_dimensions = [&](std::vector<CommDimension> dimensions) {
+    RunSpec run = spec;
+    run.simulation.overlap_forward_backward = std::move(dimensions);
+    return run;
+  };
+  const double serial = step(spec);
+  // The token exchanges are the stage's only AlltoAlls: the same as overlapping the expert dimension.
+  const double alltoall = step(with_types({"AlltoAll", "AlltoAllV"}));
+  CHECK(alltoall < serial);
+  CHECK(alltoall == Approx(step(with_dimensions({CommDimension::kExpert}))).epsilon(1e-9));
+  // The sequence-parallel gathers and scatters are the tensor dimension's AllGathers and ReduceScatters.
+  const double gathers = step(with_types({"MorphAllGather", "MorphReduceScatter"}));
+  CHECK(gathers < serial);
+  CHECK(gathers != Approx(alltoall));
+  // Every type MindSpore lists moves what every dimension does.
+  CHECK(step(with_types({"AlltoAll", "AllGather", "ReduceScatter", "AllReduce"})) ==
+        Approx(step(with_dimensions({CommDimension::kTensor, CommDimension::kData, CommDimension::kPipeline,
+                                     CommDimension::kExpert, CommDimension::kContext})))
+            .epsilon(1e-9));
+}
+
 }  // namespace
 }  // namespace shardlab

@@ -231,18 +231,24 @@ TEST_CASE("seqvpp can deadlock where seq_split_num leaves a remainder of the sta
 
 TEST_CASE("the run summary names the schedule and what overlaps") {
   SimulationOptions s;
-  CHECK(DescribeSchedule(s, 1, 1).empty());
-  CHECK(DescribeSchedule(s, 4, 1) == "1f1b");
+  CHECK(DescribeSchedule(s, {}, 1, 1).empty());
+  CHECK(DescribeSchedule(s, {}, 4, 1) == "1f1b");
   s.pipeline_schedule = PipelineSchedule::kInterleaved;
   s.virtual_pipeline_chunks = 4;
-  s.overlap_forward_backward = {CommDimension::kExpert};
-  CHECK(DescribeSchedule(s, 8, 1) ==
+  const PassOverlap expert{{CommDimension::kExpert}, {}};
+  CHECK(DescribeSchedule(s, expert, 8, 1) ==
         "interleaved over 4 chunks per stage; forwards and backwards overlapped in pairs (expert collectives beside "
         "the other pass)");
-  CHECK(DescribeSchedule(s, 1, 1) ==
+  CHECK(DescribeSchedule(s, expert, 1, 1) ==
         "forwards and backwards overlapped in pairs (expert collectives beside the other pass)");
+  // MindSpore's pp_1f1b_overlap names operator types, of every dimension.
+  const PassOverlap alltoall{{CommDimension::kTensor, CommDimension::kData, CommDimension::kPipeline,
+                              CommDimension::kExpert, CommDimension::kContext},
+                             {Collective::kAllToAll}};
+  CHECK(DescribeSchedule(s, alltoall, 1, 1) ==
+        "forwards and backwards overlapped in pairs (AlltoAll collectives beside the other pass)");
   s.mode = StepMode::kInfer;
-  CHECK(DescribeSchedule(s, 8, 1).empty());
+  CHECK(DescribeSchedule(s, expert, 8, 1).empty());
 }
 
 }  // namespace

@@ -387,7 +387,7 @@ TEST_CASE("overlapped forward-backward units hide expert AlltoAlls between serve
   const Plan serial = Prepare(run).plan;
   run.simulation.overlap_forward_backward = {CommDimension::kExpert};
   const Plan plan = Prepare(run).plan;
-  REQUIRE(plan.overlap_forward_backward == std::vector<CommDimension>{CommDimension::kExpert});
+  REQUIRE(plan.overlap_forward_backward == PassOverlap{{CommDimension::kExpert}, {}});
   const StepResult simulated = Summarize(
       plan, RunSimGrid(plan, run.cluster, Fidelity::kAggregated, Symmetry::kFold, TraceRequest{.enabled = true}));
   const StepResult analytical = Summarize(plan, RunAnalytical(plan));
