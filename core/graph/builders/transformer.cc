@@ -1143,17 +1143,22 @@ int HeadLoss(GraphBuilder& b, const Dims& d, int x, int head, int labels) {
 // hidden size (eh_proj, column-parallel, gathered), then one more decoder
 // layer like the last, the final norm, the shared output head and a loss of
 // its own. The shifted tokens are the batch's own, gathered from `table`.
+// Under full recompute the norms, the projection and the layer are
+// recomputed (Megatron's _checkpointed_forward over
+// _proj_and_transformer_layer); the embedding and the head are not.
 void MultiTokenPrediction(GraphBuilder& b, const Dims& d, int hidden, int input_ids, int labels, int table, int head,
-                          int mask) {
+                          int mask, bool recompute) {
   const Shard shard{d.sharded && d.all_ops};
   const int64_t table_split = d.vocab_emb_dp ? 1 : d.mp;
   for (int64_t k = 1; k <= d.mtp_layers; ++k) {
     b.set_scope("mtp" + std::to_string(k) + "/");
     int embedded = b.Gather("embedding", table, input_ids, 0, shard({{table_split, 1}, {d.dp, d.cp}}));
     embedded = b.Reshape("embedding_flatten", embedded, {d.tokens(), d.hidden});
+    b.set_recompute(recompute);
     const int joined = b.Concat("join", {Norm(b, d, "enorm", embedded), Norm(b, d, "hnorm", hidden)}, 1,
                                 shard({{d.rows(), 1}, {d.rows(), 1}}));
     hidden = DecoderLayer(b, d, Linear(b, d, "eh_proj", joined, d.hidden, true, false), mask, d.layers + k - 1);
+    b.set_recompute(false);
     HeadLoss(b, d, Norm(b, d, "final_norm", hidden), head, labels);
   }
   b.set_scope("");
@@ -1203,7 +1208,7 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
   if (d.mtp_layers > 0)
     MultiTokenPrediction(b, d, decoded, input_ids, labels,
                          end_stage > 0 ? b.Parameter("mtp/word.table", {d.vocab, d.hidden}, d.dtype) : table, head,
-                         mask);
+                         mask, options.recompute);
   HeadLoss(b, d, x, head, labels);
   return b.Finish();
 }
