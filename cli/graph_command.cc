@@ -30,7 +30,7 @@ int GraphCommand(const GraphArgs& args) {
         break;
       }
   }
-  const GraphSummary summary = SummarizeGraph(graph, batch);
+  const GraphSummary summary = SummarizeGraph(graph, batch, SequenceChunks(model));
   if (args.json) {
     std::cout << ToJson(summary).dump(2) << "\n";
   } else {

@@ -122,4 +122,8 @@ nlohmann::json ToJson(const ModelSpec& model) {
   return j;
 }
 
+int64_t SequenceChunks(const ModelSpec& model) {
+  return model.params.values().count("seq_split_num") ? model.params.Int("seq_split_num") : 1;
+}
+
 }  // namespace shardlab

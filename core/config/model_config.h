@@ -24,6 +24,10 @@ struct ModelSpec {
 
 ModelSpec ReadModelSpec(const JsonNode& node);
 
+// The chunks each sequence runs through the pipeline as (the builder's
+// seq_split_num; 1 without): the model's graph is one chunk's pass.
+int64_t SequenceChunks(const ModelSpec& model);
+
 // Overrides builder parameters from a run's "model_params" object, checking
 // names, types and ranges against the builder.
 void ApplyModelParams(ModelSpec& model, const JsonNode& node);

@@ -345,11 +345,6 @@ PassOverlap ForwardBackwardOverlap(const RunSpec& run) {
   return overlap;
 }
 
-int64_t SequenceChunks(const RunSpec& run) {
-  const auto& values = run.model.params.values();
-  return values.count("seq_split_num") ? run.model.params.Int("seq_split_num") : 1;
-}
-
 Graph BuildRunGraph(const RunSpec& run) {
   BuildOptions options;
   options.pipeline_stages = run.parallel.pipeline_stages;

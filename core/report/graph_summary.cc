@@ -26,10 +26,11 @@ std::string FormatFlops(double flops) {
   return fmt::format("{:.3g} {}", flops, units[i]);
 }
 
-GraphSummary SummarizeGraph(const Graph& graph, int64_t batch) {
+GraphSummary SummarizeGraph(const Graph& graph, int64_t batch, int64_t seq_chunks) {
   GraphSummary s;
   s.name = graph.name();
   s.batch = batch;
+  s.seq_chunks = seq_chunks;
   s.operators = static_cast<int64_t>(graph.operators().size());
   s.tensors = static_cast<int64_t>(graph.tensors().size());
   s.stages.resize(graph.stage_count());
@@ -45,6 +46,12 @@ GraphSummary SummarizeGraph(const Graph& graph, int64_t batch) {
     ++stage.operators;
     stage.forward_flops += work.forward_flops;
     stage.backward_flops += work.backward_flops;
+  }
+  const auto passes = static_cast<double>(seq_chunks);
+  for (double* flops : {&s.forward_flops, &s.backward_flops, &s.recompute_flops}) *flops *= passes;
+  for (StageSummary& stage : s.stages) {
+    stage.forward_flops *= passes;
+    stage.backward_flops *= passes;
   }
   for (int index : graph.Parameters()) {
     const Tensor& t = graph.tensor(index);
@@ -72,8 +79,12 @@ std::string FormatGraphSummary(const GraphSummary& s) {
                      FormatCount(static_cast<double>(s.parameters)), s.parameters, s.parameter_tensors,
                      FormatCount(static_cast<double>(s.non_trainable_parameters)),
                      FormatQuantity(s.parameter_bytes, Quantity::kBytes));
-  out += fmt::format("  FLOPs/sample {} forward, {} forward+backward\n", FormatFlops(s.forward_flops_per_sample()),
+  out += fmt::format("  FLOPs/sample {} forward, {} forward+backward", FormatFlops(s.forward_flops_per_sample()),
                      FormatFlops(s.training_flops_per_sample()));
+  if (s.seq_chunks > 1)
+    out += fmt::format(" (the graph is one of each sequence's {} chunk passes, {} forward)", s.seq_chunks,
+                       FormatFlops(s.forward_flops_per_sample() / static_cast<double>(s.seq_chunks)));
+  out += "\n";
   if (s.strategies) out += fmt::format("  strategies   {} operators carry a shard strategy\n", s.strategies);
   if (s.host_operators) out += fmt::format("  host         {} operators run on the host CPU\n", s.host_operators);
   out += "  operators by type:\n";
@@ -98,6 +109,7 @@ nlohmann::json ToJson(const GraphSummary& s) {
                       {"backward_flops", st.backward_flops}});
   return {{"name", s.name},
           {"batch", s.batch},
+          {"seq_chunks", s.seq_chunks},
           {"operators", s.operators},
           {"operators_by_type", s.operators_by_type},
           {"tensors", s.tensors},

@@ -25,6 +25,9 @@ struct StageSummary {
 struct GraphSummary {
   std::string name;
   int64_t batch = 1;  // samples the graph processes at once
+  // Passes of the graph per sequence (sequence pipelining: the graph is one
+  // chunk's pass); the FLOPs below are the whole sequences'.
+  int64_t seq_chunks = 1;
   int64_t operators = 0;
   std::map<std::string, int64_t> operators_by_type;
   int64_t tensors = 0;
@@ -43,8 +46,9 @@ struct GraphSummary {
   double training_flops_per_sample() const { return (forward_flops + backward_flops) / static_cast<double>(batch); }
 };
 
-// `batch` is the number of samples the graph's shapes hold.
-GraphSummary SummarizeGraph(const Graph& graph, int64_t batch);
+// `batch` is the number of samples the graph's shapes hold; `seq_chunks`
+// the passes of the graph each sequence takes (SequenceChunks).
+GraphSummary SummarizeGraph(const Graph& graph, int64_t batch, int64_t seq_chunks = 1);
 std::string FormatGraphSummary(const GraphSummary& summary);
 nlohmann::json ToJson(const GraphSummary& summary);
 

@@ -70,15 +70,8 @@ RunSummary SummarizeRun(const RunSpec& run, const Graph& graph) {
   s.devices = run.parallel.device_num;
   s.servers_used = (s.devices + run.cluster.devices_per_server - 1) / run.cluster.devices_per_server;
   s.devices_per_stage = run.parallel.devices_per_stage();
-  s.model = SummarizeGraph(graph, run.parallel.micro_batch_size());
-  // Under sequence pipelining the graph is one of a sequence's seq_chunks
-  // passes: a micro-batch's work is seq_chunks of them.
-  const auto chunks = static_cast<double>(SequenceChunks(run));
-  for (double* flops : {&s.model.forward_flops, &s.model.backward_flops, &s.model.recompute_flops}) *flops *= chunks;
-  for (StageSummary& stage : s.model.stages) {
-    stage.forward_flops *= chunks;
-    stage.backward_flops *= chunks;
-  }
+  // Under sequence pipelining the graph is one of a sequence's passes: a micro-batch's work is all of them.
+  s.model = SummarizeGraph(graph, run.parallel.micro_batch_size(), SequenceChunks(run));
   const bool training = run.simulation.training();
   double per_micro = s.model.forward_flops;
   if (training) {

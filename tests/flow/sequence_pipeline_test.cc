@@ -11,6 +11,7 @@
 #include "core/analytical/analytical_engine.h"
 #include "core/flow/prepared_run.h"
 #include "core/plan/stage_passes.h"
+#include "core/report/graph_summary.h"
 #include "core/report/step_result.h"
 #include "tests/test_util.h"
 
@@ -52,6 +53,14 @@ TEST_CASE("seq_split_num runs each micro-batch as passes over its sequence's chu
   // 4096 x 32768 per pass x 8 passes = 32768^2), within the cache's element-wise work.
   CHECK(split.plan.model_flops == Approx(whole.plan.model_flops).epsilon(0.002));
   CHECK(split.plan.tokens_per_step == whole.plan.tokens_per_step);
+  // The graph's summary (`shardlab graph`) counts a sequence's passes: the
+  // FLOPs per sample are the whole sequence's, 8 chunk passes of one eighth.
+  const GraphSummary one_pass = SummarizeGraph(g, 1);
+  const GraphSummary passes = SummarizeGraph(g, 1, 8);
+  CHECK(passes.seq_chunks == 8);
+  CHECK(passes.forward_flops == 8 * one_pass.forward_flops);
+  CHECK(passes.forward_flops == Approx(SummarizeGraph(whole.sharded.graph, 1).forward_flops).epsilon(0.01));
+  CHECK_THAT(FormatGraphSummary(passes), Catch::Contains("(the graph is one of each sequence's 8 chunk passes"));
 
   // Stage 0 warms up (S - 1) + n - 1 passes ahead of its first backward and
   // holds one more: 15 chunks of 8, 1.875 micro-batches, against 1F1B's 8.
