@@ -54,7 +54,6 @@ Trace RunAnalytical(const Plan& plan) {
   trace.engine = "analytical";
   std::vector<TraceEvent>& events = trace.events;
   const int64_t S = static_cast<int64_t>(plan.stages.size());
-  const int64_t M = plan.micro_batches;
   const int64_t V = RunsChunks(plan.schedule) ? plan.chunks : 1;
   std::vector<StageTimes> times;
   times.reserve(plan.stages.size());

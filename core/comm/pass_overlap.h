@@ -19,7 +19,7 @@ struct PassOverlap {
   bool empty() const { return dimensions.empty(); }
   // Whether a collective of this dimension and kind runs beside the other pass.
   bool Moves(CommDimension dimension, Collective collective) const;
-  // "expert", "all", "AllGather and AlltoAll" ...: what goes beside the other pass, for reports.
+  // "expert", "all", "AllGather, AlltoAll" ...: what goes beside the other pass, for reports.
   std::string Describe() const;
   bool operator==(const PassOverlap&) const = default;
 };

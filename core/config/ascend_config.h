@@ -7,7 +7,6 @@
 // as MindSpore makes them.
 #pragma once
 
-#include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -17,11 +16,25 @@
 
 namespace shardlab {
 
+// The operator types pp_1f1b_overlap may name (mindspore/python/mindspore/
+// context.py, _check_speedup_config_str_value), in MindSpore's spelling.
+enum class OverlapOperator {
+  kAlltoAll,            // "AlltoAll": MoE token exchanges, Ulysses' sequence-for-heads exchange
+  kAlltoAllV,           // "AlltoAllV": an AlltoAll of uneven slices (dropless MoE dispatch)
+  kAllGather,           // "AllGather"
+  kMorphAllGather,      // "MorphAllGather": MindFormers' tensor-parallel layers' own gather
+  kReduceScatter,       // "ReduceScatter"
+  kMorphReduceScatter,  // "MorphReduceScatter": MindFormers' tensor-parallel layers' own scatter
+  kAllReduce,           // "AllReduce"
+};
+
+const char* ToString(OverlapOperator op);
+// The collective an operator type runs.
+Collective CollectiveOf(OverlapOperator op);
+
 struct AscendConfig {
-  // pp_1f1b_overlap's operator types in MindSpore's spelling, as given
-  // (AlltoAll, AlltoAllV, AllGather, MorphAllGather, ReduceScatter,
-  // MorphReduceScatter, AllReduce); empty: no overlap.
-  std::vector<std::string> pp_1f1b_overlap;
+  // pp_1f1b_overlap's operator types as given, once each; empty: no overlap.
+  std::vector<OverlapOperator> pp_1f1b_overlap;
 
   // The kinds of collective those operator types are, sorted, once each.
   std::vector<Collective> Pp1f1bOverlapCollectives() const;

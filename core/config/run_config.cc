@@ -169,7 +169,7 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
 // with their rules (SeqvppScheduler::ComputeCycleList).
 void CheckSequenceChunks(const RunSpec& run, const JsonNode& root, const JsonNode& parallel_node) {
   const PipelineSchedule schedule = run.simulation.pipeline_schedule;
-  const int64_t n = SequenceChunks(run);
+  const int64_t n = SequenceChunks(run.model);
   if (!RunsSequenceChunks(schedule)) {
     if (n > 1)
       root.Child("model_params")
@@ -340,7 +340,7 @@ RunSpec ReadRunSpec(const JsonNode& node) {
 PassOverlap ForwardBackwardOverlap(const RunSpec& run) {
   if (run.ascend_config.pp_1f1b_overlap.empty()) return {run.simulation.overlap_forward_backward, {}};
   PassOverlap overlap;
-  for (const std::string& name : CommDimensionNames()) overlap.dimensions.push_back(ParseCommDimension(name));
+  for (int d = 0; d < kCommDimensions; ++d) overlap.dimensions.push_back(static_cast<CommDimension>(d));
   overlap.collectives = run.ascend_config.Pp1f1bOverlapCollectives();
   return overlap;
 }

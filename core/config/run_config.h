@@ -58,9 +58,6 @@ RunSpec ReadRunSpec(const JsonNode& node);
 // stages, recompute marks from the parallel settings.
 Graph BuildRunGraph(const RunSpec& run);
 
-// The chunks each sequence runs through the pipeline as (model_params.seq_split_num; 1 without).
-inline int64_t SequenceChunks(const RunSpec& run) { return SequenceChunks(run.model); }
-
 // The run with cluster and model inline: a self-contained document.
 nlohmann::json ToJson(const RunSpec& run);
 

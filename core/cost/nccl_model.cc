@@ -242,11 +242,12 @@ double RankingMicros(Collective c, Algo a, Proto pr, double buffer, const Topolo
 // communicator's channels and drop one while the buffer is under channels x
 // threads x the protocol's bytes per thread (topoGetAlgoInfo: 8 for LL, times
 // the ranks on a ring, 8 for LL128, 64 for Simple; 512 threads, LL128 640);
-// the plan then deals the traffic out in cells of 32 KiB, one channel at least
-// per cell (scheduleCollTasksToPlan; LL's traffic counts four times). NVLS
-// keeps its own channels.
+// the plan then deals the traffic out in cells of 32 KiB, at most one channel
+// per cell (scheduleCollTasksToPlan; LL's traffic counts four times). Ring and
+// tree only: NVLS keeps its own channels. (NCCL also halves a channel's
+// threads below the same threshold once one channel is left; that is not
+// modelled: nccl-tests' times below 32 KiB do not fall with it.)
 int RuntimeChannels(Collective c, Algo a, Proto pr, double buffer, const Topology& t) {
-  if (a != kRing && a != kTree) return t.comm_channels;
   const double threads = pr == kLL128 ? 640 : 512;
   double per_thread = pr == kSimpleProto ? 64 : 8;
   if (a == kRing && pr == kLL) per_thread *= static_cast<double>(t.ranks);
@@ -272,20 +273,24 @@ NcclEstimate Estimate(Collective c, Algo a, Proto pr, double buffer, const Tuned
   // the graph's per-channel speed (the communicator's duplicated channels
   // share the graph's links, which only matters when more than the graph's
   // channels run).
-  const Graph& g = a == kTree ? t.tree : t.ring;
-  const int channels = RuntimeChannels(c, a, pr, buffer, t);
   double algbw = tuned.algbw;
-  if ((a == kRing || a == kTree) && channels < g.channels) {
-    const double share = static_cast<double>(channels) / static_cast<double>(g.channels);
-    algbw *= Tune(c, a, pr, t, share).algbw / Tune(c, a, pr, t).algbw;
+  if (a == kRing || a == kTree) {
+    const Graph& g = a == kTree ? t.tree : t.ring;
+    const int channels = RuntimeChannels(c, a, pr, buffer, t);
+    if (channels < g.channels) {
+      const double share = static_cast<double>(channels) / static_cast<double>(g.channels);
+      algbw *= Tune(c, a, pr, t, share).algbw / Tune(c, a, pr, t).algbw;
+    }
   }
   e.algbw = algbw * 1e9;
   // LL inside a server stores each 8-byte word with its flag, which the
   // receiver polls for: no chunks to fill a pipeline with (nccl-tests on one
   // DGX H100 meets the tuner's LL time at 512 KiB and 1 MiB; LL128's
   // 128-byte lines and Simple's chunks do fill one).
+  // The fill is over every channel's pipeline, as F was fitted: at the
+  // tuner's bandwidth, the fewer channels of a small call already counted.
   const bool flagged = pr == kLL && t.nodes == 1;
-  e.fill = flagged ? 0 : buffer * kPipelineFillBytes / (buffer + kPipelineFillBytes) / e.algbw;
+  e.fill = flagged ? 0 : buffer * kPipelineFillBytes / (buffer + kPipelineFillBytes) / (tuned.algbw * 1e9);
   e.seconds = e.latency + buffer / e.algbw + e.fill;
   e.available = true;
   return e;

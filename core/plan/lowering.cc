@@ -58,7 +58,7 @@ class Lowering {
         own_batch_(own_batch),
         p_(run.parallel),
         fusion_(PlanKernelFusion(graph, layouts, run.stack)),
-        seq_chunks_(SequenceChunks(run)) {}
+        seq_chunks_(SequenceChunks(run.model)) {}
 
   // seqvpp's cycles of floor(S / n) micro-batches, two passes of warm-up
   // apart per stage, can wait on one another when n leaves a remainder of

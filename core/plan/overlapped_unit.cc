@@ -133,11 +133,14 @@ void CheckOverlappable(const StageProgram& stage) {
     for (const Task& t : *tasks) {
       if (t.prefetch || t.prefetches_needed > 0)
         throw std::invalid_argument(
-            "overlap_forward_backward is not built with weights gathered ahead of use (task \"" + t.name +
-            "\" of stage " + std::to_string(stage.stage) + ")");
+            "overlapped forwards and backwards (overlap_forward_backward, pp_1f1b_overlap) are not built with "
+            "weights gathered ahead of use (task \"" +
+            t.name + "\" of stage " + std::to_string(stage.stage) + ")");
       if (t.pcie_copy || t.after_host_copies)
-        throw std::invalid_argument("overlap_forward_backward is not built with host copies (task \"" + t.name +
-                                    "\" of stage " + std::to_string(stage.stage) + ")");
+        throw std::invalid_argument(
+            "overlapped forwards and backwards (overlap_forward_backward, pp_1f1b_overlap) are not built with host "
+            "copies (task \"" +
+            t.name + "\" of stage " + std::to_string(stage.stage) + ")");
     }
 }
 

@@ -71,7 +71,7 @@ RunSummary SummarizeRun(const RunSpec& run, const Graph& graph) {
   s.servers_used = (s.devices + run.cluster.devices_per_server - 1) / run.cluster.devices_per_server;
   s.devices_per_stage = run.parallel.devices_per_stage();
   // Under sequence pipelining the graph is one of a sequence's passes: a micro-batch's work is all of them.
-  s.model = SummarizeGraph(graph, run.parallel.micro_batch_size(), SequenceChunks(run));
+  s.model = SummarizeGraph(graph, run.parallel.micro_batch_size(), SequenceChunks(run.model));
   const bool training = run.simulation.training();
   double per_micro = s.model.forward_flops;
   if (training) {
@@ -125,7 +125,7 @@ std::string FormatRunSummary(const RunSpec& run, const RunSummary& s) {
   }
   out += fmt::format("  parallel   {}\n", DescribeParallel(run.parallel));
   if (const std::string schedule = DescribeSchedule(run.simulation, ForwardBackwardOverlap(run),
-                                                    run.parallel.pipeline_stages, SequenceChunks(run));
+                                                    run.parallel.pipeline_stages, SequenceChunks(run.model));
       !schedule.empty())
     out += fmt::format("  schedule   {}\n", schedule);
   out += fmt::format("  step       {} mode, {} per step ({} per micro-batch of {} samples)\n",

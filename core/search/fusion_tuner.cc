@@ -287,6 +287,13 @@ void WriteTunedRunFile(const std::string& in, const std::vector<std::string>& se
   for (const char* k : {"strategy_ckpt_load_file", "strategy_ckpt_save_file"})
     if (parallel.contains(k) && parallel[k].is_string())
       parallel[k] = RebaseRelative(parallel[k].get<std::string>(), in, out);
+  if (doc.contains("ascend_config") && doc["ascend_config"].is_object()) {
+    auto& speed_up = doc["ascend_config"]["parallel_speed_up_json_path"];
+    if (speed_up.is_string() && !speed_up.get<std::string>().empty())
+      speed_up = RebaseRelative(speed_up.get<std::string>(), in, out);
+    else if (speed_up.is_null())
+      doc["ascend_config"].erase("parallel_speed_up_json_path");
+  }
   WriteFileAtomically(out, doc.dump(2) + "\n");
 }
 

@@ -90,8 +90,8 @@ TEST_CASE("DeepSeek-V3 builds its 671 B parameters with latent attention and 256
   CHECK(staged.FindTensor("mtp/word.table"));
   // Its layer is a MoE layer like the last: its experts' products are there.
   CHECK(staged.FindOperator("mtp1/moe/experts.gate_up"));
-  // Full recompute recomputes its norms, projection and layer, not its embedding or head (Megatron's
-  // _checkpointed_forward over _proj_and_transformer_layer).
+  // Full recompute recomputes its norms, projection, layer and final norm, not its embedding or head
+  // (Megatron's _checkpointed_forward over _proj_and_transformer_layer, which ends with the final norm).
   BuildOptions recomputed = two;
   recomputed.recompute = true;
   const Graph full = BuildModelGraph(with_mtp, recomputed, JsonNode(none, "test"));
@@ -100,9 +100,9 @@ TEST_CASE("DeepSeek-V3 builds its 671 B parameters with latent attention and 256
     REQUIRE(full.FindOperator(name));
     return full.op(*full.FindOperator(name)).recompute;
   };
-  for (const char* op : {"mtp1/enorm", "mtp1/join", "mtp1/eh_proj", "mtp1/moe/experts.gate_up"}) CHECK(recomputes(op));
-  for (const char* op : {"mtp1/embedding", "mtp1/final_norm", "mtp1/head/logits", "mtp1/loss/mean"})
-    CHECK_FALSE(recomputes(op));
+  for (const char* op : {"mtp1/enorm", "mtp1/join", "mtp1/eh_proj", "mtp1/moe/experts.gate_up", "mtp1/final_norm"})
+    CHECK(recomputes(op));
+  for (const char* op : {"mtp1/embedding", "mtp1/head/logits", "mtp1/loss/mean"}) CHECK_FALSE(recomputes(op));
   CHECK_FALSE(staged.op(*staged.FindOperator("mtp1/eh_proj")).recompute);
 }
 

@@ -241,55 +241,76 @@ TEST_CASE("seq_split_num needs a sequence-pipelined schedule, and seqvpp its sta
   CHECK(pointer == "/simulation/overlap_forward_backward");
 }
 
+// Collects the warnings given while it lives.
+struct CapturedWarnings {
+  std::vector<std::string> messages;
+  WarningHandler previous;
+  CapturedWarnings() : previous(SetWarningHandler([this](const std::string& m) { messages.push_back(m); })) {}
+  ~CapturedWarnings() { SetWarningHandler(previous); }
+};
+
 TEST_CASE("ascend_config reads MindSpore's pp_1f1b_overlap, inline or from its parallel speed-up file") {
   const std::string head = R"({"name": "r", "cluster": "../clusters/ascend910-atlas900.json",
       "model": "../models/gpt3-175b.json", "model_params": {"data_parallel": 2, "model_parallel": 2},
       "parallel": {"parallel_mode": "semi_auto_parallel", "device_num": 16, "pipeline_stages": 4,
                    "micro_batch_num": 8, "global_batch_size": 16}, )";
-  std::vector<std::string> warnings;
-  const WarningHandler previous = SetWarningHandler([&](const std::string& m) { warnings.push_back(m); });
   const auto read = [&](const std::string& text) {
     Doc doc(text, SourcePath("configs/runs/inline.json"));
     return ReadRunSpec(doc.root());
   };
-  // Operator types, of any dimension: the Morph ones are the same kinds; repeats and empty entries drop.
-  const RunSpec run = read(head + R"("ascend_config": {"parallel_speed_up_json": {
-      "pp_1f1b_overlap": "AlltoAllV,AlltoAll,,MorphAllGather,AllGather,AlltoAll", "matmul_grad_comm_overlap": true},
-      "precision_mode": "must_keep_origin_dtype"}})");
-  CHECK(run.ascend_config.pp_1f1b_overlap ==
-        std::vector<std::string>{"AlltoAllV", "AlltoAll", "MorphAllGather", "AllGather"});
-  const PassOverlap overlap = ForwardBackwardOverlap(run);
-  CHECK(overlap.collectives == std::vector<Collective>{Collective::kAllGather, Collective::kAllToAll});
-  CHECK(overlap.dimensions.size() == static_cast<size_t>(kCommDimensions));
-  CHECK(overlap.Moves(CommDimension::kExpert, Collective::kAllToAll));
-  CHECK(overlap.Moves(CommDimension::kTensor, Collective::kAllGather));
-  CHECK_FALSE(overlap.Moves(CommDimension::kTensor, Collective::kReduceScatter));
-  // MindSpore's other keys are read, not modelled: one warning each.
-  REQUIRE(warnings.size() == 2);
-  CHECK_THAT(warnings[0], Catch::Contains("\"matmul_grad_comm_overlap\" is not modelled"));
-  CHECK_THAT(warnings[1], Catch::Contains("\"precision_mode\" is not modelled"));
-  // The run written back reads the same.
-  nlohmann::json written = ToJson(run);
-  CHECK(written["ascend_config"]["parallel_speed_up_json"]["pp_1f1b_overlap"] ==
-        "AlltoAllV,AlltoAll,MorphAllGather,AllGather");
-  // "" is MindSpore's default: off.
+  {
+    CapturedWarnings warnings;
+    // Operator types, of any dimension: the Morph ones are the same kinds; repeats and empty entries drop.
+    const RunSpec run = read(head + R"("ascend_config": {"parallel_speed_up_json": {
+        "pp_1f1b_overlap": "AlltoAllV,AlltoAll,,MorphAllGather,AllGather,AlltoAll", "matmul_grad_comm_overlap": true,
+        "recomputation_communication_overlap": true, "compute_communicate_fusion_level": true},
+        "precision_mode": "must_keep_origin_dtype"}})");
+    CHECK(run.ascend_config.pp_1f1b_overlap ==
+          std::vector<OverlapOperator>{OverlapOperator::kAlltoAllV, OverlapOperator::kAlltoAll,
+                                       OverlapOperator::kMorphAllGather, OverlapOperator::kAllGather});
+    const PassOverlap overlap = ForwardBackwardOverlap(run);
+    CHECK(overlap.collectives == std::vector<Collective>{Collective::kAllGather, Collective::kAllToAll});
+    CHECK(overlap.dimensions.size() == static_cast<size_t>(kCommDimensions));
+    CHECK(overlap.Moves(CommDimension::kExpert, Collective::kAllToAll));
+    CHECK(overlap.Moves(CommDimension::kTensor, Collective::kAllGather));
+    CHECK_FALSE(overlap.Moves(CommDimension::kTensor, Collective::kReduceScatter));
+    // MindSpore's other keys are read, with MindSpore's types (a bool is an int in Python), not modelled:
+    // one warning each.
+    REQUIRE(warnings.messages.size() == 4);
+    CHECK_THAT(warnings.messages[0], Catch::Contains("\"compute_communicate_fusion_level\" is not modelled"));
+    CHECK_THAT(warnings.messages[1], Catch::Contains("\"matmul_grad_comm_overlap\" is not modelled"));
+    CHECK_THAT(warnings.messages[3], Catch::Contains("\"precision_mode\" is not modelled"));
+    // The run written back, cluster and model inline, reads the same.
+    const nlohmann::json written = ToJson(run);
+    CHECK(written["ascend_config"]["parallel_speed_up_json"]["pp_1f1b_overlap"] ==
+          "AlltoAllV,AlltoAll,MorphAllGather,AllGather");
+    CHECK(ReadRunSpec(JsonNode(written, "written.json")).ascend_config == run.ascend_config);
+  }
+  // "" is MindSpore's default: off; so is a path of "" or null beside the inline keys.
   CHECK(ForwardBackwardOverlap(read(head + R"("ascend_config": {"parallel_speed_up_json": {"pp_1f1b_overlap": ""}}})"))
             .empty());
-  // MindSpore's own form: a file beside the run.
+  CHECK(read(head + R"("ascend_config": {"parallel_speed_up_json_path": null,
+                                          "parallel_speed_up_json": {"pp_1f1b_overlap": "AlltoAll"}}})")
+            .ascend_config.pp_1f1b_overlap.size() == 1);
+  CHECK(read(head + R"("ascend_config": {"parallel_speed_up_json_path": ""}})").ascend_config.pp_1f1b_overlap.empty());
+  // MindSpore's own form: a file, its path relative to the run file.
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "shardlab-ascend-config-test";
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "speed_up.json") << R"({"pp_1f1b_overlap": "AlltoAll"})";
-  Doc from_file(
-      head + R"("ascend_config": {"parallel_speed_up_json_path": ")" + (dir / "speed_up.json").string() + R"("}})",
-      SourcePath("configs/runs/inline.json"));
+  std::filesystem::create_directories(dir / "speed_up");
+  std::ofstream(dir / "speed_up" / "parallel_speed_up.json") << R"({"pp_1f1b_overlap": "AlltoAll"})";
+  Doc from_file(R"({"name": "r", "cluster": ")" + SourcePath("configs/clusters/ascend910-atlas900.json") +
+                    R"(", "model": ")" + SourcePath("configs/models/gpt3-175b.json") +
+                    R"(", "model_params": {"data_parallel": 2, "model_parallel": 2},
+      "parallel": {"parallel_mode": "semi_auto_parallel", "device_num": 16, "pipeline_stages": 4,
+                   "micro_batch_num": 8, "global_batch_size": 16},
+      "ascend_config": {"parallel_speed_up_json_path": "speed_up/parallel_speed_up.json"}})",
+                (dir / "run.json").string());
   CHECK(ForwardBackwardOverlap(ReadRunSpec(from_file.root())).collectives ==
         std::vector<Collective>{Collective::kAllToAll});
-  SetWarningHandler(previous);
 
   std::string pointer;
   CHECK_THAT(
       ErrorOf(head + R"("ascend_config": {"parallel_speed_up_json": {"pp_1f1b_overlap": "AlltoAll,Send"}}})", &pointer),
-      Catch::Contains("expected comma-separated operator types among AllGather, AllReduce") &&
+      Catch::Contains("expected comma-separated operator types among AlltoAll, AlltoAllV, AllGather") &&
           Catch::Contains("got \"Send\""));
   CHECK(pointer == "/ascend_config/parallel_speed_up_json/pp_1f1b_overlap");
   CHECK_THAT(ErrorOf(head + R"("ascend_config": {"parallel_speed_up_json": {"pp_1f1b_overlap": true}}})", &pointer),

@@ -120,6 +120,12 @@ TEST_CASE("A small call runs on as many channels as its buffer fills, each at th
   const std::vector<std::pair<double, double>> measured = {
       {16384, 17.93}, {32768, 19.33}, {65536, 19.54}, {131072, 19.89}, {262144, 20.43}};
   for (const auto& [bytes, published] : measured) CHECK(micros(bytes) == Approx(published).epsilon(0.09));
+  // AllGather counts its buffer whole against the threshold (NCCL's nBytes is the output) and deals out
+  // one rank's share in cells: 64 KiB over 8 ranks runs on 2 channels, LL's 15 GB/s each, 7 steps of
+  // latency: 6.6 + 7 x 0.6 us, then 64 KiB at 30 GB/s of bus bandwidth, 8/7 of it the buffer's.
+  const NcclEstimate gather = NcclTime(Collective::kAllGather, CollectiveAlgorithm::kRing, 65536, node, h100);
+  CHECK(gather.protocol == Protocol::kLL);
+  CHECK(gather.seconds * 1e6 == Approx(6.6 + 7 * 0.6 + 65536 / (30 * 8.0 / 7 * 1e3)).epsilon(1e-6));
 }
 
 }  // namespace

@@ -399,7 +399,7 @@ TEST_CASE(
     const PreparedRun prepared = Prepare(run);
     return Summarize(prepared.plan, RunAnalytical(prepared.plan)).step_seconds;
   };
-  const auto with_types = [&](std::vector<std::string> types) {
+  const auto with_types = [&](std::vector<OverlapOperator> types) {
     RunSpec run = spec;
     run.ascend_config.pp_1f1b_overlap = std::move(types);
     return run;
@@ -411,15 +411,16 @@ TEST_CASE(
   };
   const double serial = step(spec);
   // The token exchanges are the stage's only AlltoAlls: the same as overlapping the expert dimension.
-  const double alltoall = step(with_types({"AlltoAll", "AlltoAllV"}));
+  const double alltoall = step(with_types({OverlapOperator::kAlltoAll, OverlapOperator::kAlltoAllV}));
   CHECK(alltoall < serial);
   CHECK(alltoall == Approx(step(with_dimensions({CommDimension::kExpert}))).epsilon(1e-9));
   // The sequence-parallel gathers and scatters are the tensor dimension's AllGathers and ReduceScatters.
-  const double gathers = step(with_types({"MorphAllGather", "MorphReduceScatter"}));
+  const double gathers = step(with_types({OverlapOperator::kMorphAllGather, OverlapOperator::kMorphReduceScatter}));
   CHECK(gathers < serial);
   CHECK(gathers != Approx(alltoall));
   // Every type MindSpore lists moves what every dimension does.
-  CHECK(step(with_types({"AlltoAll", "AllGather", "ReduceScatter", "AllReduce"})) ==
+  CHECK(step(with_types({OverlapOperator::kAlltoAll, OverlapOperator::kAllGather, OverlapOperator::kReduceScatter,
+                         OverlapOperator::kAllReduce})) ==
         Approx(step(with_dimensions({CommDimension::kTensor, CommDimension::kData, CommDimension::kPipeline,
                                      CommDimension::kExpert, CommDimension::kContext})))
             .epsilon(1e-9));

@@ -1142,10 +1142,12 @@ int HeadLoss(GraphBuilder& b, const Dims& d, int x, int head, int labels) {
 // embedding of token i + k, each normed, joined and projected back to the
 // hidden size (eh_proj, column-parallel, gathered), then one more decoder
 // layer like the last, the final norm, the shared output head and a loss of
-// its own. The shifted tokens are the batch's own, gathered from `table`.
-// Under full recompute the norms, the projection and the layer are
-// recomputed (Megatron's _checkpointed_forward over
-// _proj_and_transformer_layer); the embedding and the head are not.
+// its own. The shifted tokens are the batch's own, gathered from `table`;
+// the next depth reads this one's normed output (Megatron's layer returns
+// it). Under full recompute the norms, the projection, the layer and the
+// final norm are recomputed (Megatron's _checkpointed_forward over
+// _proj_and_transformer_layer, which ends with _postprocess); the embedding
+// and the head are not.
 void MultiTokenPrediction(GraphBuilder& b, const Dims& d, int hidden, int input_ids, int labels, int table, int head,
                           int mask, bool recompute) {
   const Shard shard{d.sharded && d.all_ops};
@@ -1158,8 +1160,9 @@ void MultiTokenPrediction(GraphBuilder& b, const Dims& d, int hidden, int input_
     const int joined = b.Concat("join", {Norm(b, d, "enorm", embedded), Norm(b, d, "hnorm", hidden)}, 1,
                                 shard({{d.rows(), 1}, {d.rows(), 1}}));
     hidden = DecoderLayer(b, d, Linear(b, d, "eh_proj", joined, d.hidden, true, false), mask, d.layers + k - 1);
+    hidden = Norm(b, d, "final_norm", hidden);
     b.set_recompute(false);
-    HeadLoss(b, d, Norm(b, d, "final_norm", hidden), head, labels);
+    HeadLoss(b, d, hidden, head, labels);
   }
   b.set_scope("");
 }
