@@ -79,7 +79,8 @@ TEST_CASE("a tuned run file changes only the tuned key and rebases relative path
   fs::create_directories(folder / "out");
   const std::string in = (folder / "run.json").string(), out = (folder / "out" / "tuned.json").string();
   std::ofstream(in) << R"({"name": "r", "cluster": "clusters/c.json", "model": "/abs/m.json",
-    "parallel": {"device_num": 8, "comm_fusion": {"allgather": {"mode": "size", "config": 32}}}})";
+    "parallel": {"device_num": 8, "comm_fusion": {"allgather": {"mode": "size", "config": 32}}},
+    "ascend_config": {"parallel_speed_up_json_path": "speed_up.json"}})";
   FusionSetting split;
   split.mode = FusionSetting::Mode::kIndex;
   split.indices = {3, 9};
@@ -87,6 +88,7 @@ TEST_CASE("a tuned run file changes only the tuned key and rebases relative path
   const nlohmann::json doc = ReadJsonFile(out);
   CHECK(doc["cluster"] == "../clusters/c.json");
   CHECK(doc["model"] == "/abs/m.json");
+  CHECK(doc["ascend_config"]["parallel_speed_up_json_path"] == "../speed_up.json");
   CHECK(doc["parallel"]["all_reduce_fusion_config"] == nlohmann::json({3, 9}));
   CHECK(doc["parallel"]["comm_fusion"]["allgather"]["config"] == 32);
   std::ifstream written(out);
