@@ -124,7 +124,8 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
   StagePasses passes(program, RunsChunks(plan.schedule) ? plan.chunks : 1, plan.seq_chunks,
                      plan.overlap_forward_backward);
   const std::map<PassKey, PassComm> unit_comm = UnitComm(plan, s, passes);
-  std::map<std::pair<EventKind, int64_t>, PassComm> single_comm;  // a pass alone, by its kind and chunk
+  // A pass alone, by its kind, chunk and sequence chunk (each sequence chunk's attention takes its own time).
+  std::map<std::tuple<EventKind, int64_t, int64_t>, PassComm> single_comm;
   PerDimension seconds{}, exposed{};
   constexpr auto kData = static_cast<size_t>(CommDimension::kData);
   constexpr auto kPipeline = static_cast<size_t>(CommDimension::kPipeline);
@@ -156,12 +157,13 @@ StageResult SummarizeStage(const Plan& plan, const Trace& trace, int64_t s) {
         r.communication_seconds += e->communication;
         r.exposed_communication_seconds += e->duration - e->compute;
         const auto unit = unit_comm.find({e->kind, e->micro_batch, e->chunk});
-        auto single = single_comm.find({e->kind, e->chunk});
+        auto single = single_comm.find({e->kind, e->chunk, e->seq_chunk});
         if (unit == unit_comm.end() && single == single_comm.end()) {
-          ScheduleItem item{e->kind == EventKind::kForward, 0, e->chunk};
+          // Micro-batch 0's pass over the same sequence chunk (Plan::SeqChunkOf).
+          ScheduleItem item{e->kind == EventKind::kForward, e->seq_chunk, e->chunk};
           item.weight_gradient = e->kind == EventKind::kWeightGradient;
           single = single_comm
-                       .emplace(std::make_pair(e->kind, e->chunk),
+                       .emplace(std::make_tuple(e->kind, e->chunk, e->seq_chunk),
                                 ClosedFormStepsComm(passes.Steps(item), program.PassTasks(item)))
                        .first;
         }
