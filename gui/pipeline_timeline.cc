@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/plan/pass_steps.h"
+#include "core/plan/stage_passes.h"
 
 namespace shardlab::gui {
 
@@ -22,7 +23,7 @@ PipelineTimeline BuildTimeline(const StepResult& result) {
   std::map<int64_t, std::map<std::vector<int64_t>, DeviceRow>> devices;
   for (const TraceEvent& e : result.events) {
     DeviceRow& d = devices[e.stage][e.ranks];
-    TimelineSpan span{e.start, e.end(), e.name, e.kind, e.micro_batch, e.chunk};
+    TimelineSpan span{e.start, e.end(), e.name, e.kind, e.micro_batch, e.chunk, e.seq_chunk};
     (e.lane == Lane::kCompute         ? d.compute
      : e.lane == Lane::kCommunication ? d.communication
                                       : d.transfers)
@@ -93,9 +94,15 @@ void AttachPassTasks(const Plan& plan, PipelineTimeline* timeline) {
   for (StageRow& row : timeline->stages) {
     if (row.stage < 0 || row.stage >= static_cast<int64_t>(plan.stages.size())) continue;
     const StageProgram& stage = plan.stages[row.stage];
-    row.forward_tasks = TasksOf(stage.forward, {});
-    row.backward_tasks = TasksOf(stage.backward, BackwardPassBreaks(stage, false));
-    row.weight_gradient_tasks = TasksOf(stage.weight_gradient, BackwardPassBreaks(stage, true));
+    row.forward_tasks.clear();
+    row.backward_tasks.clear();
+    row.weight_gradient_tasks.clear();
+    for (int64_t j = 0; j < std::max<int64_t>(plan.seq_chunks, 1); ++j) {
+      row.forward_tasks.push_back(TasksOf(SequenceChunkTasks(stage.forward, j), {}));
+      row.backward_tasks.push_back(TasksOf(SequenceChunkTasks(stage.backward, j), BackwardPassBreaks(stage, false)));
+      row.weight_gradient_tasks.push_back(
+          TasksOf(SequenceChunkTasks(stage.weight_gradient, j), BackwardPassBreaks(stage, true)));
+    }
     row.chunks = std::max<int64_t>(plan.chunks, 1);
   }
 }
@@ -106,10 +113,12 @@ const PassTask* StageRow::TaskAt(const TimelineSpan& pass, double x) const {
   const int64_t chunk = std::clamp<int64_t>(pass.chunk, 0, chunks - 1);
   const int64_t share_index = pass.kind == EventKind::kForward ? chunk : chunks - 1 - chunk;
   const double share = (static_cast<double>(share_index) + x) / static_cast<double>(chunks);
-  const std::vector<PassTask>& tasks = pass.kind == EventKind::kForward    ? forward_tasks
-                                       : pass.kind == EventKind::kBackward ? backward_tasks
-                                                                           : weight_gradient_tasks;
-  for (const PassTask& t : tasks)
+  const auto& per_seq_chunk = pass.kind == EventKind::kForward    ? forward_tasks
+                              : pass.kind == EventKind::kBackward ? backward_tasks
+                                                                  : weight_gradient_tasks;
+  if (per_seq_chunk.empty()) return nullptr;
+  const auto j = static_cast<size_t>(std::clamp<int64_t>(pass.seq_chunk, 0, per_seq_chunk.size() - 1));
+  for (const PassTask& t : per_seq_chunk[j])
     if (share >= t.begin && share < t.end) return &t;
   return nullptr;
 }

@@ -18,7 +18,8 @@ struct TimelineSpan {
   std::string name;
   EventKind kind = EventKind::kForward;  // bubbles: unused
   int64_t micro_batch = -1;
-  int64_t chunk = 0;  // interleaved pipelines: the virtual chunk of the stage this pass runs
+  int64_t chunk = 0;      // interleaved pipelines: the virtual chunk of the stage this pass runs
+  int64_t seq_chunk = 0;  // sequence pipelining: the chunk of its micro-batch's sequence
 
   bool IsPass() const {
     return kind == EventKind::kForward || kind == EventKind::kBackward || kind == EventKind::kWeightGradient;
@@ -51,7 +52,9 @@ struct StageRow {
   std::vector<TimelineSpan> bubbles;
   double bubble_fraction = 0;      // of the step
   std::vector<DeviceRow> devices;  // every traced device, when the result has several per stage
-  std::vector<PassTask> forward_tasks, backward_tasks, weight_gradient_tasks;
+  // Per sequence chunk (one list without sequence pipelining: a later chunk's
+  // attention takes a larger share of its pass).
+  std::vector<std::vector<PassTask>> forward_tasks, backward_tasks, weight_gradient_tasks;
   int64_t chunks = 1;  // virtual chunks a pass covers a share of
   // The task of `pass` at `x` (0..1) of its width, null for none.
   const PassTask* TaskAt(const TimelineSpan& pass, double x) const;

@@ -156,6 +156,40 @@ class PipelineViewTest : public QObject {
     QVERIFY(weight_pixels > 100);
   }
 
+  void SequenceChunkPassesPointIntoTheirOwnChunksTasks() {
+    // Qwen2.5-72B under seqpipe with 8 sequence chunks, one layer per stage.
+    RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/qwen2.5-72b-32k-ascend-64.json"));
+    run.model.params.Set("layers", int64_t{8});
+    const RunView loaded = SimulateForView(run);
+    const StageRow& first = loaded.timeline.stages.front();
+    QCOMPARE(first.forward_tasks.size(), size_t{8});
+    QCOMPARE(first.backward_tasks.size(), size_t{8});
+    // A later chunk's attention reads more of the sequence's keys: its share of the pass grows.
+    auto attention_share = [&](size_t j) {
+      for (const PassTask& t : first.forward_tasks[j])
+        if (t.name == "layer0/attention/flash/forward") return t.end - t.begin;
+      return 0.0;
+    };
+    QVERIFY(attention_share(0) > 0);
+    QVERIFY(attention_share(7) > 2 * attention_share(0));
+    // Hovering a pass finds its own chunk's tasks: at the middle of the attention's share in chunk 7,
+    // which in chunk 0's shares is another task.
+    const TimelineSpan* last_chunk = nullptr;
+    for (const TimelineSpan& span : first.compute)
+      if (span.kind == EventKind::kForward && span.seq_chunk == 7 && !last_chunk) last_chunk = &span;
+    QVERIFY(last_chunk);
+    double middle = 0;
+    for (const PassTask& t : first.forward_tasks[7])
+      if (t.name == "layer0/attention/flash/forward") middle = (t.begin + t.end) / 2;
+    const PassTask* hovered = first.TaskAt(*last_chunk, middle);
+    QVERIFY(hovered);
+    QCOMPARE(hovered->name, std::string("layer0/attention/flash/forward"));
+    TimelineSpan as_first = *last_chunk;
+    as_first.seq_chunk = 0;
+    const PassTask* other = first.TaskAt(as_first, middle);
+    QVERIFY(!other || other->name != "layer0/attention/flash/forward");
+  }
+
   void PipelineSendsHaveTheirOwnTrack() {
     PipelineView view;
     view.resize(1200, 300);
