@@ -88,6 +88,8 @@ struct Dims {
   // tokens lie on cp devices), and between blocks (over model_parallel too
   // under sequence parallelism).
   int64_t token_split() const { return dp * cp; }
+  // The ways the vocabulary (the embedding table and the head) splits by rows.
+  int64_t vocab_split() const { return vocab_emb_dp ? 1 : mp; }
   int64_t rows() const { return seq_parallel ? token_split() * mp : token_split(); }
   DType dtype;
 
@@ -1080,11 +1082,10 @@ int Residual(GraphBuilder& b, const Dims& d, const std::string& name, int x, int
 // Gathers token (and learned position) embeddings; returns [tokens, hidden] and the table.
 std::pair<int, int> Embeddings(GraphBuilder& b, const Dims& d, int input_ids, int position_ids) {
   const Shard shard{d.sharded && d.all_ops};
-  const int64_t table_split = d.vocab_emb_dp ? 1 : d.mp;
   const int table = b.Parameter("embedding/word.table", {d.vocab, d.hidden}, d.dtype);
   const bool learned = d.position == "learned";
   const int positions = learned ? b.Parameter("embedding/position.table", {d.max_positions, d.hidden}, d.dtype) : -1;
-  int x = b.Gather("embedding/word", table, input_ids, 0, shard({{table_split, 1}, {d.dp, d.cp}}));
+  int x = b.Gather("embedding/word", table, input_ids, 0, shard({{d.vocab_split(), 1}, {d.dp, d.cp}}));
   if (learned) {
     const int pos = b.Gather("embedding/position", positions, position_ids, 0, shard({{1, 1}, {d.dp, d.cp}}));
     x = b.Binary("Add", "embedding/add", x, pos, shard({{d.dp, d.cp, 1}, {d.dp, d.cp, 1}}));
@@ -1125,9 +1126,9 @@ int DecoderLayer(GraphBuilder& b, const Dims& d, int x, int mask, int64_t layer)
 }
 
 // The output head's logits of x [tokens, hidden] against `head` [vocab,
-// hidden], split `vocab_split` ways, and their loss against `labels`.
+// hidden], split by vocabulary (Dims::vocab_split), and their loss against `labels`.
 int HeadLoss(GraphBuilder& b, const Dims& d, int x, int head, int labels) {
-  const int64_t vocab_split = d.vocab_emb_dp ? 1 : d.mp;
+  const int64_t vocab_split = d.vocab_split();
   // The vocabulary-parallel head is Megatron's: always placed, its logits
   // never gathered.
   const Shard head_shard{d.sharded && (d.all_ops || d.vocab_parallel_loss)};
@@ -1151,10 +1152,9 @@ int HeadLoss(GraphBuilder& b, const Dims& d, int x, int head, int labels) {
 void MultiTokenPrediction(GraphBuilder& b, const Dims& d, int hidden, int input_ids, int labels, int table, int head,
                           int mask, bool recompute) {
   const Shard shard{d.sharded && d.all_ops};
-  const int64_t table_split = d.vocab_emb_dp ? 1 : d.mp;
   for (int64_t k = 1; k <= d.mtp_layers; ++k) {
     b.set_scope("mtp" + std::to_string(k) + "/");
-    int embedded = b.Gather("embedding", table, input_ids, 0, shard({{table_split, 1}, {d.dp, d.cp}}));
+    int embedded = b.Gather("embedding", table, input_ids, 0, shard({{d.vocab_split(), 1}, {d.dp, d.cp}}));
     embedded = b.Reshape("embedding_flatten", embedded, {d.tokens(), d.hidden});
     b.set_recompute(recompute);
     const int joined = b.Concat("join", {Norm(b, d, "enorm", embedded), Norm(b, d, "hnorm", hidden)}, 1,
