@@ -10,6 +10,7 @@
 #include <set>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 #include <simgrid/s4u/Engine.hpp>
@@ -41,8 +42,10 @@ struct StagePrograms {
   // Per order item: the micro-batch's last item of the pass that completes
   // its gradients (its backward, or its weight-gradient pass when split),
   // after which they are complete; and the last of those (the step's last).
-  std::vector<bool> final_backward;
-  size_t last_final_backward = 0;
+  FinalGradientPasses finals;
+  // How much longer a final backward computes beside the buckets it readies
+  // (BucketContentionSeconds): the step's last, and the other micro-batches'.
+  double last_contention = 0, other_contention = 0;
   std::vector<bool> bucket_breaks;  // per task of the gradient pass: a gradient bucket is ready after it
 
   // Per group spec: the representatives in each instance, whose arrivals
@@ -115,13 +118,10 @@ class Engine {
     for (const StageProgram& stage : plan.stages) {
       StagePrograms p(plan, stage, V_);
       p.bucket_breaks = BucketBreaks(stage);
-      p.final_backward.assign(p.order.size(), false);
-      std::map<int64_t, size_t> last_backward_of;
-      for (size_t i = 0; i < p.order.size(); ++i)
-        if (stage.CompletesGradients(p.order[i])) last_backward_of[plan.MicroBatchOf(p.order[i])] = i;
-      for (const auto& [micro_batch, i] : last_backward_of) {
-        p.final_backward[i] = true;
-        p.last_final_backward = std::max(p.last_final_backward, i);
+      p.finals = FindFinalGradientPasses(plan, stage, p.order);
+      if (plan.training) {
+        p.last_contention = BucketContentionSeconds(stage, V_, true);
+        p.other_contention = BucketContentionSeconds(stage, V_, false);
       }
       programs_.push_back(std::move(p));
       shape_.groups.push_back(StageGroupInstances(stage));
@@ -289,6 +289,7 @@ class Engine {
     bool finished = false;
     // The running pass's compute and collectives, for its timeline event.
     double pass_compute = 0, pass_communication = 0;
+    double contention = 0;  // still to add to the running pass (GatherContentionSeconds, BucketContentionSeconds)
     CopyStream copies;  // the device's copy engine (activation offloading)
     // The prefetch stream (weight gathers ahead of use, Task::prefetch):
     // the running pass's prefetches queued with their sequence numbers,
@@ -417,7 +418,13 @@ class Engine {
     d.prefetches_done = 0;
     d.prefetches_issued_through = 0;
     d.closed_prefetches = {};
-    if (plan_.training && !d.unit && p.final_backward[d.item]) QueueBuckets(d, item, d.item == p.last_final_backward);
+    // The compute the collectives beside the pass hold back: the step-start
+    // gathers beside the first forward, the buckets beside a final backward.
+    d.contention = d.item == 0 && !d.unit ? StageOf(d).GatherContentionSeconds() : 0.0;
+    if (plan_.training && !d.unit && p.finals.is_final[d.item]) {
+      QueueBuckets(d, item, d.item == p.finals.last);
+      d.contention += d.item == p.finals.last ? p.last_contention : p.other_contention;
+    }
     RunStep(d);
   }
 
@@ -436,6 +443,13 @@ class Engine {
       }
       if (d.prefetch_running || !d.prefetch_queue.empty()) {
         d.waits_for_prefetches = true;
+        return;
+      }
+      if (d.contention > 0) {
+        // The compute the gathers or buckets beside it held back.
+        d.pass_compute += d.contention;
+        ++timers_;
+        runner_.After(std::exchange(d.contention, 0.0), [this, &d] { RunStep(d); });
         return;
       }
       EndUnit(d);
@@ -474,8 +488,9 @@ class Engine {
     };
     if (has_compute) {
       ++timers_;
-      d.pass_compute += step.compute_seconds;
-      runner_.After(step.compute_seconds, done);
+      const double compute = step.ComputeEndSeconds(tasks);
+      d.pass_compute += compute;
+      runner_.After(compute, done);
     }
     if (!step.collectives.empty()) RunCollectives(d, tasks, step.collectives, 0, Now(), done);
   }
@@ -496,7 +511,7 @@ class Engine {
       d.pass_communication += step.PrefetchSeconds(tasks);
       seconds += d.copies.Start(step, Now() + seconds);
       seconds += step.ClosedFormSeconds(tasks);
-      d.pass_compute += step.compute_seconds;
+      d.pass_compute += step.ComputeEndSeconds(tasks);
       d.pass_communication += step.CommunicationSeconds(tasks);
       if (!d.unit && !item.forward && d.in_final_backward && breaks[step.end_task - 1]) break;
     }
@@ -663,8 +678,8 @@ class Engine {
       }
       at += spans[k];
       // A unit completes a micro-batch's gradients only at its end.
-      if (d.unit && plan_.training && p.final_backward[first + k]) {
-        QueueBuckets(d, item, first + k == p.last_final_backward);
+      if (d.unit && plan_.training && p.finals.is_final[first + k]) {
+        QueueBuckets(d, item, first + k == p.finals.last);
         d.in_final_backward = false;
       }
     }

@@ -22,7 +22,7 @@ struct PassTime {
 PassTime Time(const std::vector<PassStep>& steps, const std::vector<Task>& tasks) {
   PassTime t;
   t.duration = ClosedFormPass(steps, tasks, [&](const PassStep& step, double, double) {
-    t.compute += step.compute_seconds;
+    t.compute += step.ComputeEndSeconds(tasks);
     t.communication += step.CommunicationSeconds(tasks) + step.PrefetchSeconds(tasks);
   });
   return t;
@@ -75,7 +75,17 @@ Trace RunAnalytical(const Plan& plan) {
   // (forward, virtual stage, micro-batch).
   std::map<std::tuple<bool, int64_t, int64_t>, double> done;
   std::vector<std::vector<ScheduleItem>> order(S);
-  for (int64_t s = 0; s < S; ++s) order[s] = StageOrder(plan, s);
+  std::vector<FinalGradientPasses> finals(S);
+  // How much longer a final backward computes beside the buckets it readies: the step's last, the other micro-batches'.
+  std::vector<double> last_contention(S, 0), other_contention(S, 0);
+  for (int64_t s = 0; s < S; ++s) {
+    order[s] = StageOrder(plan, s);
+    finals[s] = FindFinalGradientPasses(plan, plan.stages[s], order[s]);
+    if (plan.training) {
+      last_contention[s] = BucketContentionSeconds(plan.stages[s], V, true);
+      other_contention[s] = BucketContentionSeconds(plan.stages[s], V, false);
+    }
+  }
   std::vector<size_t> next(S, 0);
   std::vector<double> free_at = start, last_end(S, 0);
   // Per micro-batch: when its last pass that completes gradients (the first
@@ -142,11 +152,17 @@ Trace RunAnalytical(const Plan& plan) {
         }
         if (!ok) break;
         double end = ready;
+        // The compute the collectives beside the pass hold back: the step-start
+        // gathers beside the first forward, the buckets beside a final backward.
+        double contention = 0;
         if (last - first == 1) {
           const ScheduleItem& item = order[s][first];
           const PassTime& pass = times[s].Of(plan.stages[s], item);
-          end = ready + pass.duration;
-          run_item(s, item, ready, pass.duration, pass.compute, pass.communication, end);
+          if (first == 0) contention += plan.stages[s].GatherContentionSeconds();
+          if (plan.training && finals[s].is_final[first])
+            contention += first == finals[s].last ? last_contention[s] : other_contention[s];
+          end = ready + pass.duration + contention;
+          run_item(s, item, ready, pass.duration + contention, pass.compute + contention, pass.communication, end);
         } else {
           const std::vector<ScheduleItem> items(order[s].begin() + static_cast<std::ptrdiff_t>(first),
                                                 order[s].begin() + static_cast<std::ptrdiff_t>(last));
@@ -164,8 +180,8 @@ Trace RunAnalytical(const Plan& plan) {
           const ScheduleItem& item = order[s][k];
           // The micro-batch's last gradient pass says how its buckets become ready.
           const int64_t m = plan.MicroBatchOf(item);
-          if (plan.stages[s].CompletesGradients(item) && end >= gradients_end[s][m]) {
-            gradients_end[s][m] = end;
+          if (plan.stages[s].CompletesGradients(item) && end - contention >= gradients_end[s][m]) {
+            gradients_end[s][m] = end - contention;
             gradients_in_unit[s][m] = last - first > 1;
           }
         }

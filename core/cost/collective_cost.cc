@@ -204,6 +204,12 @@ bool TimedByNccl(Collective c, const GroupPlacement& p, const ClusterSpec& clust
   return p.size > 1 && UsesNcclModel(cluster) && NcclTunes(c) && !Calibrated(cluster, c, ScopeOf(p));
 }
 
+// The share of the device's compute units `channels` CTAs hold (CollectiveTiming::compute_share).
+double ComputeShare(int channels, const ClusterSpec& cluster) {
+  const auto units = static_cast<double>(cluster.device.compute_units);
+  return units > 0 ? std::min(1.0, channels / units) : 0.0;
+}
+
 // nccl-tests' buffer (the whole of it) for CollectiveSeconds' per-rank bytes.
 double NcclBuffer(Collective c, double bytes, const GroupPlacement& p) {
   return c == Collective::kAllGather ? bytes * static_cast<double>(p.size) : bytes;
@@ -228,6 +234,7 @@ CollectiveTiming TimeCollective(Collective c, CollectiveAlgorithm a, double byte
     t.library.protocol = e.protocol;
     t.library.wire_factor = ring_transfer > 0 ? (e.seconds - e.latency) / ring_transfer : 1;
     t.library.latency = e.latency;
+    t.compute_share = ComputeShare(e.channels, cluster);
     return t;
   }
   if (c == Collective::kAllToAll && UsesNcclModel(cluster) && !Calibrated(cluster, c, ScopeOf(p))) {
@@ -241,11 +248,19 @@ CollectiveTiming TimeCollective(Collective c, CollectiveAlgorithm a, double byte
     t.library.timed = true;
     t.library.wire_factor = platform > 0 ? nccl / platform : 1;
     t.library.latency = latency;
+    t.compute_share = ComputeShare(NcclP2pChannels(p, cluster), cluster);
     return t;
   }
   const double seconds = ClosedFormSeconds(c, a, bytes, p, cluster, false, crossing_share);
   const CalibratedLink* link = Calibrated(cluster, c, ScopeOf(p));
-  return {link ? std::max(seconds, link->floor) : seconds, {}};
+  CollectiveTiming t;
+  t.seconds = link ? std::max(seconds, link->floor) : seconds;
+  // Calibrated links time it, but NCCL still runs it on its channels' SMs.
+  if (UsesNcclModel(cluster) && c != Collective::kSendRecv)
+    t.compute_share = ComputeShare(
+        NcclTunes(c) ? NcclChoose(c, NcclBuffer(c, bytes, p), p, cluster).channels : NcclP2pChannels(p, cluster),
+        cluster);
+  return t;
 }
 
 double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,

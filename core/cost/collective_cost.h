@@ -56,6 +56,11 @@ struct LibraryTiming {
 struct CollectiveTiming {
   double seconds = 0;
   LibraryTiming library;
+  // The share of the device's compute units the library's kernel holds while
+  // it runs (NCCL: one SM per channel, NcclEstimate::channels over
+  // DeviceSpec::compute_units): compute beside it runs at 1 - this. 0 where
+  // DMA engines move the data (HCCL on Ascend, transfers without NCCL's model).
+  double compute_share = 0;
 };
 
 // `bytes`: the buffer each rank contributes (AllReduce, ReduceScatter,

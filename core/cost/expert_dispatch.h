@@ -33,4 +33,9 @@ double ServerHitProbability(const ExpertRouting& routing, int64_t servers);
 // capacity_factor x (servers - 1) / servers. 1 on one server.
 double FlexCrossingShare(const ExpertRouting& routing, int64_t servers);
 
+// The SMs a flex dispatch's kernels hold while they run, in place of
+// NCCL's channels: DeepEP's Buffer num_sms default, Megatron's
+// moe_flex_dispatcher_num_sms; the 20 SMs of DeepSeek-V3's report, section 3.2.2.
+constexpr int kFlexDispatchSms = 20;
+
 }  // namespace shardlab

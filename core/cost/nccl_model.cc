@@ -274,9 +274,13 @@ NcclEstimate Estimate(Collective c, Algo a, Proto pr, double buffer, const Tuned
   // share the graph's links, which only matters when more than the graph's
   // channels run).
   double algbw = tuned.algbw;
+  // NVLS runs NCCL's NVLS channels (src/transport/nvls.cc: 16 on SM90; 32
+  // on SM100, 24 inside one NVLink domain), whatever its graph's count.
+  e.channels = t.arch >= 3 ? (t.nodes == 1 ? 24 : 32) : 16;
   if (a == kRing || a == kTree) {
     const Graph& g = a == kTree ? t.tree : t.ring;
     const int channels = RuntimeChannels(c, a, pr, buffer, t);
+    e.channels = channels;
     if (channels < g.channels) {
       const double share = static_cast<double>(channels) / static_cast<double>(g.channels);
       algbw *= Tune(c, a, pr, t, share).algbw / Tune(c, a, pr, t).algbw;
@@ -330,6 +334,13 @@ double NcclP2pBandwidth(NetworkScope scope, const ClusterSpec& cluster) {
   if (scope == NetworkScope::kIntraServer)
     return static_cast<double>(cluster.intra_server.nvlink_links) * NvlinkLinkBandwidth(cc) * 1e9;
   return SpeedAtMost(InterSpeeds(ArchIndex(cc)), cluster.inter_server.nic_bandwidth / 1e9) * 1e9;
+}
+
+int NcclP2pChannels(const GroupPlacement& p, const ClusterSpec& cluster) {
+  const int channels = Search(p, cluster).comm_channels;
+  int pow2 = 1;
+  while (pow2 < channels) pow2 <<= 1;
+  return pow2;
 }
 
 NcclEstimate NcclTime(Collective c, CollectiveAlgorithm algorithm, double buffer, const GroupPlacement& p,

@@ -22,6 +22,9 @@ struct NcclEstimate {
   double algbw = 0;        // bytes/s of the whole buffer (nccl-tests' algbw)
   double fill = 0;         // seconds of pipeline fill beyond NCCL's model
   double seconds = 0;      // latency + buffer / algbw + fill
+  // The CTAs its kernel runs, one per channel (src/enqueue.cc: the grid is
+  // the plan's channels), each holding one SM while the call runs.
+  int channels = 0;
   bool available = false;  // the pair runs here
 };
 
@@ -41,6 +44,11 @@ bool NcclTunes(Collective c);
 // servers the speed its search gives the GPU's NIC (48 GB/s for a 400 Gb/s
 // NIC: one NIC per GPU, an AllToAll does not aggregate them, nccl-tests#267).
 double NcclP2pBandwidth(NetworkScope scope, const ClusterSpec& cluster);
+
+// The channels NCCL's point-to-point kernel (an AllToAll's sends) runs on:
+// the communicator's channels rounded up to a power of two
+// (ncclTopoComputeP2pChannels), one CTA each.
+int NcclP2pChannels(const GroupPlacement& p, const ClusterSpec& cluster);
 
 // `buffer`: nccl-tests' size, the whole buffer (AllGather's output,
 // ReduceScatter's input). `algorithm` kRing, kDoubleBinaryTree, kNvls or

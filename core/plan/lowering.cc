@@ -151,11 +151,23 @@ class Lowering {
     return layouts_[producer].outputs[std::find(outputs.begin(), outputs.end(), tensor) - outputs.begin()];
   }
 
-  // The stack's TP overlap: operator-level collectives run beside the compute after them.
-  static void OverlapTensorParallel(StageProgram& stage) {
+  // The stack's TP overlap: operator-level collectives run beside the
+  // compute after them, on Transformer Engine's userbuffers rather than
+  // NCCL's kernels where NCCL would run them (a compute share): its
+  // AllGathers as ring exchanges on the copy engines, one SM signalling,
+  // and its ReduceScatters pipelined or in bulk on 16 SMs (TE's default
+  // num_sm, transformer_engine/pytorch/module/base.py, get_default_config),
+  // which the GEMMs beside them leave free.
+  void OverlapTensorParallel(StageProgram& stage) const {
+    const auto units = static_cast<double>(run_.cluster.device.compute_units);
     for (std::vector<Task>* pass : {&stage.forward, &stage.backward})
-      for (Task& t : *pass)
-        if (t.kind == Task::Kind::kCollective && t.dimension == CommDimension::kTensor) t.overlapped = true;
+      for (Task& t : *pass) {
+        if (t.kind != Task::Kind::kCollective || t.dimension != CommDimension::kTensor) continue;
+        t.overlapped = true;
+        if (t.compute_share <= 0) continue;
+        if (t.collective == shardlab::Collective::kAllGather) t.compute_share = std::min(1.0, 1 / units);
+        if (t.collective == shardlab::Collective::kReduceScatter) t.compute_share = std::min(1.0, 16 / units);
+      }
   }
 
   // MicroBatchInterleaved: each pass runs as interleaved slices of the
@@ -211,6 +223,7 @@ class Lowering {
       c.recompute = t.recompute;
       c.dimension = t.dimension;
       SetCrossingShare(stage, t.crossing_share, c);
+      c.compute_share = t.compute_share;  // the kernels that ran it (a flex dispatch's, the stack's TP overlap)
       return c;
     };
     std::vector<int> index_map;
@@ -267,6 +280,7 @@ class Lowering {
     const CollectiveTiming timing = TimeCollective(type, t.algorithm, bytes, placement, run_.cluster);
     t.seconds = timing.seconds;
     t.library = timing.library;
+    t.compute_share = timing.compute_share;
     return t;
   }
 
@@ -455,6 +469,9 @@ class Lowering {
     r.group_topk = routing.IntAttr("router_group_topk", 1);
     r.capacity_factor = routing.NumberAttr("capacity_factor", 1);
     SetCrossingShare(stage, FlexCrossingShare(r, stage.groups[task.group].placement.servers), task);
+    // DeepEP's kernels, where NCCL's would hold SMs.
+    if (task.compute_share > 0)
+      task.compute_share = std::min(1.0, kFlexDispatchSms / static_cast<double>(run_.cluster.device.compute_units));
   }
 
   // Times an AlltoAll whose server-crossing bytes are `share` of the uniform exchange's.
@@ -465,6 +482,7 @@ class Lowering {
                                                    stage.groups[task.group].placement, run_.cluster, share);
     task.seconds = timing.seconds;
     task.library = timing.library;
+    task.compute_share = timing.compute_share;
   }
 
   // The tokens an expert-parallel exchange delivers arrive ordered by the
@@ -884,6 +902,7 @@ class Lowering {
             TimeCollective(bucket.collective, bucket.algorithm, bucket.bytes, placement, run_.cluster);
         bucket.seconds = timing.seconds;
         bucket.library = timing.library;
+        bucket.compute_share = timing.compute_share;
         stage.buckets.push_back(bucket);
       }
       // The parallel optimizer gathers the updated weight shards before the

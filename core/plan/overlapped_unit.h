@@ -35,7 +35,8 @@ std::vector<PassStep> OverlapSteps(const std::vector<PassStep>& a, const std::ve
 struct UnitPass {
   std::vector<PassStep> steps;  // over UnitTasks
   double seconds = 0;           // the steps in closed form (ClosedFormPass)
-  // Per item of the unit: its own compute and collectives, in closed form.
+  // Per item of the unit: its own compute (and its share of what the
+  // collectives beside it held back) and its collectives, in closed form.
   std::vector<double> compute, communication;
 };
 

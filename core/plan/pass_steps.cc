@@ -1,6 +1,7 @@
 #include "core/plan/pass_steps.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace shardlab {
 
@@ -17,7 +18,35 @@ double PassStep::PrefetchSeconds(const std::vector<Task>& tasks) const {
 }
 
 double PassStep::ClosedFormSeconds(const std::vector<Task>& tasks) const {
-  return std::max(compute_seconds, CommunicationSeconds(tasks));
+  return std::max(ComputeEndSeconds(tasks), CommunicationSeconds(tasks));
+}
+
+double PassStep::ComputeEndSeconds(const std::vector<Task>& tasks) const {
+  if (compute_seconds <= 0) return 0;
+  // The two side streams as (end, share) runs from the step's start.
+  struct Stream {
+    const std::vector<int>& list;
+    size_t next = 0;
+    double end = 0;
+  };
+  Stream streams[2] = {{collectives}, {prefetches}};
+  for (Stream& s : streams)
+    if (!s.list.empty()) s.end = tasks[s.list[0]].seconds;
+  double t = 0, work = compute_seconds;
+  while (true) {
+    double share = 0, until = std::numeric_limits<double>::infinity();
+    for (const Stream& s : streams)
+      if (s.next < s.list.size()) {
+        share += tasks[s.list[s.next]].compute_share;
+        until = std::min(until, s.end);
+      }
+    const double rate = std::max(0.0, 1 - share);
+    if (until == std::numeric_limits<double>::infinity() || work <= (until - t) * rate) return t + work / rate;
+    work -= (until - t) * rate;
+    t = until;
+    for (Stream& s : streams)
+      if (s.next < s.list.size() && s.end <= t && ++s.next < s.list.size()) s.end = t + tasks[s.list[s.next]].seconds;
+  }
 }
 
 double CopyStream::Start(const PassStep& step, double now) {

@@ -33,6 +33,12 @@ struct PassStep {
   int prefetches_needed = 0;  // starts once the first this many prefetches of its range have ended
   // Closed-form duration: both streams start together, the step ends when both are done.
   double ClosedFormSeconds(const std::vector<Task>& tasks) const;
+  // When the step's compute ends, from its start: it runs at 1 minus the
+  // compute share (Task::compute_share) of the collectives running beside
+  // it, taken at their closed-form times from the step's start: its own
+  // collectives one after another, and the prefetches it issues one after
+  // another on their stream. Both engines time a step's compute by this.
+  double ComputeEndSeconds(const std::vector<Task>& tasks) const;
   double CommunicationSeconds(const std::vector<Task>& tasks) const;  // the communication stream's
   double PrefetchSeconds(const std::vector<Task>& tasks) const;       // the prefetches it issues
 };

@@ -17,6 +17,17 @@ double StageProgram::FirstForwardStart() const {
   return start;
 }
 
+double StageProgram::GatherContentionSeconds() const {
+  const double start = FirstForwardStart();
+  double begin = 0, held = 0;
+  for (const Task& gather : step_start) {
+    const double end = begin + gather.seconds;
+    held += gather.compute_share * std::max(0.0, end - std::max(begin, start));
+    begin = end;
+  }
+  return held;
+}
+
 bool StageProgram::GathersOverlapForward() const {
   return std::any_of(step_start.begin(), step_start.end(), [](const Task& t) { return t.lead_seconds > 0; });
 }

@@ -81,6 +81,10 @@ struct Task {
   double lead_seconds = 0;
   // Closed-form duration on the cluster (compute roofline, collective alpha-beta or NCCL's model).
   double seconds = 0;
+  // A collective: the share of the device's compute units its kernel holds
+  // while it runs (CollectiveTiming::compute_share), which slows the compute
+  // beside it (PassStep::ComputeEndSeconds).
+  double compute_share = 0;
   // Under sequence pipelining, a compute task whose time depends on the
   // sequence chunk a pass runs (attention: chunk j reads j + 1 chunks of
   // keys): its duration on each chunk (`seconds` times it at the chunks'
@@ -98,6 +102,7 @@ struct GradientBucket {
   int ready_after = -1;  // task of StageProgram::GradientTasks() after which its last gradient exists
   double seconds = 0;
   LibraryTiming library;
+  double compute_share = 0;  // CollectiveTiming::compute_share: slows the backward beside it (BucketContentionSeconds)
   // gradient_accumulation_shard: the bucket runs after every micro-batch's
   // backward (a ReduceScatter into the sharded accumulation buffer, on the
   // communication stream beside whatever the device computes next), not only
@@ -159,6 +164,10 @@ struct StageProgram {
   double FirstForwardStart() const;
   // Whether some step-start gather runs beside the first forward (a lead).
   bool GathersOverlapForward() const;
+  // The compute the gathers that run beside the first forward hold back from
+  // it (each its Task::compute_share for as long as it runs past
+  // FirstForwardStart): both engines lengthen that forward by it.
+  double GatherContentionSeconds() const;
   // The pass that completes the gradients, whose tasks the buckets'
   // ready_after index: the weight-gradient pass when the backward is split.
   const std::vector<Task>& GradientTasks() const { return splits_backward ? weight_gradient : backward; }

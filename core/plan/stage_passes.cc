@@ -1,5 +1,6 @@
 #include "core/plan/stage_passes.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace shardlab {
@@ -51,20 +52,73 @@ const UnitPass& StagePasses::Unit(const std::vector<ScheduleItem>& items) {
   return it->second;
 }
 
+namespace {
+
+// Under sequence pipelining a micro-batch's last gradient pass is its sequence's first chunk.
+std::vector<Task> FinalGradientTasks(const StageProgram& stage) { return SequenceChunkTasks(stage.GradientTasks(), 0); }
+
+std::vector<PassStep> FinalGradientSteps(const StageProgram& stage, const std::vector<Task>& tasks, int64_t chunks) {
+  return ChunkSteps(tasks, chunks, 0, BucketBreaks(stage), true);
+}
+
+}  // namespace
+
 std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks, double* pass_seconds) {
-  // Under sequence pipelining a micro-batch's last gradient pass is its sequence's first chunk.
-  const std::vector<Task> tasks = SequenceChunkTasks(stage.GradientTasks(), 0);
+  const std::vector<Task> tasks = FinalGradientTasks(stage);
   std::vector<double> ends(tasks.size(), 0);
-  const double duration = ClosedFormPass(ChunkSteps(tasks, chunks, 0, BucketBreaks(stage), true), tasks,
-                                         [&](const PassStep& step, double end, double) {
-                                           for (int i = step.first_task; i < step.end_task; ++i) ends[i] = end;
-                                         });
+  const double duration =
+      ClosedFormPass(FinalGradientSteps(stage, tasks, chunks), tasks, [&](const PassStep& step, double end, double) {
+        for (int i = step.first_task; i < step.end_task; ++i) ends[i] = end;
+      });
   // Tasks of earlier chunks keep end 0: their gradients existed when this pass began.
   std::vector<double> lead;
   for (const GradientBucket& bucket : stage.buckets)
     lead.push_back(duration - (bucket.ready_after >= 0 ? ends[static_cast<size_t>(bucket.ready_after)] : 0.0));
   if (pass_seconds) *pass_seconds = duration;
   return lead;
+}
+
+double FinalGradientComputeSeconds(const StageProgram& stage, int64_t chunks) {
+  const std::vector<Task> tasks = FinalGradientTasks(stage);
+  double compute = 0;
+  for (const PassStep& step : FinalGradientSteps(stage, tasks, chunks)) compute += step.ComputeEndSeconds(tasks);
+  return compute;
+}
+
+double ContentionOfBuckets(double duration, double compute, const std::vector<BucketBesidePass>& buckets) {
+  if (duration <= 0) return 0;
+  // From the pass's start, the stream free.
+  double stream_free = 0, held = 0;
+  for (const BucketBesidePass& b : buckets) {
+    const double begin = std::max(duration - b.lead, stream_free);
+    stream_free = begin + b.seconds;
+    held += b.compute_share * std::clamp(duration - begin, 0.0, b.seconds);
+  }
+  return held * std::min(1.0, compute / duration);
+}
+
+double BucketContentionSeconds(const StageProgram& stage, int64_t chunks, bool last) {
+  double duration = 0;
+  const std::vector<double> lead = BucketLeadSeconds(stage, chunks, &duration);
+  std::vector<BucketBesidePass> buckets;
+  for (size_t b = 0; b < stage.buckets.size(); ++b)
+    if (last || stage.buckets[b].every_micro_batch)
+      buckets.push_back({lead[b], stage.buckets[b].seconds, stage.buckets[b].compute_share});
+  return ContentionOfBuckets(duration, FinalGradientComputeSeconds(stage, chunks), buckets);
+}
+
+FinalGradientPasses FindFinalGradientPasses(const Plan& plan, const StageProgram& stage,
+                                            const std::vector<ScheduleItem>& order) {
+  FinalGradientPasses out;
+  out.is_final.assign(order.size(), false);
+  std::map<int64_t, size_t> last_of;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (stage.CompletesGradients(order[i])) last_of[plan.MicroBatchOf(order[i])] = i;
+  for (const auto& [micro_batch, i] : last_of) {
+    out.is_final[i] = true;
+    out.last = std::max(out.last, i);
+  }
+  return out;
 }
 
 }  // namespace shardlab

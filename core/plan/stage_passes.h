@@ -54,4 +54,37 @@ std::vector<Task> SequenceChunkTasks(const std::vector<Task>& tasks, int64_t j);
 // tuner's rule.
 std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks, double* pass_seconds);
 
+// How much longer that pass computes because the gradient buckets it readies
+// reduce beside it: from when each is ready (BucketLeadSeconds), one after
+// another on the communication stream, a bucket holds its compute share
+// (GradientBucket::compute_share) for as long as it overlaps the pass, which
+// computes for its compute's part of that time. `last`: the step's last
+// micro-batch, which runs every bucket; the others run the every-micro-batch
+// ones. Both engines lengthen the pass by it (not a unit's: its buckets are
+// ready at its end).
+double BucketContentionSeconds(const StageProgram& stage, int64_t chunks, bool last);
+
+// That rule for a pass of `duration` that computes for `compute` of it and
+// the buckets it readies, in their order on the stream.
+struct BucketBesidePass {
+  double lead = 0;     // ready this long before the pass ends
+  double seconds = 0;  // its collective's
+  double compute_share = 0;
+};
+double ContentionOfBuckets(double duration, double compute, const std::vector<BucketBesidePass>& buckets);
+
+// The compute of a micro-batch's final gradient pass (BucketLeadSeconds'):
+// its steps' ComputeEndSeconds.
+double FinalGradientComputeSeconds(const StageProgram& stage, int64_t chunks);
+
+// The items of a stage's order that are their micro-batch's last pass to
+// complete gradients (its final backward, which queues its gradient buckets),
+// and the step's last of them.
+struct FinalGradientPasses {
+  std::vector<bool> is_final;  // per item of the order
+  size_t last = 0;             // meaningless when none is final (inference)
+};
+FinalGradientPasses FindFinalGradientPasses(const Plan& plan, const StageProgram& stage,
+                                            const std::vector<ScheduleItem>& order);
+
 }  // namespace shardlab

@@ -39,7 +39,7 @@ PassComm ClosedFormStepsComm(const std::vector<PassStep>& steps, const std::vect
         const double comm = step.CommunicationSeconds(tasks);
         if (comm <= 0) return;
         const bool overlapped = tasks[step.collectives.front()].overlapped;
-        const double exposed = overlapped ? std::max(0.0, comm - step.compute_seconds) : comm;
+        const double exposed = overlapped ? std::max(0.0, comm - step.ComputeEndSeconds(tasks)) : comm;
         for (int t : step.collectives) {
           const auto d = static_cast<size_t>(tasks[t].dimension);
           c.seconds[d] += tasks[t].seconds;

@@ -79,10 +79,15 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
     const StageProgram& stage = plan.stages[s];
     FusionStage fs;
     fs.stage = stage.stage;
-    fs.passes_end = timeline.stages[s].passes_end_seconds;
+    // The engines lengthen each micro-batch's final backward by what its
+    // buckets held back (BucketContentionSeconds); the buckets were ready before.
+    const double last_held = plan.training ? BucketContentionSeconds(stage, chunks, true) : 0.0;
+    const double other_held = plan.training ? BucketContentionSeconds(stage, chunks, false) : 0.0;
+    fs.passes_end = timeline.stages[s].passes_end_seconds - last_held;
     for (const Task& t : stage.optimizer) fs.optimizer += t.seconds;
     double backward = 0;  // the last gradient pass, chunk 0's (as the engines run it)
     const std::vector<double> lead = BucketLeadSeconds(stage, chunks, &backward);
+    fs.backward_compute = FinalGradientComputeSeconds(stage, chunks);
     fs.backward_start = fs.passes_end - backward;
     const EventKind gradient_pass = stage.splits_backward ? EventKind::kWeightGradient : EventKind::kBackward;
     std::map<int64_t, double> backward_end;  // per micro-batch, all chunks
@@ -90,7 +95,7 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
       if (e.stage == stage.stage && e.kind == gradient_pass)
         backward_end[e.micro_batch] = std::max(backward_end[e.micro_batch], e.end());
     for (const auto& [micro_batch, end] : backward_end)
-      if (end < fs.passes_end) fs.earlier_backward_offsets.push_back(fs.passes_end - end);
+      if (end < fs.passes_end) fs.earlier_backward_offsets.push_back(fs.passes_end - (end - other_held));
     std::map<int, std::vector<std::pair<size_t, FusionGradient>>> by_list;
     std::map<int, const GradientBucket*> first_of_list;
     for (const GradientBucket& bucket : stage.buckets) {
@@ -116,6 +121,10 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
         return CollectiveSeconds(c, ChooseAlgorithm(c, bytes, placement, *cluster, *overrides), bytes, placement,
                                  *cluster);
       };
+      list.compute_share = [cluster, overrides, placement, c](double bytes) {
+        return TimeCollective(c, ChooseAlgorithm(c, bytes, placement, *cluster, *overrides), bytes, placement, *cluster)
+            .compute_share;
+      };
       fs.lists.push_back(std::move(list));
     }
     problem.stages.push_back(std::move(fs));
@@ -127,7 +136,7 @@ FusionEstimate Estimate(const FusionProblem& problem, Collective op, const Fusio
   FusionEstimate estimate;
   estimate.step_seconds = -1;
   for (const FusionStage& stage : problem.stages) {
-    std::vector<FusionBucket> buckets;
+    std::vector<FusionBucket> buckets, finals;  // finals: the last micro-batch's
     std::vector<const FusionList*> lists;
     for (size_t l = 0; l < stage.lists.size(); ++l) {
       const FusionList& list = stage.lists[l];
@@ -152,14 +161,24 @@ FusionEstimate Estimate(const FusionProblem& problem, Collective op, const Fusio
             buckets.push_back(earlier);
           }
         buckets.push_back(last);
+        finals.push_back(last);
       }
     }
-    const double stream_end = std::max(RunStream(buckets, lists), stage.passes_end);
+    // The last micro-batch's buckets beside its backward, in the stream's order.
+    std::stable_sort(finals.begin(), finals.end(),
+                     [](const FusionBucket& a, const FusionBucket& b) { return a.ready < b.ready; });
+    std::vector<BucketBesidePass> beside;
+    for (const FusionBucket& b : finals)
+      beside.push_back(
+          {stage.passes_end - b.ready, lists[b.list]->seconds(b.bytes), lists[b.list]->compute_share(b.bytes)});
+    const double passes_end =
+        stage.passes_end + ContentionOfBuckets(stage.passes_end - stage.backward_start, stage.backward_compute, beside);
+    const double stream_end = std::max(RunStream(buckets, lists), passes_end);
     const double end = stream_end + stage.optimizer;
     if (end > estimate.step_seconds) {
       estimate.step_seconds = end;
       estimate.critical_stage = stage.stage;
-      estimate.tail_seconds = stream_end - stage.passes_end;
+      estimate.tail_seconds = stream_end - passes_end;
       estimate.collectives = buckets.size();
       estimate.buckets = std::move(buckets);
     }

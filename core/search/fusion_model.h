@@ -4,7 +4,11 @@
 // fusion setting cuts each list into buckets. A bucket's collective starts
 // when its last gradient is ready and the previous bucket is done, so the
 // time the stream runs past the last backward pass is computable from the
-// backward timeline in closed form, exactly as the analytical engine runs it.
+// backward timeline in closed form, as the analytical engine runs it. The
+// compute the buckets hold back from the last backward (BucketContentionSeconds)
+// is added for the setting weighed; what they hold back elsewhere (earlier
+// micro-batches, other stages) stays the unfused timeline's, and the tuner
+// verifies its best candidates with the engine.
 // Dynamic programming over split points finds the best split of a list.
 #pragma once
 
@@ -33,13 +37,15 @@ struct FusionList {
   bool every_micro_batch = false;         // gradient_accumulation_shard: after every micro-batch's backward
   std::vector<FusionGradient> gradients;  // fusion order
   std::function<double(double)> seconds;  // one bucket of these bytes
+  std::function<double(double)> compute_share;  // of one bucket of these bytes (CollectiveTiming's)
   double Bytes() const;
 };
 
 struct FusionStage {
   int64_t stage = 0;
   double backward_start = 0;  // the last backward pass starts here
-  double passes_end = 0;      // and ends here
+  double passes_end = 0;      // and ends here, before its buckets slow it
+  double backward_compute = 0;  // of the last backward pass (FinalGradientComputeSeconds)
   // The other micro-batches' backward passes end this much before the last's:
   // every-micro-batch lists run after each of them too.
   std::vector<double> earlier_backward_offsets;

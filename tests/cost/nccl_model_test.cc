@@ -128,5 +128,29 @@ TEST_CASE("A small call runs on as many channels as its buffer fills, each at th
   CHECK(gather.seconds * 1e6 == Approx(6.6 + 7 * 0.6 + 65536 / (30 * 8.0 / 7 * 1e3)).epsilon(1e-6));
 }
 
+TEST_CASE("A call's kernel holds one SM per channel it runs on, which compute beside it loses") {
+  // One DGX H100: the ring graph's 12 channels doubled, 24 CTAs of 132 SMs for
+  // a large AllReduce; a 32 KiB one runs on one; an AllToAll's sends on the
+  // point-to-point channels (24 rounded up to a power of two: 32).
+  const ClusterSpec h100 = testing::ShippedCluster("dgx-h100-ndr");
+  const GroupPlacement node = PlaceStridedGroup(0, 8, 1, h100);
+  const double big = 1 << 30;
+  CHECK(NcclTime(Collective::kAllReduce, CollectiveAlgorithm::kRing, big, node, h100).channels == 24);
+  CHECK(NcclChoose(Collective::kAllReduce, 32768, node, h100).channels == 1);
+  CHECK(NcclP2pChannels(node, h100) == 32);
+  auto share = [](Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p, const ClusterSpec& cl) {
+    return TimeCollective(c, a, bytes, p, cl).compute_share;
+  };
+  CHECK(share(Collective::kAllReduce, CollectiveAlgorithm::kRing, big, node, h100) == Approx(24.0 / 132));
+  CHECK(share(Collective::kAllToAll, CollectiveAlgorithm::kDirect, big, node, h100) == Approx(32.0 / 132));
+  // Across servers: a channel per NIC, doubled: 16 of 132.
+  const GroupPlacement servers = PlaceStridedGroup(0, 32, 1, h100);
+  CHECK(share(Collective::kReduceScatter, CollectiveAlgorithm::kRing, big, servers, h100) == Approx(16.0 / 132));
+  // HCCL moves data with DMA engines: Ascend's AI cores keep computing.
+  const ClusterSpec ascend = testing::ShippedCluster("atlas800t-a2-910b");
+  CHECK(share(Collective::kAllReduce, CollectiveAlgorithm::kRing, big, PlaceStridedGroup(0, 8, 1, ascend), ascend) ==
+        0);
+}
+
 }  // namespace
 }  // namespace shardlab

@@ -446,7 +446,14 @@ TEST_CASE("the stack's TP overlap hides tensor-parallel collectives behind the c
   CHECK(tensor > 0);
   const StepResult a = Analytical(blocking), b = Analytical(overlapped);
   CHECK(b.step_seconds < 0.9 * a.step_seconds);
-  CHECK(b.compute_seconds == Approx(a.compute_seconds));
+  // The compute beside them runs without the SMs Transformer Engine's
+  // userbuffers hold (16 of 132 for a ReduceScatter, one for an AllGather's
+  // ring exchange): longer, by less than a ReduceScatter beside all of it.
+  CHECK(b.compute_seconds > a.compute_seconds);
+  CHECK(b.compute_seconds < a.compute_seconds * 132 / 116);
+  for (const Task& t : overlapped.stages[0].forward)
+    if (t.kind == Task::Kind::kCollective && t.dimension == CommDimension::kTensor)
+      CHECK(t.compute_share == Approx((t.collective == Collective::kAllGather ? 1.0 : 16.0) / 132));
 }
 
 TEST_CASE("Megatron's distributed optimizer shards every parameter and MindSpore's only divisible ones") {

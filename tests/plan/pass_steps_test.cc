@@ -175,6 +175,52 @@ TEST_CASE("a prefetched weight gather runs beside compute and blocking collectiv
   CHECK(stream.Drain(3) == 8);
 }
 
+TEST_CASE("compute beside a collective runs at one minus the SMs its kernel holds, until the collective ends") {
+  auto share = [](Task t, double s) {
+    t.compute_share = s;
+    return t;
+  };
+  // Compute 10 beside an overlapped collective of 4 holding a quarter of the
+  // SMs: 3 of its work is done in those 4, the other 7 after: it ends at 11.
+  std::vector<Task> tasks = {share(CollectiveTask("x", 4), 0.25), ComputeTask("a", 10)};
+  tasks[0].overlapped = true;
+  auto steps = PassSteps(tasks, 0, tasks.size());
+  REQUIRE(steps.size() == 1);
+  CHECK(steps[0].ComputeEndSeconds(tasks) == Approx(11));
+  CHECK(steps[0].ClosedFormSeconds(tasks) == Approx(11));
+  // A collective that outlasts the compute: compute 2 at half speed ends at 4; the step at the collective's 10.
+  tasks = {share(CollectiveTask("x", 10), 0.5), ComputeTask("a", 2)};
+  tasks[0].overlapped = true;
+  steps = PassSteps(tasks, 0, tasks.size());
+  CHECK(steps[0].ComputeEndSeconds(tasks) == Approx(4));
+  CHECK(steps[0].ClosedFormSeconds(tasks) == Approx(10));
+  // Two collectives one after another, and a prefetch issued beside them on
+  // its own stream: shares add while both streams run. Collectives 2 (0.25)
+  // then 2 (0.5); prefetch 3 (0.25). Rates: 0.5 over [0,2), 0.25 over [2,3),
+  // 0.5 over [3,4), 1 after: work 1 + 0.25 + 0.5 = 1.75 by 4, 8.25 after: ends at 12.25.
+  tasks = {share(CollectiveTask("x", 2), 0.25), share(CollectiveTask("y", 2), 0.5), share(PrefetchTask("g", 3), 0.25),
+           ComputeTask("a", 10)};
+  tasks[0].overlapped = tasks[1].overlapped = true;
+  steps = PassSteps(tasks, 0, tasks.size());
+  REQUIRE(steps.size() == 1);
+  CHECK(steps[0].collectives == std::vector<int>{0, 1});
+  CHECK(steps[0].prefetches == std::vector<int>{2});
+  CHECK(steps[0].ComputeEndSeconds(tasks) == Approx(12.25));
+  // Without a share (DMA-driven transfers: HCCL) the compute keeps its time.
+  for (Task& t : tasks) t.compute_share = 0;
+  CHECK(steps[0].ComputeEndSeconds(tasks) == Approx(10));
+  // Shares adding up to every SM stall the compute until a stream ends; a
+  // collective of no time holds nothing; a prefetch outlasting the compute
+  // holds it to the end: 0.6 + 0.5 over [0, 2) stalls, then 0.5 over [2, 6)
+  // does 2 of the 10, and 8 at full speed after the prefetch's 6: ends at 14.
+  tasks = {share(CollectiveTask("x", 0), 0.9), share(CollectiveTask("y", 2), 0.6), share(PrefetchTask("g", 6), 0.5),
+           ComputeTask("a", 10)};
+  tasks[0].overlapped = tasks[1].overlapped = true;
+  steps = PassSteps(tasks, 0, tasks.size());
+  REQUIRE(steps.size() == 1);
+  CHECK(steps[0].ComputeEndSeconds(tasks) == Approx(14));
+}
+
 TEST_CASE("ChunkOfTask names the chunk whose forward share ChunkSteps gives each task") {
   for (int64_t n = 1; n <= 23; ++n)
     for (int64_t chunks = 1; chunks <= 5; ++chunks) {

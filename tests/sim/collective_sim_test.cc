@@ -245,7 +245,9 @@ TEST_CASE("a group spread unevenly over servers expands into flows between its o
 }  // namespace shardlab::sim
 
 #include "core/analytical/analytical_engine.h"
+#include "core/config/software_stack.h"
 #include "core/flow/prepared_run.h"
+#include "core/plan/stage_passes.h"
 #include "core/report/step_result.h"
 #include "sim/step_engine.h"
 
@@ -370,6 +372,56 @@ TEST_CASE("zero_bubble_v runs its V on both engines alike, the turn without a tr
     if (e.kind == EventKind::kSend) ++sends[e.stage];
   const int m = static_cast<int>(plan.micro_batches);
   CHECK(sends == std::map<int64_t, int>{{0, 2 * m}, {1, 4 * m}, {2, 4 * m}, {3, 2 * m}});
+}
+
+// `plan` with every collective's compute share zeroed: nothing slows the compute beside it.
+Plan WithoutContention(Plan plan) {
+  for (StageProgram& stage : plan.stages) {
+    for (auto* tasks : {&stage.step_start, &stage.forward, &stage.backward, &stage.weight_gradient})
+      for (Task& t : *tasks) t.compute_share = 0;
+    for (GradientBucket& b : stage.buckets) b.compute_share = 0;
+  }
+  return plan;
+}
+
+TEST_CASE("NCCL's kernels slow the compute beside them alike on both engines") {
+  // LLaMA-2 70B on 1024 H100 as Megatron runs it (8 layers): gradient
+  // ReduceScatters beside the last backward, parameter AllGathers beside the
+  // first forward.
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json"));
+  run.model.params.Set("layers", int64_t{8});
+  run.parallel.micro_batch_num = 8;
+  run.parallel.global_batch_size = 256;
+  run.stack = PresetStack(StackPreset::kMegatron);
+  run.stack.overlap_grad_reduce = run.stack.overlap_param_gather = true;
+  const Plan plan = Prepare(run).plan;
+  const StageProgram& stage = plan.stages[0];
+  REQUIRE(!stage.buckets.empty());
+  REQUIRE(stage.GathersOverlapForward());
+  // A data-parallel group has one GPU per server: NCCL's rings leave on that
+  // GPU's NIC, 1 channel doubled: 2 CTAs of 132 SMs.
+  double largest = 0;
+  for (const GradientBucket& b : stage.buckets) largest = std::max(largest, b.compute_share);
+  CHECK(largest == Approx(2.0 / 132));
+  const double held = BucketContentionSeconds(stage, 1, true), gathers = stage.GatherContentionSeconds();
+  // Every stage's first forward and last backward slowed, one after another along the pipeline.
+  double chain = 0;
+  for (const StageProgram& st : plan.stages)
+    chain += st.GatherContentionSeconds() + BucketContentionSeconds(st, 1, true);
+  const StepResult analytical = Summarize(plan, RunAnalytical(plan));
+  const StepResult quiet = Summarize(plan, RunAnalytical(WithoutContention(plan)));
+  const StepResult simulated =
+      Summarize(plan, RunSimGrid(plan, run.cluster, Fidelity::kAggregated, Symmetry::kFold, TraceRequest{}));
+  INFO("step " << quiet.step_seconds << " s without contention, " << analytical.step_seconds << " s analytical, "
+               << simulated.step_seconds << " s SimGrid; buckets hold back " << held << " s, gathers " << gathers
+               << " s");
+  // Stage 0's first forward ends `gathers` later and its last backward
+  // `held` later, after the later stages' passes, each slowed by its own
+  // gathers and buckets, handed it their outputs.
+  CHECK(analytical.step_seconds - quiet.step_seconds > held + gathers);
+  CHECK(analytical.step_seconds - quiet.step_seconds <= chain * (1 + 1e-9));
+  CHECK(analytical.compute_seconds > quiet.compute_seconds);
+  CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.02));
 }
 
 TEST_CASE("overlapped forward-backward units hide expert AlltoAlls between servers on both engines alike") {
