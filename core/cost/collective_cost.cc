@@ -204,18 +204,17 @@ bool TimedByNccl(Collective c, const GroupPlacement& p, const ClusterSpec& clust
   return p.size > 1 && UsesNcclModel(cluster) && NcclTunes(c) && !Calibrated(cluster, c, ScopeOf(p));
 }
 
-// The share of the device's compute units `channels` CTAs hold (CollectiveTiming::compute_share).
-double ComputeShare(int channels, const ClusterSpec& cluster) {
-  const auto units = static_cast<double>(cluster.device.compute_units);
-  return units > 0 ? std::min(1.0, channels / units) : 0.0;
-}
-
 // nccl-tests' buffer (the whole of it) for CollectiveSeconds' per-rank bytes.
 double NcclBuffer(Collective c, double bytes, const GroupPlacement& p) {
   return c == Collective::kAllGather ? bytes * static_cast<double>(p.size) : bytes;
 }
 
 }  // namespace
+
+double ComputeShare(int sms, const ClusterSpec& cluster) {
+  const auto units = static_cast<double>(cluster.device.compute_units);
+  return units > 0 ? std::min(1.0, sms / units) : 0.0;
+}
 
 CollectiveTiming TimeCollective(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
                                 const ClusterSpec& cluster, double crossing_share) {

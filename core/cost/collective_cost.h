@@ -69,6 +69,10 @@ struct CollectiveTiming {
 // exchange's server-crossing bytes that cross; below 1 the exchange is a
 // flex expert dispatch (FlexCrossingShare), each server's share forwarded
 // over its own links.
+// The share of the device's compute units `sms` of them are (CollectiveTiming::compute_share); 0 where the
+// cluster names no compute units.
+double ComputeShare(int sms, const ClusterSpec& cluster);
+
 CollectiveTiming TimeCollective(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,
                                 const ClusterSpec& cluster, double crossing_share = 1);
 double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, const GroupPlacement& p,

@@ -158,15 +158,18 @@ class Lowering {
   // and its ReduceScatters pipelined or in bulk on 16 SMs (TE's default
   // num_sm, transformer_engine/pytorch/module/base.py, get_default_config),
   // which the GEMMs beside them leave free.
+  static constexpr int kUserbufferGatherSms = 1;
+  static constexpr int kUserbufferScatterSms = 16;
   void OverlapTensorParallel(StageProgram& stage) const {
-    const auto units = static_cast<double>(run_.cluster.device.compute_units);
     for (std::vector<Task>* pass : {&stage.forward, &stage.backward})
       for (Task& t : *pass) {
         if (t.kind != Task::Kind::kCollective || t.dimension != CommDimension::kTensor) continue;
         t.overlapped = true;
         if (t.compute_share <= 0) continue;
-        if (t.collective == shardlab::Collective::kAllGather) t.compute_share = std::min(1.0, 1 / units);
-        if (t.collective == shardlab::Collective::kReduceScatter) t.compute_share = std::min(1.0, 16 / units);
+        if (t.collective == shardlab::Collective::kAllGather)
+          t.compute_share = ComputeShare(kUserbufferGatherSms, run_.cluster);
+        if (t.collective == shardlab::Collective::kReduceScatter)
+          t.compute_share = ComputeShare(kUserbufferScatterSms, run_.cluster);
       }
   }
 
@@ -470,8 +473,7 @@ class Lowering {
     r.capacity_factor = routing.NumberAttr("capacity_factor", 1);
     SetCrossingShare(stage, FlexCrossingShare(r, stage.groups[task.group].placement.servers), task);
     // DeepEP's kernels, where NCCL's would hold SMs.
-    if (task.compute_share > 0)
-      task.compute_share = std::min(1.0, kFlexDispatchSms / static_cast<double>(run_.cluster.device.compute_units));
+    if (task.compute_share > 0) task.compute_share = ComputeShare(kFlexDispatchSms, run_.cluster);
   }
 
   // Times an AlltoAll whose server-crossing bytes are `share` of the uniform exchange's.
