@@ -41,8 +41,9 @@ enum class PipelineSchedule {
   // the cool-down's bubbles. What a B leaves for its W stays in memory until
   // the W runs ("zero_bubble_h1").
   kZeroBubbleH1,
-  // MindSpore's zero_bubble_v (DeepSeek's DualPipeV order, its forward and
-  // backward pairs run one after the other): two chunks per stage placed in
+  // MindSpore's zero_bubble_v (its ZeroBubbleV order over DeepSeek's
+  // DualPipeV phases, forward and backward pairs run one after the other
+  // unless overlap_forward_backward): two chunks per stage placed in
   // a V (chunk 0 of stage s is virtual stage s, chunk 1 virtual stage
   // 2S - 1 - s), backwards split into input- and weight-gradient passes
   // where the order makes room for the latter; at least 2S micro-batches

@@ -58,37 +58,34 @@ std::vector<ScheduleItem> WithWeightGradients(const std::vector<ScheduleItem>& o
   return out;
 }
 
-// zero_bubble_v on stage r of n (DeepSeek's DualPipeV step order, which
-// MindSpore's ZeroBubbleV scheduler follows), each forward and backward
-// pair one after the other. Micro-batches enter every chunk in order; a
-// split backward queues its weight-gradient pass, which runs where the
-// order calls for one (first in, first out); an unsplit one runs it at once.
-// With `overlap`, DualPipeV's overlapped chunks: in the steady phase each
-// forward with the backward after it (and that backward's weight-gradient
-// pass when unsplit), but the last stage's first.
+// zero_bubble_v on stage r of n: MindSpore's ZeroBubbleV scheduler
+// (pipeline_transformer/zero_bubble_v.cc, ProcessStep1-8, ZBV_offset unset;
+// its split backwards from detach_backward.cc), DeepSeek's DualPipeV phases
+// with MindSpore's order inside them: in the steady phases each backward
+// before the forward it pairs with, the weight-gradient passes of the
+// cool-down chunk 0's only (none on stage 0), and the rest at the end,
+// chunk 0's before chunk 1's, each chunk's in micro-batch order. A split
+// backward queues its weight-gradient pass; an unsplit one runs it at once.
+// With `overlap` (MindSpore's pp_1f1b_overlap), each steady-phase forward
+// runs together with the backward just before it (and that backward's
+// weight-gradient pass), the last stage's first pair too.
 std::vector<ScheduleItem> ZeroBubbleV(int64_t r, int64_t n, int64_t micro_batches, bool overlap) {
   std::vector<ScheduleItem> out;
   int64_t forwards[2] = {0, 0}, backwards[2] = {0, 0};
-  std::deque<ScheduleItem> weights;
-  bool split = false;
+  std::deque<ScheduleItem> weights[2];  // per chunk, in micro-batch order
   auto forward = [&](int64_t chunk) { out.push_back({true, forwards[chunk]++, chunk}); };
-  auto weight = [&] {
-    out.push_back(weights.front());
-    weights.pop_front();
+  auto weight = [&](int64_t chunk) {
+    out.push_back(weights[chunk].front());
+    weights[chunk].pop_front();
   };
-  auto backward = [&](int64_t chunk, bool split_it) {
+  // `paired`: the backward (with its W when unsplit) and the forward after it are one unit.
+  auto backward = [&](int64_t chunk, bool split, bool paired = false) {
     const int64_t m = backwards[chunk]++;
-    out.push_back({false, m, chunk});
-    weights.push_back({false, m, chunk, true});
-    if (split_it) return;
-    // DualPipeV runs every queued weight-gradient pass before its next unsplit backward.
-    if (weights.size() != 1) throw std::logic_error("zero_bubble_v: an unsplit backward behind queued weight passes");
-    out.back().with_next = out.size() >= 2 && out[out.size() - 2].with_next;  // the W stays in its backward's unit
-    weight();
-  };
-  // The forward just queued runs together with the backward that follows it.
-  auto overlapped = [&] {
-    if (overlap) out.back().with_next = true;
+    out.push_back({false, m, chunk, false, paired});
+    if (split)
+      weights[chunk].push_back({false, m, chunk, true});
+    else
+      out.push_back({false, m, chunk, true, paired});
   };
   for (int64_t i = 0; i < (n - r - 1) * 2; ++i) forward(0);
   for (int64_t i = 0; i < r + 1; ++i) {
@@ -97,35 +94,33 @@ std::vector<ScheduleItem> ZeroBubbleV(int64_t r, int64_t n, int64_t micro_batche
   }
   for (int64_t i = 0; i < n - r - 1; ++i) {
     backward(1, true);
-    weight();
+    weight(1);
     forward(1);
   }
   for (int64_t i = 0; i < micro_batches - 2 * n + r + 1; ++i) {
+    backward(1, false, overlap);
     forward(0);
-    if (i > 0 || r != n - 1) overlapped();
-    backward(1, false);
+    backward(0, false, overlap);
     forward(1);
-    overlapped();
-    backward(0, false);
   }
   for (int64_t i = 0; i < n - r - 1; ++i) {
     backward(1, false);
+    backward(0, false, overlap);
     forward(1);
-    overlapped();
-    backward(0, false);
   }
-  // From the middle of this run on, weight-gradient passes wait for the bubbles below.
+  // Split from here on: chunk 1's last (r + 1) / 2 backwards, chunk 0's last
+  // n - (r + 1) / 2; their weight-gradient passes wait for the bubbles below.
+  const int64_t split_from[2] = {micro_batches - (n - (r + 1) / 2), micro_batches - (r + 1) / 2};
   for (int64_t i = 0; i < r + 1; ++i) {
-    if (i == (r + 1) / 2 && r % 2 == 1) split = true;
-    backward(1, split);
-    if (i == (r + 1) / 2 && r % 2 == 0) split = true;
-    backward(0, split);
+    backward(1, backwards[1] >= split_from[1]);
+    backward(0, backwards[0] >= split_from[0]);
   }
   for (int64_t i = 0; i < n - r - 1; ++i) {
-    weight();
+    if (r != 0) weight(0);
     backward(0, true);
   }
-  while (!weights.empty()) weight();
+  for (int64_t chunk : {0, 1})
+    while (!weights[chunk].empty()) weight(chunk);
   return out;
 }
 

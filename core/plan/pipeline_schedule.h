@@ -4,7 +4,7 @@
 // then the remaining backwards), interleaved 1F1B over virtual chunks, and
 // ZB-H1 (1F1B whose backwards are split into an input-gradient pass and a
 // weight-gradient pass, the latter lagging s backwards behind on stage s)
-// and zero_bubble_v (two chunks in a V, DualPipeV's order). With
+// and zero_bubble_v (two chunks in a V, MindSpore's ZeroBubbleV order). With
 // overlap_forward_backward, a forward and a backward of another micro-batch
 // run together as one unit (Megatron's combined 1F1B, DualPipe's overlapped
 // chunks): 1F1B-based orders warm up further ahead for it.

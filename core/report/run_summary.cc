@@ -51,7 +51,7 @@ std::string DescribeSchedule(const SimulationOptions& s, const PassOverlap& over
         (RunsSequenceChunks(s.pipeline_schedule) && s.virtual_pipeline_chunks > 1))
       out += fmt::format(" over {} chunks per stage", s.virtual_pipeline_chunks);
     if (s.pipeline_schedule == PipelineSchedule::kZeroBubbleV)
-      out += " (two chunks per stage in a V, DualPipeV's order)";
+      out += " (two chunks per stage in a V, MindSpore's ZeroBubbleV order)";
     if (s.pipeline_schedule == PipelineSchedule::kZeroBubbleH1)
       out += " (backwards split into input- and weight-gradient passes)";
   }

@@ -72,13 +72,21 @@ TEST_CASE("ZB-H1 follows 1F1B, micro-batch i's weight-gradient pass after micro-
   CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleH1, 3, 4, 2, 1)) == "F0 B0 F1 B1 W0 W1");
 }
 
-TEST_CASE("zero_bubble_v runs DualPipeV's order over a V of two chunks") {
-  // The last of 2 stages (the V's turn), 4 micro-batches: (F0, F1) twice, then forward-backward pairs
-  // (backwards unsplit: W at once), then its last backwards split, their Ws at the end.
+TEST_CASE("zero_bubble_v runs MindSpore's ZeroBubbleV order over a V of two chunks") {
+  // The last of 2 stages (the V's turn), 4 micro-batches: (F0, F1) twice, then
+  // backward-forward pairs (backwards unsplit: W at once), then its last
+  // backwards split, their Ws at the end, chunk 0's first.
   CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleV, 1, 2, 4, 2)) ==
-        "F0 F0.1 F1 F1.1 F2 B0.1 W0.1 F2.1 B0 W0 F3 B1.1 W1.1 F3.1 B1 W1 B2.1 W2.1 B2 W2 B3.1 B3 W3.1 W3");
-  // The first stage warms up with 2 forwards of chunk 0, and splits its first backward.
-  CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleV, 0, 2, 4, 2)).substr(0, 23) == "F0 F1 F2 F0.1 B0.1 W0.1");
+        "F0 F0.1 F1 F1.1 B0.1 W0.1 F2 B0 W0 F2.1 B1.1 W1.1 F3 B1 W1 F3.1 B2.1 W2.1 B2 W2 B3.1 B3 W3 W3.1");
+  // The first stage warms up with 2 forwards of chunk 0, splits its first
+  // backward, and keeps every cool-down W to the end (MindSpore's offset of
+  // stages - 1 on stage 0).
+  CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleV, 0, 2, 4, 2)) ==
+        "F0 F1 F2 F0.1 B0.1 W0.1 F1.1 B1.1 W1.1 F3 B0 W0 F2.1 B2.1 W2.1 B1 W1 F3.1 B3.1 W3.1 B2 B3 W2 W3");
+  // Stage 1 of 4, 8 micro-batches: in the cool-down chunk 0's oldest W before each split backward.
+  CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleV, 1, 4, 8, 2)) ==
+        "F0 F1 F2 F3 F4 F0.1 F5 F1.1 B0.1 W0.1 F2.1 B1.1 W1.1 F3.1 B2.1 W2.1 F6 B0 W0 F4.1 B3.1 W3.1 F7 B1 W1 F5.1 "
+        "B4.1 W4.1 B2 W2 F6.1 B5.1 W5.1 B3 W3 F7.1 B6.1 W6.1 B4 W4 B7.1 B5 W5 B6 W6 B7 W7 W7.1");
   for (int64_t stages : {2, 3, 4, 8})
     for (int64_t micro_batches : {2 * stages, 2 * stages + 1, 3 * stages + 2})
       for (int64_t s = 0; s < stages; ++s) {
@@ -109,9 +117,10 @@ TEST_CASE("overlapped orders pair each forward with another micro-batch's backwa
   // ZB-H1: the weight-gradient pass goes after the unit.
   CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleH1, 0, 2, 4, 1, true)) ==
         "F0 F1 F2 B0+F3 W0 B1 W1 B2 W2 B3 W3");
-  // zero_bubble_v: DualPipeV's overlapped chunks, an unsplit backward's W inside its unit.
+  // zero_bubble_v (pp_1f1b_overlap): each steady-state forward with the backward before it, an unsplit
+  // backward's W inside its unit, the last stage's first pair too.
   CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleV, 1, 2, 4, 2, true)) ==
-        "F0 F0.1 F1 F1.1 F2 B0.1 W0.1 F2.1+B0+W0 F3+B1.1+W1.1 F3.1+B1+W1 B2.1 W2.1 B2 W2 B3.1 B3 W3.1 W3");
+        "F0 F0.1 F1 F1.1 B0.1+W0.1+F2 B0+W0+F2.1 B1.1+W1.1+F3 B1+W1+F3.1 B2.1 W2.1 B2 W2 B3.1 B3 W3 W3.1");
   const PipelineSchedule schedules[] = {PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved,
                                         PipelineSchedule::kZeroBubbleH1, PipelineSchedule::kZeroBubbleV};
   for (PipelineSchedule schedule : schedules)
