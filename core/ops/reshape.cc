@@ -4,7 +4,7 @@
 // size is a multiple of the split and no other split input dimension lies
 // inside j. Two more cases keep every device's slice in place, as tokens
 // split over data and context parallel need ([batch*seq, hidden] <->
-// [batch, seq, heads, head_dim] with one sequence per data-parallel slice):
+// [batch, seq, heads, head_dim] with one row of sequences per data-parallel slice):
 // - a split larger than j's size, a multiple of it, splits j whole and the
 //   output dimension after j (which must lie inside i) by the rest: the
 //   device dimension becomes two;

@@ -333,14 +333,42 @@ TEST_CASE("context parallel gathers latent attention's up-projected keys and val
   CHECK_THROWS_WITH(Prepare(ulysses), Catch::Contains("not built for multi-head latent attention"));
 }
 
+TEST_CASE("context parallel lays a slice's sequences end to end, attention inside each") {
+  // Two sequences per data-parallel slice and micro-batch (MindFormers'
+  // batch_size 2 with context_parallel): what two micro-batches of one
+  // sequence each cost. Twice the FLOPs, twice the keys and values gathered,
+  // twice the activations a micro-batch keeps.
+  RunSpec doubled = Llama70b(2);
+  doubled.parallel.global_batch_size *= 2;
+  doubled.model.params.Set("batch", int64_t{32});
+  const PreparedRun one = Prepare(Llama70b(2)), two = Prepare(doubled);
+  const StageProgram &a = one.plan.stages[1], &b = two.plan.stages[1];
+  CHECK(Flops(b) == Approx(2 * Flops(a)).epsilon(1e-9));
+  const auto gathers = ContextTasks(a.forward), doubled_gathers = ContextTasks(b.forward);
+  REQUIRE(doubled_gathers.size() == gathers.size());
+  for (size_t i = 0; i < gathers.size(); ++i) CHECK(doubled_gathers[i]->comm_bytes == 2 * gathers[i]->comm_bytes);
+  CHECK(b.memory.activations_per_micro_batch == Approx(2 * a.memory.activations_per_micro_batch).epsilon(0.01));
+  // The attention reads each slice as one row of two 4096-token documents.
+  int attentions = 0;
+  for (const Operator& op : two.graph.operators()) {
+    if (op.type != "FlashAttentionScore") continue;
+    ++attentions;
+    CHECK(op.IntAttr("document_length", 0) == 4096);
+    CHECK(two.graph.tensor(op.inputs[0]).shape[0] == 16);
+    CHECK(two.graph.tensor(op.inputs[0]).shape[1] == 8192);
+  }
+  CHECK(attentions == 80);
+}
+
 TEST_CASE("context parallel refuses what it cannot split") {
   RunSpec run = Llama70b(2);
   run.model.params.Set("attention", std::string("eager"));
   run.model.params.Set("kv_heads", int64_t{64});
   CHECK_THROWS_WITH(Prepare(run), Catch::Contains("context_parallel 2 needs attention \"flash\""));
   run = Llama70b(2);
-  run.model.params.Set("batch", int64_t{32});
-  CHECK_THROWS_WITH(Prepare(run), Catch::Contains("micro-batch must be one sequence"));
+  run.model.params.Set("batch", int64_t{24});
+  run.model.params.Set("data_parallel", int64_t{16});
+  CHECK_THROWS_WITH(Prepare(run), Catch::Contains("not a whole number of sequences"));
   run = Llama70b(2);
   run.model.params.Set("use_seq_parallel", false);
   run.model.params.Set("seq_length", int64_t{4094});

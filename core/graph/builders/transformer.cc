@@ -33,6 +33,9 @@ struct Dims {
   int64_t ulysses;
   bool ring_attention;     // the keys and values passed around the cp group beside the attention compute
   int64_t document_length;  // packed documents: attention within each (0: the whole sequence)
+  // Under context parallel, the sequences of a data-parallel slice laid end
+  // to end as one row of `batch` = dp rows (ReadDims): 1 with one sequence a slice.
+  int64_t row_sequences = 1;
   // Sequence pipelining (seq_split_num > 1): the graph is one pass over
   // one of a sequence's seq_chunks chunks (`seq` tokens of each sample), its
   // attention reading the keys and values of the whole sequence (kv_seq)
@@ -99,7 +102,7 @@ struct Dims {
   int64_t expert_groups() const { return dp * cp * mp / (ep * etp); }
   // The token groups routed per micro-batch: a sample, or its context-parallel
   // chunk, or under sequence parallelism a model_parallel share of that.
-  int64_t routed_groups() const { return batch * cp * (seq_parallel ? mp : 1); }
+  int64_t routed_groups() const { return batch * row_sequences * cp * (seq_parallel ? mp : 1); }
   int64_t q_width() const { return heads * head_dim; }
   int64_t kv_width() const { return kv_heads * head_dim; }
 };
@@ -212,12 +215,9 @@ Dims ReadDims(const BuilderParams& p) {
       throw GraphError(cp + " splits each sequence into 2 x " + Text(d.cp) +
                        " chunks (balancing the causal mask), which seq_length " + Text(d.seq) +
                        " does not divide into");
-    if (d.batch != d.dp)
-      throw GraphError(cp +
-                       " splits each sequence over the devices of a data-parallel slice, so each slice's "
-                       "micro-batch must be one sequence: batch " +
-                       Text(d.batch) + " is " + Text(d.batch / d.dp) + " per data_parallel " + Text(d.dp) +
-                       " (set global_batch_size / micro_batch_num to data_parallel)");
+    if (d.batch % d.dp != 0)
+      throw GraphError(cp + " splits each sequence over the devices of a data-parallel slice: batch " + Text(d.batch) +
+                       " is not a whole number of sequences per data_parallel " + Text(d.dp));
   } else if (p.String("context_parallel_algo") == "hybrid_cp" && p.Int("ulysses_degree_in_cp") > 1) {
     throw GraphError("ulysses_degree_in_cp " + Text(p.Int("ulysses_degree_in_cp")) +
                      " splits a context-parallel group; set context_parallel > 1");
@@ -284,6 +284,19 @@ Dims ReadDims(const BuilderParams& p) {
     throw GraphError("rotary position embedding needs an even head_dim, got " + Text(d.head_dim));
   if (d.position == "learned" && d.max_positions < d.kv_seq())
     throw GraphError("seq_length " + Text(d.kv_seq()) + " exceeds max_positions " + Text(d.max_positions));
+  // Context parallel splits the [tokens, hidden] activations by contiguous
+  // blocks of rows, a sequence's chunks only when a data-parallel slice holds
+  // one sequence. With more, the slice's sequences lie end to end as one row
+  // of packed sequences, attention kept inside each (document_length): each
+  // device then holds the same tokens, gathers the same keys and values and
+  // attends the same (query, key) pairs as when each sequence is split over
+  // the group on its own (MindFormers' [batch, seq] split (dp, cp)).
+  if (d.cp > 1 && d.batch > d.dp) {
+    d.row_sequences = d.batch / d.dp;
+    if (d.document_length == 0) d.document_length = d.seq;
+    d.seq *= d.row_sequences;
+    d.batch = d.dp;
+  }
   return d;
 }
 
