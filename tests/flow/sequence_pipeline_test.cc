@@ -170,6 +170,38 @@ TEST_CASE("a seqvpp order whose stages would wait on one another is refused befo
   CHECK(e.pointer() == "/parallel/pipeline_config");
 }
 
+TEST_CASE("sequence chunks under context parallel gather the whole split cache for every chunk") {
+  // MindFormers' GLM2 seq_pipe with context_parallel: each chunk's 4096
+  // tokens split over cp 2, the layer's cache split by sequence so too and
+  // gathered whole (32,768 positions) for the chunk's attention.
+  RunSpec run = Qwen72b(8);
+  run.model.params.Set("context_parallel", int64_t{2});
+  run.parallel.device_num = 128;
+  const PreparedRun one = Prepare(Qwen72b(8)), two = Prepare(run);
+  const Graph& g = two.sharded.graph;
+  const Operator& flash = Op(g, "layer0/attention/flash");
+  CHECK(g.tensor(flash.inputs[0]).shape == Shape{1, 4096, 64, 128});  // BSND
+  CHECK(g.tensor(flash.inputs[1]).shape == Shape{1, 32768, 8, 128});
+  // Forward: per layer an AllGather of the keys and one of the values, each
+  // device's half of the 32,768 positions of its one key/value head (8 over TP 8).
+  const StageProgram& stage = two.plan.stages[1];
+  int gathers = 0;
+  for (const Task& t : stage.forward) {
+    if (t.kind != Task::Kind::kCollective || t.dimension != CommDimension::kContext) continue;
+    ++gathers;
+    CHECK(t.collective == Collective::kAllGather);
+    CHECK(t.comm_bytes == 16384.0 * 128 * 2);
+  }
+  CHECK(gathers == 2 * 10);  // 80 layers over 8 stages
+  // Each device computes half of what it did without context parallel.
+  double flops[2] = {0, 0};
+  for (int i = 0; i < 2; ++i)
+    for (const Task& t : (i == 0 ? one : two).plan.stages[1].forward) flops[i] += t.flops;
+  CHECK(flops[1] == Approx(flops[0] / 2).epsilon(0.01));
+  CHECK(Summarize(two.plan, RunAnalytical(two.plan)).step_seconds <
+        Summarize(one.plan, RunAnalytical(one.plan)).step_seconds);
+}
+
 TEST_CASE("seq_split_num's model errors name the parameter") {
   auto error = [](RunSpec run) { return testing::ExpectConfigError([&] { Prepare(run); }).message(); };
   RunSpec uneven = Qwen72b(8);
@@ -178,6 +210,12 @@ TEST_CASE("seq_split_num's model errors name the parameter") {
   RunSpec eager = Qwen72b(8);
   eager.model.params.Set("attention", std::string("eager"));
   CHECK_THAT(error(eager), Catch::Contains("needs attention \"flash\""));
+  RunSpec ulysses = Qwen72b(8);
+  ulysses.model.params.Set("context_parallel", int64_t{2});
+  ulysses.model.params.Set("context_parallel_algo", std::string("ulysses_cp"));
+  ulysses.parallel.device_num = 128;
+  ulysses.parallel.enable_alltoall = true;
+  CHECK_THAT(error(ulysses), Catch::Contains("seq_split_num 8 is not built with Ulysses"));
 }
 
 }  // namespace

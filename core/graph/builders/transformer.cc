@@ -229,7 +229,14 @@ Dims ReadDims(const BuilderParams& p) {
   if (d.seq_chunks > 1) {
     const std::string split = "seq_split_num " + Text(d.seq_chunks);
     if (!d.flash) throw GraphError(split + " needs attention \"flash\" (MindFormers' seq_pipe does)");
-    if (d.cp > 1) throw GraphError(split + " is not built with context_parallel " + Text(d.cp));
+    if (d.cp > 1 && d.ulysses > 1)
+      throw GraphError(split + " is not built with Ulysses' exchange of heads (context_parallel_algo " +
+                       p.String("context_parallel_algo") + "); use colossalai_cp");
+    if (d.cp > 1 && d.ring_attention) throw GraphError(split + " is not built with use_ring_attention");
+    if (d.cp > 1 && d.batch != d.dp)
+      throw GraphError(split + " with context_parallel " + Text(d.cp) +
+                       " is built for one sequence per data-parallel slice of a micro-batch: batch " + Text(d.batch) +
+                       " is " + Text(d.batch / d.dp) + " per data_parallel " + Text(d.dp));
     if (d.kv_lora > 0) throw GraphError(split + " is not built for multi-head latent attention (kv_lora_rank)");
     if (d.document_length > 0) throw GraphError(split + " is not built with packed documents (document_length)");
   }
@@ -291,7 +298,7 @@ Dims ReadDims(const BuilderParams& p) {
   // device then holds the same tokens, gathers the same keys and values and
   // attends the same (query, key) pairs as when each sequence is split over
   // the group on its own (MindFormers' [batch, seq] split (dp, cp)).
-  if (d.cp > 1 && d.batch > d.dp) {
+  if (d.cp > 1 && d.batch > d.dp && d.seq_chunks == 1) {
     d.row_sequences = d.batch / d.dp;
     if (d.document_length == 0) d.document_length = d.seq;
     d.seq *= d.row_sequences;
@@ -805,6 +812,25 @@ int SequenceChunkCache(GraphBuilder& b, const Dims& d, const std::string& name, 
   return b.Binary("Add", "attention/" + name + "_cached", t, cache, shard({{d.dp, d.mp, 1, 1}, {d.dp, d.mp, 1, 1}}));
 }
 
+// The same under context parallel, the chunk's keys or values [batch, seq,
+// kv_heads, head_dim] split by sequence over cp: the cache stays split so
+// too and the attention gathers it whole for every chunk (MindFormers'
+// GLM2 SeqPipeProcess, its cache sharded (dp, cp, mp); `chunk_mask` is
+// [1, kv_seq, 1, 1]). The tile lays the chunk's positions outermost, so
+// that each device's slice of the chunk tiles its slice of the cache.
+int SequenceChunkCacheBsnd(GraphBuilder& b, const Dims& d, const std::string& name, int t, int chunk_mask) {
+  const Shard shard{d.sharded && d.all_ops};
+  const Shape s = b.shape(t);
+  const Strategy split = {{d.dp, d.cp, d.mp, 1}};
+  t = b.Reshape("attention/" + name + "_chunk", t, {s[0], s[1], 1, s[2] * s[3]});
+  t = b.BroadcastTo("attention/" + name + "_tile", t, {s[0], s[1], d.seq_chunks, s[2] * s[3]},
+                    shard({{d.dp, d.cp, 1, d.mp}}));
+  t = b.Reshape("attention/" + name + "_whole", t, {s[0], d.kv_seq(), s[2], s[3]});
+  t = b.Binary("Mul", "attention/" + name + "_place", t, chunk_mask, shard({split[0], {1, d.cp, 1, 1}}));
+  const int cache = b.Parameter("attention/" + name + "_cache", {s[0], d.kv_seq(), s[2], s[3]}, d.dtype, false);
+  return b.Binary("Add", "attention/" + name + "_cached", t, cache, shard({split[0], split[0]}));
+}
+
 // Self-attention on x [tokens, hidden]; returns the projected output.
 // `causal` masks future positions (decoders); the eager form adds `mask`.
 // Under context parallel the heads stay [batch, seq, heads, head_dim]
@@ -876,6 +902,10 @@ int Attention(GraphBuilder& b, const Dims& d, int x, int mask, bool causal) {
       qh = UlyssesToHeads(b, d, "query", qh, d.heads);
       kh = UlyssesToHeads(b, d, "key", kh, kv_heads);
       vh = UlyssesToHeads(b, d, "value", vh, kv_heads);
+    }
+    if (d.seq_chunks > 1) {
+      kh = SequenceChunkCacheBsnd(b, d, "key", kh, mask);
+      vh = SequenceChunkCacheBsnd(b, d, "value", vh, mask);
     }
     const std::vector<int64_t> q = {dp, cp / u, u * mp, 1}, kv = {dp, 1, u * mp, 1};
     context = b.FlashAttention("attention/flash", qh, kh, vh, causal, shard(Strategy{q, kv, kv}), "BSND");
@@ -1194,9 +1224,11 @@ Graph BuildGpt(const std::string& graph_name, const BuilderParams& params, const
   const int input_ids = b.Input("input_ids", {d.batch, d.seq}, DType::kInt32);
   const int position_ids = d.position == "learned" ? b.Input("position_ids", {d.batch, d.seq}, DType::kInt32) : -1;
   // Eager attention's mask; under sequence pipelining, where each chunk's keys and values go in the cache.
-  const int mask = !d.flash           ? b.Input("attention_mask", {d.batch, 1, d.seq, d.seq}, d.dtype)
-                   : d.seq_chunks > 1 ? b.Input("kv_chunk_mask", {1, 1, d.kv_seq(), 1}, d.dtype)
-                                      : -1;
+  const int mask =
+      !d.flash ? b.Input("attention_mask", {d.batch, 1, d.seq, d.seq}, d.dtype)
+      : d.seq_chunks > 1
+          ? b.Input("kv_chunk_mask", d.cp > 1 ? Shape{1, d.kv_seq(), 1, 1} : Shape{1, 1, d.kv_seq(), 1}, d.dtype)
+          : -1;
   const int labels = b.Input("labels", {d.tokens()}, DType::kInt32);
 
   auto [x, table] = Embeddings(b, d, input_ids, position_ids);
