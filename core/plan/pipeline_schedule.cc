@@ -5,7 +5,6 @@
 #include <map>
 #include <set>
 #include <stack>
-#include <stdexcept>
 #include <tuple>
 
 namespace shardlab {
@@ -62,10 +61,11 @@ std::vector<ScheduleItem> WithWeightGradients(const std::vector<ScheduleItem>& o
 // (pipeline_transformer/zero_bubble_v.cc, ProcessStep1-8, ZBV_offset unset;
 // its split backwards from detach_backward.cc), DeepSeek's DualPipeV phases
 // with MindSpore's order inside them: in the steady phases each backward
-// before the forward it pairs with, the weight-gradient passes of the
-// cool-down chunk 0's only (none on stage 0), and the rest at the end,
-// chunk 0's before chunk 1's, each chunk's in micro-batch order. A split
-// backward queues its weight-gradient pass; an unsplit one runs it at once.
+// before the forward it pairs with; in the cool-down only chunk 0's queued
+// weight-gradient passes, one before each split backward (none on stage
+// 0); the rest at the end, chunk 0's before chunk 1's, each chunk's in
+// micro-batch order. A split backward queues its weight-gradient pass; an
+// unsplit one runs it at once.
 // With `overlap` (MindSpore's pp_1f1b_overlap), each steady-phase forward
 // runs together with the backward just before it (and that backward's
 // weight-gradient pass), the last stage's first pair too.

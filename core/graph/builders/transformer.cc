@@ -33,8 +33,9 @@ struct Dims {
   int64_t ulysses;
   bool ring_attention;     // the keys and values passed around the cp group beside the attention compute
   int64_t document_length;  // packed documents: attention within each (0: the whole sequence)
-  // Under context parallel, the sequences of a data-parallel slice laid end
-  // to end as one row of `batch` = dp rows (ReadDims): 1 with one sequence a slice.
+  // Under context parallel, the sequences of a data-parallel slice that lie
+  // end to end as one row (ReadDims then makes `batch` the dp rows and `seq`
+  // a row's length): 1 with one sequence per slice.
   int64_t row_sequences = 1;
   // Sequence pipelining (seq_split_num > 1): the graph is one pass over
   // one of a sequence's seq_chunks chunks (`seq` tokens of each sample), its
