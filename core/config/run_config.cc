@@ -139,7 +139,7 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
     if (cp > 1 && p.micro_batch_interleaved > 1)
       parallel_node.Child("micro_batch_interleaved")
           .Fail(fmt::format("micro_batch_interleaved {} splits each device's share of a micro-batch, which under "
-                            "context_parallel {} is one chunk of one sequence",
+                            "context_parallel {} is a chunk of each of its sequences, not whole samples",
                             p.micro_batch_interleaved, cp));
     if (p.micro_batch_size() % dp != 0)
       parallel_node.Child("global_batch_size")

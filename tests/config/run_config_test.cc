@@ -84,7 +84,7 @@ TEST_CASE("run files check the rules between their sections") {
       "parallel": {"parallel_mode": "semi_auto_parallel", "device_num": 8, "global_batch_size": 4,
                    "micro_batch_interleaved": 2}})",
                      &pointer),
-             Catch::Contains("which under context_parallel 2 is one chunk of one sequence"));
+             Catch::Contains("which under context_parallel 2 is a chunk of each of its sequences"));
   CHECK(pointer == "/parallel/micro_batch_interleaved");
   CHECK_THAT(ErrorOf(head + R"("model": "../models/gpt3-175b.json", "model_params": {"batch": 8},
       "parallel": {"global_batch_size": 4}})",

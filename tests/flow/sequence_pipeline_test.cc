@@ -216,6 +216,17 @@ TEST_CASE("seq_split_num's model errors name the parameter") {
   ulysses.parallel.device_num = 128;
   ulysses.parallel.enable_alltoall = true;
   CHECK_THAT(error(ulysses), Catch::Contains("seq_split_num 8 is not built with Ulysses"));
+  RunSpec ring = Qwen72b(8);
+  ring.model.params.Set("context_parallel", int64_t{2});
+  ring.model.params.Set("use_ring_attention", true);
+  ring.parallel.device_num = 128;
+  CHECK_THAT(error(ring), Catch::Contains("seq_split_num 8 is not built with use_ring_attention"));
+  RunSpec two_sequences = Qwen72b(8);
+  two_sequences.model.params.Set("context_parallel", int64_t{2});
+  two_sequences.model.params.Set("batch", int64_t{2});
+  two_sequences.parallel.device_num = 128;
+  two_sequences.parallel.global_batch_size *= 2;
+  CHECK_THAT(error(two_sequences), Catch::Contains("is built for one sequence per data-parallel slice"));
 }
 
 }  // namespace

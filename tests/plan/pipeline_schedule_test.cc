@@ -87,6 +87,11 @@ TEST_CASE("zero_bubble_v runs MindSpore's ZeroBubbleV order over a V of two chun
   CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleV, 1, 4, 8, 2)) ==
         "F0 F1 F2 F3 F4 F0.1 F5 F1.1 B0.1 W0.1 F2.1 B1.1 W1.1 F3.1 B2.1 W2.1 F6 B0 W0 F4.1 B3.1 W3.1 F7 B1 W1 F5.1 "
         "B4.1 W4.1 B2 W2 F6.1 B5.1 W5.1 B3 W3 F7.1 B6.1 W6.1 B4 W4 B7.1 B5 W5 B6 W6 B7 W7 W7.1");
+  // Stage 2 of 4: an even stage past the first splits one chunk-1 backward and two of chunk 0's in its
+  // last backward pairs (floor and ceiling of (r + 1) / 2).
+  CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleV, 2, 4, 8, 2)) ==
+        "F0 F1 F2 F0.1 F3 F1.1 F4 F2.1 B0.1 W0.1 F3.1 B1.1 W1.1 F5 B0 W0 F4.1 B2.1 W2.1 F6 B1 W1 F5.1 "
+        "B3.1 W3.1 F7 B2 W2 F6.1 B4.1 W4.1 B3 W3 F7.1 B5.1 W5.1 B4 W4 B6.1 W6.1 B5 B7.1 B6 W5 B7 W6 W7 W7.1");
   for (int64_t stages : {2, 3, 4, 8})
     for (int64_t micro_batches : {2 * stages, 2 * stages + 1, 3 * stages + 2})
       for (int64_t s = 0; s < stages; ++s) {

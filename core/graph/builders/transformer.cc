@@ -209,13 +209,15 @@ Dims ReadDims(const BuilderParams& p) {
       throw GraphError(cp +
                        " exchanges heads for sequence (Ulysses), which is not built for multi-head latent "
                        "attention; use context_parallel_algo colossalai_cp");
+    // Under sequence pipelining each of a sequence's seq_split_num chunks splits.
+    const std::string length =
+        d.seq_chunks > 1 ? "a seq_split_num chunk's " + Text(d.seq) + " tokens" : "seq_length " + Text(d.seq);
     if (d.seq_parallel && d.seq % (d.cp * d.mp) != 0)
-      throw GraphError(cp + " with sequence parallel splits seq_length " + Text(d.seq) + " over context_parallel x " +
+      throw GraphError(cp + " with sequence parallel splits " + length + " over context_parallel x " +
                        "model_parallel = " + Text(d.cp * d.mp) + ", which does not divide it");
     if (d.seq % (2 * d.cp) != 0)
       throw GraphError(cp + " splits each sequence into 2 x " + Text(d.cp) +
-                       " chunks (balancing the causal mask), which seq_length " + Text(d.seq) +
-                       " does not divide into");
+                       " chunks (balancing the causal mask), which " + length + " does not divide into");
     if (d.batch % d.dp != 0)
       throw GraphError(cp + " splits each sequence over the devices of a data-parallel slice: batch " + Text(d.batch) +
                        " is not a whole number of sequences per data_parallel " + Text(d.dp));
@@ -296,9 +298,10 @@ Dims ReadDims(const BuilderParams& p) {
   // blocks of rows, a sequence's chunks only when a data-parallel slice holds
   // one sequence. With more, the slice's sequences lie end to end as one row
   // of packed sequences, attention kept inside each (document_length): each
-  // device then holds the same tokens, gathers the same keys and values and
-  // attends the same (query, key) pairs as when each sequence is split over
-  // the group on its own (MindFormers' [batch, seq] split (dp, cp)).
+  // device then holds as many tokens, gathers as many key and value bytes and
+  // attends as many (query, key) pairs as when each sequence is split over
+  // the group on its own (MindFormers' [batch, seq] split (dp, cp)), though
+  // not the same ones.
   if (d.cp > 1 && d.batch > d.dp && d.seq_chunks == 1) {
     d.row_sequences = d.batch / d.dp;
     if (d.document_length == 0) d.document_length = d.seq;
