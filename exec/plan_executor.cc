@@ -45,7 +45,7 @@ void CheckExecutable(const Plan& plan) {
   if (RunsChunks(plan.schedule) && plan.chunks > 1)
     throw std::runtime_error(
         "the executor runs one chunk per stage (1f1b, gpipe, zero_bubble_h1), not virtual pipeline chunks "
-        "(interleaved, zero_bubble_v, seqvpp, seqsmartvpp)");
+        "(interleaved, zero_bubble_v, dualpipe, seqvpp, seqsmartvpp)");
   if (plan.seq_chunks > 1)
     throw std::runtime_error(
         "the executor runs each micro-batch as one pass: seq_split_num's sequence chunks (seqpipe, seqvpp, "

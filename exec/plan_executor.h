@@ -50,7 +50,7 @@ RankExecution ExecutePlan(const Plan& plan, int64_t rank, Communicator& world, R
                           const ExecutionOptions& options);
 
 // Throws std::runtime_error saying why when the executor cannot run `plan`'s
-// schedule: chunks (interleaved, zero_bubble_v) or overlapped forward and
+// schedule: chunks (interleaved, zero_bubble_v, dualpipe) or overlapped forward and
 // backward units. Callers check before they launch ranks; ExecutePlan does too.
 void CheckExecutable(const Plan& plan);
 

@@ -120,8 +120,8 @@ class Engine {
       p.bucket_breaks = BucketBreaks(stage);
       p.finals = FindFinalGradientPasses(plan, stage, p.order);
       if (plan.training) {
-        p.last_contention = BucketContentionSeconds(stage, V_, true);
-        p.other_contention = BucketContentionSeconds(stage, V_, false);
+        p.last_contention = BucketContentionSeconds(stage, V_, true, p.finals.last_chunk);
+        p.other_contention = BucketContentionSeconds(stage, V_, false, p.finals.last_chunk);
       }
       programs_.push_back(std::move(p));
       shape_.groups.push_back(StageGroupInstances(stage));
@@ -285,6 +285,12 @@ class Engine {
     size_t final_backwards = 0;  // final backward items started
     bool in_final_backward = false;
     int backward_task_done = -1;  // in the running final backward item
+    int final_tasks_end = 0;      // the end of its chunk's tasks: the gradients after it came before
+    // dualpipe's exchange with the mirror stage: started, its own transfers
+    // still running, the mirror lane's received.
+    bool mirror_started = false;
+    int64_t mirror_sends_running = 0, mirror_received = 0;
+    double mirror_begin = 0;
     bool compute_done = false;
     bool finished = false;
     // The running pass's compute and collectives, for its timeline event.
@@ -373,7 +379,7 @@ class Engine {
   bool NeedsInput(const Device& d, const ScheduleItem& item) const {
     if (!item.Exchanges()) return false;  // a weight-gradient pass follows its own backward
     const int64_t vs = VirtualStage(plan_.schedule, item.chunk, d.stage, S_);
-    return item.forward ? vs > 0 : vs + 1 < S_ * V_;
+    return AdjacentVirtualStage(plan_.schedule, !item.forward, vs, S_, V_).has_value();
   }
 
   // Runs the device's next unit (a pass, or overlapped passes) once its inputs have arrived.
@@ -566,10 +572,10 @@ class Engine {
   void QueueBuckets(Device& d, const ScheduleItem& item, bool last) {
     ++d.final_backwards;
     d.in_final_backward = true;
-    // Chunk c's pass runs the c-th share of the gradient pass's tasks from
-    // the end: the tasks before that share ran in the chunks before it.
-    const auto n = static_cast<int64_t>(StageOf(d).GradientTasks().size());
-    d.backward_task_done = static_cast<int>(n * (V_ - 1 - item.chunk) / V_) - 1;
+    // The pass runs its chunk's tasks of the gradient pass: the others' gradients ran in other passes.
+    const auto [begin, end] = ChunkTaskRange(StageOf(d).GradientTasks(), V_, item.chunk, true);
+    d.backward_task_done = static_cast<int>(begin) - 1;
+    d.final_tasks_end = static_cast<int>(end);
     const auto& buckets = StageOf(d).buckets;
     for (size_t b = 0; b < buckets.size(); ++b)
       if (last || buckets[b].every_micro_batch)
@@ -697,38 +703,34 @@ class Engine {
   // Hands an item's activation (or its gradient) to the neighbouring virtual stage.
   void HandOn(Device& d, const ScheduleItem& item) {
     const int64_t vs = VirtualStage(plan_.schedule, item.chunk, d.stage, S_);
-    const int64_t target_vs = item.forward ? vs + 1 : vs - 1;
-    if (item.Exchanges() && (plan_.training || item.forward) && target_vs >= 0 && target_vs < S_ * V_ &&
-        StageOfVirtual(plan_.schedule, target_vs, S_) == d.stage) {
+    const std::optional<int64_t> target = AdjacentVirtualStage(plan_.schedule, item.forward, vs, S_, V_);
+    if (!item.Exchanges() || !(plan_.training || item.forward) || !target) return;
+    const int64_t target_stage = StageOfVirtual(plan_.schedule, *target, S_);
+    if (target_stage == d.stage) {
       // The V's turn: the next virtual stage runs on this device.
-      arrived_[{d.rank, item.forward, target_vs, item.micro_batch}] += static_cast<int64_t>(d.ranks.size());
-    } else if (item.Exchanges() && (plan_.training || item.forward)) {
-      if (target_vs >= 0 && target_vs < S_ * V_) {
-        const int64_t target_stage = StageOfVirtual(plan_.schedule, target_vs, S_);
-        const double bytes =
-            item.forward ? StageOf(d).send_forward_bytes : plan_.stages[target_stage].send_forward_bytes;
-        for (int64_t rank : d.ranks) {
-          const int64_t peer = target_stage * D_ + rank % D_;
-          if (lane_of_rank_[peer] < 0)
-            throw std::logic_error("a pipeline transfer reaches a device that is not simulated");
-          const InputKey key{devices_[lane_of_rank_[peer]].rank, item.forward, target_vs, item.micro_batch};
-          Phase phase;
-          phase.flows.push_back({rank, peer, bytes});
-          const bool traced = d.traced && rank == d.rank;
-          const double begin = Now();
-          runner_.Run({phase}, [this, key, traced, &d, item, begin] {
-            if (traced) {
-              TraceEvent e = Event(d, Lane::kPipeline, EventKind::kSend, "send " + PassName(item, 1, plan_.seq_chunks),
-                                   begin, Now() - begin);
-              e.micro_batch = plan_.MicroBatchOf(item);
-              e.seq_chunk = plan_.SeqChunkOf(item);
-              e.chunk = item.chunk;
-              events_.push_back(std::move(e));
-            }
-            Deliver(key);
-          });
+      arrived_[{d.rank, item.forward, *target, item.micro_batch}] += static_cast<int64_t>(d.ranks.size());
+      return;
+    }
+    const double bytes = item.forward ? StageOf(d).send_forward_bytes : plan_.stages[target_stage].send_forward_bytes;
+    for (int64_t rank : d.ranks) {
+      const int64_t peer = target_stage * D_ + rank % D_;
+      if (lane_of_rank_[peer] < 0) throw std::logic_error("a pipeline transfer reaches a device that is not simulated");
+      const InputKey key{devices_[lane_of_rank_[peer]].rank, item.forward, *target, item.micro_batch};
+      Phase phase;
+      phase.flows.push_back({rank, peer, bytes});
+      const bool traced = d.traced && rank == d.rank;
+      const double begin = Now();
+      runner_.Run({phase}, [this, key, traced, &d, item, begin] {
+        if (traced) {
+          TraceEvent e = Event(d, Lane::kPipeline, EventKind::kSend, "send " + PassName(item, 1, plan_.seq_chunks),
+                               begin, Now() - begin);
+          e.micro_batch = plan_.MicroBatchOf(item);
+          e.seq_chunk = plan_.SeqChunkOf(item);
+          e.chunk = item.chunk;
+          events_.push_back(std::move(e));
         }
-      }
+        Deliver(key);
+      });
     }
   }
 
@@ -785,7 +787,8 @@ class Engine {
     const Device::BucketRun run = d.bucket_runs.front();
     const GradientBucket& bucket = stage.buckets[run.bucket];
     const bool pass_over = run.pass + 1 < d.final_backwards || !d.in_final_backward;
-    if (!d.compute_done && !pass_over && d.backward_task_done < bucket.ready_after) return;
+    const bool ready = d.backward_task_done >= bucket.ready_after || bucket.ready_after >= d.final_tasks_end;
+    if (!d.compute_done && !pass_over && !ready) return;
     d.bucket_runs.pop_front();
     d.bucket_running = true;
     Task task;
@@ -826,6 +829,14 @@ class Engine {
     const StageProgram& stage = StageOf(d);
     if (!d.compute_done || d.bucket_running || d.finished) return;
     if (plan_.training && !d.bucket_runs.empty()) return;
+    if (plan_.training && stage.mirror_gradient_bytes > 0) {
+      if (!d.mirror_started) ExchangeWithMirror(d);
+      if (d.mirror_sends_running > 0 || d.mirror_received < static_cast<int64_t>(d.ranks.size())) return;
+      if (d.traced)
+        events_.push_back(Event(d, Lane::kCommunication, EventKind::kGradient,
+                                "gradients with stage " + std::to_string(MirrorStage(d.stage, S_)), d.mirror_begin,
+                                Now() - d.mirror_begin));
+    }
     double optimizer = 0;
     for (const Task& t : stage.optimizer) optimizer += t.seconds;
     d.finished = true;  // no more work will be scheduled
@@ -833,6 +844,28 @@ class Engine {
       events_.push_back(Event(d, Lane::kCompute, EventKind::kOptimizer, "optimizer", Now(), optimizer));
     ++timers_;
     runner_.After(optimizer, [] {});
+  }
+
+  // dualpipe: each of the lane's devices sends its gradients to the device
+  // in its place on the mirror stage, whose lane counts them in.
+  void ExchangeWithMirror(Device& d) {
+    d.mirror_started = true;
+    d.mirror_begin = Now();
+    const int64_t mirror_stage = MirrorStage(d.stage, S_);
+    for (int64_t rank : d.ranks) {
+      const int64_t peer = mirror_stage * D_ + rank % D_;
+      if (lane_of_rank_[peer] < 0) throw std::logic_error("a gradient exchange reaches a device that is not simulated");
+      Device& receiver = devices_[lane_of_rank_[peer]];
+      Phase phase;
+      phase.flows.push_back({rank, peer, StageOf(d).mirror_gradient_bytes});
+      ++d.mirror_sends_running;
+      runner_.Run({phase}, [this, &d, &receiver] {
+        --d.mirror_sends_running;
+        ++receiver.mirror_received;
+        MaybeFinish(d);
+        if (&receiver != &d) MaybeFinish(receiver);
+      });
+    }
   }
 
   const Plan& plan_;

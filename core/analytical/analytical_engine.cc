@@ -82,8 +82,8 @@ Trace RunAnalytical(const Plan& plan) {
     order[s] = StageOrder(plan, s);
     finals[s] = FindFinalGradientPasses(plan, plan.stages[s], order[s]);
     if (plan.training) {
-      last_contention[s] = BucketContentionSeconds(plan.stages[s], V, true);
-      other_contention[s] = BucketContentionSeconds(plan.stages[s], V, false);
+      last_contention[s] = BucketContentionSeconds(plan.stages[s], V, true, finals[s].last_chunk);
+      other_contention[s] = BucketContentionSeconds(plan.stages[s], V, false, finals[s].last_chunk);
     }
   }
   std::vector<size_t> next(S, 0);
@@ -92,7 +92,6 @@ Trace RunAnalytical(const Plan& plan) {
   // chunk's) ends, and whether it ran in a unit (its buckets then ready at the end).
   std::vector<std::vector<double>> gradients_end(S, std::vector<double>(plan.micro_batch_num(), 0));
   std::vector<std::vector<char>> gradients_in_unit(S, std::vector<char>(plan.micro_batch_num(), 0));
-  const int64_t virtual_stages = S * V;
   // The transfer between virtual stages v and v + 1: the activation v's stage
   // sends (or its gradient back); none where both run on one stage (the V's turn).
   auto boundary_seconds = [&](int64_t v) {
@@ -112,10 +111,10 @@ Trace RunAnalytical(const Plan& plan) {
     pass.communication = communication;
     events.push_back(pass);
     // The activation (or its gradient) leaves for the neighbouring virtual stage.
-    const int64_t target = item.forward ? vs + 1 : vs - 1;
-    if (item.Exchanges() && (plan.training || item.forward) && target >= 0 && target < virtual_stages &&
-        StageOfVirtual(plan.schedule, target, S) != s) {
-      const double seconds = boundary_seconds(std::min(vs, target));
+    const std::optional<int64_t> target = AdjacentVirtualStage(plan.schedule, item.forward, vs, S, V);
+    if (item.Exchanges() && (plan.training || item.forward) && target &&
+        StageOfVirtual(plan.schedule, *target, S) != s) {
+      const double seconds = boundary_seconds(std::min(vs, *target));
       TraceEvent send =
           MakeEvent(s, Lane::kPipeline, EventKind::kSend, "send " + PassName(item, 1, plan.seq_chunks), end, seconds);
       send.micro_batch = plan.MicroBatchOf(item);
@@ -143,11 +142,12 @@ Trace RunAnalytical(const Plan& plan) {
         for (size_t k = first; ok && k < last; ++k) {
           const ScheduleItem& item = order[s][k];
           const int64_t vs = VirtualStage(plan.schedule, item.chunk, s, S);
+          const std::optional<int64_t> input = AdjacentVirtualStage(plan.schedule, !item.forward, vs, S, V);
           if (item.forward) {
-            if (vs > 0) ok = wait_for(true, vs - 1, item.micro_batch, boundary_seconds(vs - 1));
+            if (input) ok = wait_for(true, *input, item.micro_batch, boundary_seconds(*input));
           } else if (!item.weight_gradient) {  // a weight-gradient pass follows its own backward in the order
             ok = wait_for(true, vs, item.micro_batch, 0);
-            if (ok && vs + 1 < virtual_stages) ok = wait_for(false, vs + 1, item.micro_batch, boundary_seconds(vs));
+            if (ok && input) ok = wait_for(false, *input, item.micro_batch, boundary_seconds(vs));
           }
         }
         if (!ok) break;
@@ -193,6 +193,7 @@ Trace RunAnalytical(const Plan& plan) {
     if (!progressed) throw std::logic_error("pipeline schedule deadlocked");
   }
 
+  std::vector<double> gradients_done(S, 0);  // per stage: when its buckets are done
   for (int64_t s = 0; s < S; ++s) {
     const StageProgram& stage = plan.stages[s];
     // Gradient buckets on the communication stream, as each micro-batch's
@@ -200,7 +201,7 @@ Trace RunAnalytical(const Plan& plan) {
     // micro-batch, the every-micro-batch ones after the others too.
     double comm_free = last_end[s];
     if (plan.training && !stage.buckets.empty()) {
-      const std::vector<double> lead = BucketLeadSeconds(stage, V, nullptr);
+      const std::vector<double> lead = BucketLeadSeconds(stage, V, nullptr, finals[s].last_chunk);
       std::vector<int64_t> micro_batches(plan.micro_batch_num());
       for (size_t m = 0; m < micro_batches.size(); ++m) micro_batches[m] = static_cast<int64_t>(m);
       std::stable_sort(micro_batches.begin(), micro_batches.end(),
@@ -223,7 +224,20 @@ Trace RunAnalytical(const Plan& plan) {
       }
       comm_free = std::max(comm_free, last_end[s]);
     }
-    double end = comm_free;
+    gradients_done[s] = comm_free;
+  }
+  for (int64_t s = 0; s < S; ++s) {
+    const StageProgram& stage = plan.stages[s];
+    double end = gradients_done[s];
+    if (plan.training && stage.mirror_gradient_bytes > 0) {
+      // dualpipe: its gradients go to the mirror stage as that one's come
+      // back, each leaving once its stage's buckets are done.
+      const int64_t mirror = MirrorStage(s, S);
+      const double received = std::max(end, gradients_done[mirror]) + stage.mirror_gradient_seconds;
+      events.push_back(MakeEvent(s, Lane::kCommunication, EventKind::kGradient,
+                                 "gradients with stage " + std::to_string(mirror), end, received - end));
+      end = received;
+    }
     for (const Task& task : stage.optimizer) {
       events.push_back(MakeEvent(s, Lane::kCompute, EventKind::kOptimizer, "optimizer", end, task.seconds));
       end += task.seconds;

@@ -153,7 +153,7 @@ void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel
     if (run.simulation.pipeline_schedule == PipelineSchedule::kGPipe)
       key.Fail(
           fmt::format("{} pairs a forward with a backward in the schedule's steady state, which gpipe has "
-                      "none of: use 1f1b, interleaved, zero_bubble_h1 or zero_bubble_v",
+                      "none of: use 1f1b, interleaved, zero_bubble_h1, zero_bubble_v or dualpipe",
                       what));
     if (p.cpu_offloading_num_layers > 0)
       key.Fail(fmt::format("{} is not built with activation offloading (cpu_offloading_num_layers)", what));
@@ -322,6 +322,20 @@ RunSpec ReadRunSpec(const JsonNode& node) {
         .Fail(fmt::format("the zero_bubble_v schedule needs at least 2 pipeline stages and micro_batch_num >= 2 x "
                           "pipeline_stages (MindSpore's rule); here {} stages and {} micro-batches",
                           run.parallel.pipeline_stages, run.parallel.micro_batch_num));
+  if (run.simulation.pipeline_schedule == PipelineSchedule::kDualPipe) {
+    const int64_t stages = run.parallel.pipeline_stages, micro_batches = run.parallel.micro_batch_num;
+    if (stages < 2 || stages % 2 != 0)
+      parallel_node.Child("pipeline_stages")
+          .Fail(fmt::format("the dualpipe schedule pairs stage s with stage S - 1 - s, so it needs an even number of "
+                            "pipeline stages, 2 or more; here {}",
+                            stages));
+    if (micro_batches % 2 != 0 || micro_batches < 2 * stages)
+      parallel_node.Child("micro_batch_num")
+          .Fail(fmt::format("the dualpipe schedule feeds half the micro-batches from each end, so it needs an even "
+                            "micro_batch_num of at least 2 x pipeline_stages (DualPipe's rule); here {} micro-batches "
+                            "over {} stages",
+                            micro_batches, stages));
+  }
   if (auto stack = r.Optional("stack")) run.stack = ReadSoftwareStack(*stack);
   if (auto ascend = r.Optional("ascend_config")) {
     run.ascend_config = ReadAscendConfig(*ascend);

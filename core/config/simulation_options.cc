@@ -14,8 +14,8 @@ namespace {
 
 constexpr EnumNames<Engine, 3> kEngines({"simgrid", "analytical", "both"});
 constexpr EnumNames<StepMode, 2> kModes({"train", "infer"});
-constexpr EnumNames<PipelineSchedule, 8> kSchedules({"1f1b", "gpipe", "interleaved", "zero_bubble_h1", "zero_bubble_v",
-                                                     "seqpipe", "seqvpp", "seqsmartvpp"});
+constexpr EnumNames<PipelineSchedule, 9> kSchedules({"1f1b", "gpipe", "interleaved", "zero_bubble_h1", "zero_bubble_v",
+                                                     "dualpipe", "seqpipe", "seqvpp", "seqsmartvpp"});
 constexpr EnumNames<Fidelity, 2> kFidelities({"aggregated", "step"});
 constexpr EnumNames<Symmetry, 2> kSymmetries({"fold", "off"});
 constexpr EnumNames<Optimizer, 5> kOptimizers({"adam", "lamb", "momentum", "sgd", "adam_offload"});
@@ -31,10 +31,14 @@ const char* ToString(Engine e) { return kEngines[e]; }
 const char* ToString(StepMode m) { return kModes[m]; }
 const char* ToString(PipelineSchedule s) { return kSchedules[s]; }
 bool SplitsBackward(PipelineSchedule s) {
-  return s == PipelineSchedule::kZeroBubbleH1 || s == PipelineSchedule::kZeroBubbleV;
+  return s == PipelineSchedule::kZeroBubbleH1 || s == PipelineSchedule::kZeroBubbleV ||
+         s == PipelineSchedule::kDualPipe;
 }
 bool RunsChunks(PipelineSchedule s) {
-  return s == PipelineSchedule::kInterleaved || s == PipelineSchedule::kZeroBubbleV || RunsSequenceChunks(s);
+  return s == PipelineSchedule::kInterleaved || RunsTwoChunks(s) || RunsSequenceChunks(s);
+}
+bool RunsTwoChunks(PipelineSchedule s) {
+  return s == PipelineSchedule::kZeroBubbleV || s == PipelineSchedule::kDualPipe;
 }
 bool RunsSequenceChunks(PipelineSchedule s) {
   return s == PipelineSchedule::kSeqPipe || s == PipelineSchedule::kSeqVpp || s == PipelineSchedule::kSeqSmartVpp;
@@ -114,12 +118,13 @@ SimulationOptions ReadSimulation(const JsonNode& node, const SimulationOptions& 
   r.Finish();
   if (s.virtual_pipeline_chunks > 1 && !RunsChunks(s.pipeline_schedule))
     chunks->Fail(
-        "virtual_pipeline_chunks > 1 needs pipeline_schedule \"interleaved\", \"zero_bubble_v\", \"seqpipe\", "
-        "\"seqvpp\" or \"seqsmartvpp\"");
-  if (s.pipeline_schedule == PipelineSchedule::kZeroBubbleV) {
-    // Its two chunks are its V's two arms.
+        "virtual_pipeline_chunks > 1 needs pipeline_schedule \"interleaved\", \"zero_bubble_v\", \"dualpipe\", "
+        "\"seqpipe\", \"seqvpp\" or \"seqsmartvpp\"");
+  if (RunsTwoChunks(s.pipeline_schedule)) {
+    // zero_bubble_v's two chunks are its V's two arms, dualpipe's its two directions.
     if (chunks && s.virtual_pipeline_chunks != 2)
-      chunks->Fail("pipeline_schedule \"zero_bubble_v\" runs exactly 2 chunks per stage");
+      chunks->Fail(
+          fmt::format("pipeline_schedule \"{}\" runs exactly 2 chunks per stage", ToString(s.pipeline_schedule)));
     s.virtual_pipeline_chunks = 2;
   }
   // A schedule from `defaults` is checked by whoever chose it.

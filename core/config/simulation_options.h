@@ -49,6 +49,17 @@ enum class PipelineSchedule {
   // where the order makes room for the latter; at least 2S micro-batches
   // ("zero_bubble_v").
   kZeroBubbleV,
+  // DeepSeek's DualPipe (DeepSeek-V3 technical report, section 3.2.1;
+  // deepseek-ai/DualPipe, DualPipe.step): two copies of the model run in
+  // opposite directions, stage s of the one and stage S - 1 - s of the
+  // other on stage s (chunks 0 and 1), each fed half the micro-batches from
+  // its own end; forward and backward pairs overlap in the steady state
+  // with overlap_forward_backward; backwards split into input- and
+  // weight-gradient passes where the order makes room for the latter; each
+  // stage's gradients summed with its mirror stage's (S - 1 - s) before the
+  // update. An even number of stages (2 or more), an even number of
+  // micro-batches, at least 2S ("dualpipe").
+  kDualPipe,
   // MindSpore's sequence-pipelined 1F1B (SeqpipeScheduler, "seqpipe"): each
   // micro-batch runs as model_params.seq_split_num passes over its
   // sequence's chunks, in order (a chunk's attention reads the keys and
@@ -66,6 +77,8 @@ enum class PipelineSchedule {
   kSeqSmartVpp,
 };
 
+// Whether `s` runs exactly two chunks per stage (zero_bubble_v, dualpipe).
+bool RunsTwoChunks(PipelineSchedule s);
 // Whether `s` runs the weight-gradient half of each backward as a pass of its own.
 bool SplitsBackward(PipelineSchedule s);
 // Whether `s` runs each stage's work as virtual_pipeline_chunks chunks.

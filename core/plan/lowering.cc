@@ -17,6 +17,7 @@
 #include "core/layout/redistribution.h"
 #include "core/ops/graph_layouts.h"
 #include "core/ops/saved_for_backward.h"
+#include "core/plan/dualpipe_copy.h"
 #include "core/plan/kernel_fusion.h"
 #include "core/plan/operator_cost.h"
 #include "core/plan/overlapped_unit.h"
@@ -51,11 +52,14 @@ double OptimizerBytesPerElement(Optimizer optimizer, DType param_dtype, const So
 
 class Lowering {
  public:
-  Lowering(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts, bool own_batch)
+  // `mirror_from`: the first operator of dualpipe's mirrored copy (WithDualPipeCopy); the operator count without one.
+  Lowering(const RunSpec& run, const Graph& graph, const std::vector<OpLayout>& layouts, bool own_batch,
+           int mirror_from)
       : run_(run),
         graph_(graph),
         layouts_(layouts),
         own_batch_(own_batch),
+        mirror_from_(mirror_from),
         p_(run.parallel),
         fusion_(PlanKernelFusion(graph, layouts, run.stack)),
         seq_chunks_(SequenceChunks(run.model)) {}
@@ -83,6 +87,11 @@ class Lowering {
     plan.seq_chunks = seq_chunks_;
     plan.micro_batches = p_.micro_batch_num * plan.seq_chunks;
     CheckSequenceSchedule(plan);
+    if (plan.schedule == PipelineSchedule::kDualPipe && plan.training && AccumulatesShardedGradients(p_))
+      throw ConfigError(run_.file, "/parallel/parallel_optimizer_config",
+                        "the dualpipe schedule is not built with gradients reduce-scattered after every micro-batch "
+                        "(gradient_accumulation_shard, optimizer_level level2 or level3): each micro-batch runs one "
+                        "of its two model copies, whose sharded gradients would both be reduced");
     plan.chunks = Chunks();
     plan.devices = p_.device_num;
     plan.devices_per_stage = p_.devices_per_stage();
@@ -92,9 +101,10 @@ class Lowering {
     const auto& values = run_.model.params.values();
     if (values.count("seq_length")) plan.tokens_per_step = p_.global_batch_size * run_.model.params.Int("seq_length");
     plan.peak_flops = PeakFlops(run_.cluster.device, ComputeDType(run_.model));
-    for (size_t i = 0; i < graph_.operators().size(); ++i) {
-      const ModelFlops f = ComputeModelFlops(graph_, graph_.op(static_cast<int>(i)));
-      const double backward = BackwardShare(static_cast<int>(i)) * f.backward;  // none for frozen weights
+    // The model's FLOPs: a micro-batch runs one of dualpipe's two copies.
+    for (int i = 0; i < mirror_from_; ++i) {
+      const ModelFlops f = ComputeModelFlops(graph_, graph_.op(i));
+      const double backward = BackwardShare(i) * f.backward;  // none for frozen weights
       plan.model_flops += (plan.training ? f.forward + backward : f.forward);
     }
     plan.model_flops *= static_cast<double>(plan.micro_batches);
@@ -138,9 +148,10 @@ class Lowering {
   StageProgram& StageOf(Plan& plan, int op) { return plan.stages[graph_.op(op).pipeline_stage]; }
 
   // The chunks each stage's passes run as: zero_bubble_v's V has two arms,
-  // whatever the options say; the interleaved schedule the options' count.
+  // dualpipe two directions, whatever the options say; the interleaved
+  // schedule the options' count.
   int64_t Chunks() const {
-    if (run_.simulation.pipeline_schedule == PipelineSchedule::kZeroBubbleV) return 2;
+    if (RunsTwoChunks(run_.simulation.pipeline_schedule)) return 2;
     return RunsChunks(run_.simulation.pipeline_schedule) ? run_.simulation.virtual_pipeline_chunks : 1;
   }
 
@@ -275,6 +286,7 @@ class Lowering {
     t.kind = Task::Kind::kCollective;
     t.name = name;
     t.op = op;
+    t.mirror_copy = op >= mirror_from_;
     t.collective = type;
     t.group = group;
     t.comm_bytes = bytes;
@@ -292,6 +304,7 @@ class Lowering {
     Task t;
     t.name = name;
     t.op = op;
+    t.mirror_copy = op >= mirror_from_;
     t.flops = flops;
     t.bytes = bytes;
     t.on_host = on_host;
@@ -566,6 +579,7 @@ class Lowering {
     Task t;
     t.name = name;
     t.op = op;
+    t.mirror_copy = op >= mirror_from_;
     t.bytes = bytes;
     t.pcie_copy = true;
     t.seconds = bytes / run_.cluster.host.pcie_bandwidth + run_.cluster.host.pcie_latency;
@@ -812,6 +826,12 @@ class Lowering {
   static std::string GatherName(size_t index) { return fmt::format("optimizer_shard/allgather.{}", index); }
 
   // Gradient communication: per (group, fusion id) in MindSpore's order, split into buckets.
+  // Bytes per element of a parameter's gradient as it is communicated.
+  double GradientWireBytes(const Tensor& parameter) const {
+    return p_.gradient_fp32_sync || p_.force_fp32_communication ? 4.0
+                                                                : static_cast<double>(DTypeBytes(parameter.dtype));
+  }
+
   void GradientsAndOptimizer(StageProgram& stage) {
     const bool data_parallel = p_.parallel_mode == ParallelMode::kDataParallel;
     const bool hybrid = p_.parallel_mode == ParallelMode::kHybridParallel;
@@ -833,6 +853,9 @@ class Lowering {
     for (const ParamShare& share : params) {
       const Tensor& tensor = graph_.tensor(share.tensor);
       optimizer_elements += share.slice_elements / static_cast<double>(share.shards);
+      if (run_.simulation.pipeline_schedule == PipelineSchedule::kDualPipe)
+        stage.mirror_gradient_bytes +=
+            share.slice_elements / static_cast<double>(share.shards) * GradientWireBytes(tensor);
       if (!share.mirror) continue;  // fully sharded: no gradient aggregation
       if (hybrid && tensor.layerwise_parallel) continue;
       const Key key{Group(stage, layouts_[share.first_user].device_matrix, share.mirror->device_dims), share.shards > 1,
@@ -851,8 +874,7 @@ class Lowering {
       for (const ParamShare& share : list) {
         const Tensor& tensor = graph_.tensor(share.tensor);
         const double slice = share.slice_elements;
-        const double dtype = static_cast<double>(DTypeBytes(tensor.dtype));
-        bytes.push_back(slice * (p_.gradient_fp32_sync || p_.force_fp32_communication ? 4.0 : dtype));
+        bytes.push_back(slice * GradientWireBytes(tensor));
         // Level3 gathers device weights at each use; host weights still once per step.
         const bool at_use = GathersWeightsJustInTime() && !host_only_[share.tensor];
         weight_bytes.push_back(at_use ? 0.0
@@ -1151,15 +1173,24 @@ class Lowering {
     }
     // Chunks: the last stage sends on too, a hidden state the size of the
     // stage boundary before it, to the first stage (interleaved) or back to
-    // the stage before it (zero_bubble_v's second arm).
+    // the stage before it (zero_bubble_v's second arm, dualpipe's second
+    // direction).
     const auto S = static_cast<int64_t>(plan.stages.size());
     if (plan.chunks > 1 && S > 1) {
       StageProgram& last = plan.stages.back();
-      const StageProgram& peer = plan.stages[plan.schedule == PipelineSchedule::kZeroBubbleV ? S - 2 : 0];
+      const StageProgram& peer = plan.stages[RunsTwoChunks(plan.schedule) ? S - 2 : 0];
       last.send_forward_bytes = plan.stages[S - 2].send_forward_bytes;
       const GroupPlacement pair = PlaceGroup({last.first_rank, peer.first_rank}, run_.cluster);
       last.send_seconds = CollectiveSeconds(shardlab::Collective::kSendRecv, CollectiveAlgorithm::kDirect,
                                             last.send_forward_bytes, pair, run_.cluster);
+    }
+    // dualpipe: each stage's gradients to its mirror stage's devices and theirs back, at once.
+    for (auto& stage : plan.stages) {
+      if (stage.mirror_gradient_bytes <= 0) continue;
+      const StageProgram& mirror = plan.stages[MirrorStage(stage.stage, S)];
+      const GroupPlacement pair = PlaceGroup({stage.first_rank, mirror.first_rank}, run_.cluster);
+      stage.mirror_gradient_seconds = CollectiveSeconds(shardlab::Collective::kSendRecv, CollectiveAlgorithm::kDirect,
+                                                        stage.mirror_gradient_bytes, pair, run_.cluster);
     }
   }
 
@@ -1192,7 +1223,9 @@ class Lowering {
                              const std::vector<double>& held, double* micro_batches, double* held_at_peak) {
     int64_t forwards = 0;
     double bytes = 0, held_bytes = 0, peak = -1;
-    const double passes = static_cast<double>(plan.chunks * plan.seq_chunks);  // of one micro-batch
+    // Of one micro-batch: a dualpipe micro-batch runs one chunk on a stage.
+    const double chunk_passes = plan.schedule == PipelineSchedule::kDualPipe ? 1.0 : static_cast<double>(plan.chunks);
+    const double passes = chunk_passes * static_cast<double>(plan.seq_chunks);
     *micro_batches = 0;
     // A unit's forward holds its activations while its backward runs: counted first.
     std::vector<ScheduleItem> order = StageOrder(plan, stage);
@@ -1235,7 +1268,8 @@ class Lowering {
     for (int64_t i = 0; i < n; ++i) {
       const int op = stage.forward[static_cast<size_t>(i)].op;
       if (op >= 0 && chunk[static_cast<size_t>(op)] < 0)
-        chunk[static_cast<size_t>(op)] = ChunkOfTask(n, plan.chunks, i);
+        chunk[static_cast<size_t>(op)] = plan.schedule == PipelineSchedule::kDualPipe ? (op >= mirror_from_ ? 1 : 0)
+                                                                                      : ChunkOfTask(n, plan.chunks, i);
     }
     int64_t before = 0;
     for (size_t i = 0; i < ops; ++i) {
@@ -1525,6 +1559,7 @@ class Lowering {
   const Graph& graph_;
   const std::vector<OpLayout>& layouts_;
   const bool own_batch_;
+  const int mirror_from_;
   const ParallelConfig& p_;
   const std::vector<FusedKernel> fusion_;  // per operator: runs inside its producer's kernel
   const int64_t seq_chunks_;               // passes of each micro-batch's sequences (seq_split_num)
@@ -1621,7 +1656,12 @@ bool AccumulatesShardedGradients(const ParallelConfig& p) {
 }
 
 Plan LowerToPlan(const RunSpec& run, const ShardedGraph& sharded) {
-  return Lowering(run, sharded.graph, sharded.layouts, sharded.own_batch).Run();
+  const auto ops = static_cast<int>(sharded.graph.operators().size());
+  if (run.simulation.pipeline_schedule == PipelineSchedule::kDualPipe) {
+    const ShardedGraph both = WithDualPipeCopy(sharded, run.parallel.pipeline_stages);
+    return Lowering(run, both.graph, both.layouts, both.own_batch, ops).Run();
+  }
+  return Lowering(run, sharded.graph, sharded.layouts, sharded.own_batch, ops).Run();
 }
 
 }  // namespace shardlab

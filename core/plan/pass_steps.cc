@@ -130,12 +130,25 @@ std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, si
   return steps;
 }
 
-std::vector<PassStep> ChunkSteps(const std::vector<Task>& tasks, int64_t chunks, int64_t chunk,
-                                 const std::vector<bool>& break_after, bool reversed) {
+std::pair<size_t, size_t> ChunkTaskRange(const std::vector<Task>& tasks, int64_t chunks, int64_t chunk, bool reversed) {
+  const auto copy = [](const Task& t) { return t.mirror_copy; };
+  if (std::any_of(tasks.begin(), tasks.end(), copy)) {
+    // dualpipe: chunk 1 is the mirrored copy's run of tasks, chunk 0 the rest.
+    const bool of_copy = chunk == 1;
+    const auto first =
+        std::find_if(tasks.begin(), tasks.end(), [&](const Task& t) { return t.mirror_copy == of_copy; });
+    const auto end = std::find_if(first, tasks.end(), [&](const Task& t) { return t.mirror_copy != of_copy; });
+    return {static_cast<size_t>(first - tasks.begin()), static_cast<size_t>(end - tasks.begin())};
+  }
   const auto n = static_cast<int64_t>(tasks.size());
   const int64_t share = reversed ? chunks - 1 - chunk : chunk;
-  return PassSteps(tasks, static_cast<size_t>(n * share / chunks), static_cast<size_t>(n * (share + 1) / chunks),
-                   break_after);
+  return {static_cast<size_t>(n * share / chunks), static_cast<size_t>(n * (share + 1) / chunks)};
+}
+
+std::vector<PassStep> ChunkSteps(const std::vector<Task>& tasks, int64_t chunks, int64_t chunk,
+                                 const std::vector<bool>& break_after, bool reversed) {
+  const auto [begin, end] = ChunkTaskRange(tasks, chunks, chunk, reversed);
+  return PassSteps(tasks, begin, end, break_after);
 }
 
 int64_t ChunkOfTask(int64_t tasks, int64_t chunks, int64_t task) {

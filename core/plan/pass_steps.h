@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/plan/plan.h"
@@ -58,9 +59,13 @@ struct CopyStream {
 std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, size_t end,
                                 const std::vector<bool>& break_after = {});
 
-// The steps of chunk `chunk` of a pass run as `chunks` virtual pipeline
-// chunks: the chunk-th share of its tasks, or, `reversed` (a backward, which
-// runs the layers last to first), the chunk-th share from the end.
+// The tasks [first, second) of chunk `chunk` of a pass run as `chunks`
+// virtual pipeline chunks: the chunk-th share of its tasks, or, `reversed`
+// (a backward, which runs the layers last to first), the chunk-th share from
+// the end; under dualpipe, chunk 1's are the mirrored copy's tasks
+// (Task::mirror_copy), chunk 0's the others.
+std::pair<size_t, size_t> ChunkTaskRange(const std::vector<Task>& tasks, int64_t chunks, int64_t chunk, bool reversed);
+// The steps of that chunk's tasks.
 std::vector<PassStep> ChunkSteps(const std::vector<Task>& tasks, int64_t chunks, int64_t chunk,
                                  const std::vector<bool>& break_after, bool reversed);
 // The chunk whose share (as ChunkSteps splits a forward) holds task `task` of `tasks`.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
 #include <stack>
 #include <tuple>
@@ -124,6 +125,78 @@ std::vector<ScheduleItem> ZeroBubbleV(int64_t r, int64_t n, int64_t micro_batche
   return out;
 }
 
+// dualpipe on stage r of n: DeepSeek's DualPipe (deepseek-ai/DualPipe,
+// dualpipe/dualpipe.py, DualPipe.step), DualPipeV's eight phases on each
+// half of the stages: stage r runs as stage h = min(r, n - 1 - r) of n / 2,
+// over the micro_batches / 2 of each direction. Its phase 0 is the direction
+// in which it is stage h (the first half's chunk 0, the second half's chunk
+// 1). Direction d's micro-batches are d x micro_batches / 2 and on. Split
+// backwards queue their weight-gradient passes in one queue, oldest first
+// (WeightGradStore). With `overlap`, each steady-phase forward runs together
+// with the backward after it (with that backward's weight-gradient pass),
+// except the first pair on the two middle stages.
+std::vector<ScheduleItem> DualPipe(int64_t r, int64_t n, int64_t micro_batches, bool overlap) {
+  const int64_t half_stages = n / 2, h = std::min(r, n - 1 - r), per_direction = micro_batches / 2;
+  const int64_t flip = r >= half_stages ? 1 : 0;  // the chunk of phase 0
+  const bool middle = h == half_stages - 1;
+  std::vector<ScheduleItem> out;
+  int64_t forwards[2] = {0, 0}, backwards[2] = {0, 0};
+  std::deque<ScheduleItem> weights;
+  auto forward = [&](int64_t phase, bool paired = false) {
+    const int64_t c = phase ^ flip;
+    out.push_back({true, c * per_direction + forwards[c]++, c, false, paired});
+  };
+  // `closes_unit`: the backward (with its weight-gradient pass) ends a unit the forward before it opened.
+  auto backward = [&](int64_t phase, bool split, bool closes_unit = false) {
+    const int64_t c = phase ^ flip, m = c * per_direction + backwards[c]++;
+    out.push_back({false, m, c, false, closes_unit && !split});
+    if (split)
+      weights.push_back({false, m, c, true});
+    else
+      out.push_back({false, m, c, true});
+  };
+  auto weight = [&] {
+    out.push_back(weights.front());
+    weights.pop_front();
+  };
+  for (int64_t i = 0; i < (half_stages - h - 1) * 2; ++i) forward(0);
+  for (int64_t i = 0; i < h + 1; ++i) {
+    forward(0);
+    forward(1);
+  }
+  for (int64_t i = 0; i < half_stages - h - 1; ++i) {
+    backward(1, true);
+    weight();
+    forward(1);
+  }
+  for (int64_t i = 0; i < per_direction - n + h + 1; ++i) {
+    const bool paired = overlap && !(i == 0 && middle);
+    forward(0, paired);
+    backward(1, false, paired);
+    forward(1, overlap);
+    backward(0, false, overlap);
+  }
+  for (int64_t i = 0; i < half_stages - h - 1; ++i) {
+    backward(1, false);
+    forward(1, overlap);
+    backward(0, false, overlap);
+  }
+  // The last h + 1 backwards of each phase: split from the middle on.
+  bool split = false;
+  for (int64_t i = 0; i < h + 1; ++i) {
+    if (i == (h + 1) / 2 && h % 2 == 1) split = true;
+    backward(1, split);
+    if (i == (h + 1) / 2 && h % 2 == 0) split = true;
+    backward(0, split);
+  }
+  for (int64_t i = 0; i < half_stages - h - 1; ++i) {
+    weight();
+    backward(0, true);
+  }
+  while (!weights.empty()) weight();
+  return out;
+}
+
 // The micro-batches of each cycle of a sequence-pipelined order
 // (SeqpipeScheduler::ComputeCycleList and SeqvppScheduler's): cycles of
 // `size` micro-batches, the remainder handed out one each from the first
@@ -183,13 +256,22 @@ std::vector<ScheduleItem> SequenceChunkOrder(PipelineSchedule schedule, int64_t 
 }  // namespace
 
 int64_t VirtualStage(PipelineSchedule schedule, int64_t chunk, int64_t stage, int64_t stages) {
-  if (schedule == PipelineSchedule::kZeroBubbleV && chunk == 1) return 2 * stages - 1 - stage;
+  if (RunsTwoChunks(schedule) && chunk == 1) return 2 * stages - 1 - stage;
   return chunk * stages + stage;
 }
 
 int64_t StageOfVirtual(PipelineSchedule schedule, int64_t virtual_stage, int64_t stages) {
-  if (schedule == PipelineSchedule::kZeroBubbleV && virtual_stage >= stages) return 2 * stages - 1 - virtual_stage;
+  if (RunsTwoChunks(schedule) && virtual_stage >= stages) return 2 * stages - 1 - virtual_stage;
   return virtual_stage % stages;
+}
+
+std::optional<int64_t> AdjacentVirtualStage(PipelineSchedule schedule, bool next, int64_t virtual_stage, int64_t stages,
+                                            int64_t chunks) {
+  const int64_t v = next ? virtual_stage + 1 : virtual_stage - 1;
+  if (v < 0 || v >= stages * chunks) return std::nullopt;
+  // dualpipe's second direction is a pipeline of its own.
+  if (schedule == PipelineSchedule::kDualPipe && std::min(v, virtual_stage) == stages - 1) return std::nullopt;
+  return v;
 }
 
 std::string PassName(const ScheduleItem& item, int64_t chunks, int64_t seq_chunks) {
@@ -203,6 +285,7 @@ std::string PassName(const ScheduleItem& item, int64_t chunks, int64_t seq_chunk
 std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage, int64_t stages, int64_t micro_batches,
                                         int64_t chunks, bool overlap, int64_t seq_chunks) {
   if (schedule == PipelineSchedule::kZeroBubbleV) return ZeroBubbleV(stage, stages, micro_batches, overlap);
+  if (schedule == PipelineSchedule::kDualPipe) return DualPipe(stage, stages, micro_batches, overlap);
   if (RunsSequenceChunks(schedule))
     return SequenceChunkOrder(schedule, stage, stages, micro_batches, chunks, seq_chunks);
   const auto forwards = ChunkOrder(true, stages, micro_batches, chunks);
@@ -258,9 +341,9 @@ bool RunsThrough(PipelineSchedule schedule, int64_t stages, int64_t micro_batche
   auto ready = [&](const ScheduleItem& i, int64_t s) {
     const int64_t v = VirtualStage(schedule, i.chunk, s, stages);
     if (i.weight_gradient) return true;
-    if (i.forward) return v == 0 || done.count({true, i.micro_batch, v - 1}) == 1;
-    return done.count({true, i.micro_batch, v}) == 1 &&
-           (v == stages * chunks - 1 || done.count({false, i.micro_batch, v + 1}) == 1);
+    const std::optional<int64_t> input = AdjacentVirtualStage(schedule, !i.forward, v, stages, chunks);
+    if (i.forward) return !input || done.count({true, i.micro_batch, *input}) == 1;
+    return done.count({true, i.micro_batch, v}) == 1 && (!input || done.count({false, i.micro_batch, *input}) == 1);
   };
   std::vector<size_t> next(static_cast<size_t>(stages), 0);
   for (bool moved = true; moved;) {

@@ -4,13 +4,15 @@
 // then the remaining backwards), interleaved 1F1B over virtual chunks, and
 // ZB-H1 (1F1B whose backwards are split into an input-gradient pass and a
 // weight-gradient pass, the latter lagging s backwards behind on stage s)
-// and zero_bubble_v (two chunks in a V, MindSpore's ZeroBubbleV order). With
+// zero_bubble_v (two chunks in a V, MindSpore's ZeroBubbleV order) and
+// dualpipe (two model copies in opposite directions, DeepSeek's order). With
 // overlap_forward_backward, a forward and a backward of another micro-batch
 // run together as one unit (Megatron's combined 1F1B, DualPipe's overlapped
 // chunks): 1F1B-based orders warm up further ahead for it.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +23,7 @@ namespace shardlab {
 struct ScheduleItem {
   bool forward = true;
   int64_t micro_batch = 0;  // under sequence pipelining: micro-batch x seq_chunks + sequence chunk
-  int64_t chunk = 0;  // virtual stage chunk (interleaved, zero_bubble_v); its virtual stage: VirtualStage
+  int64_t chunk = 0;  // virtual stage chunk (interleaved, zero_bubble_v, dualpipe); its virtual stage: VirtualStage
   // A backward item that runs a micro-batch's weight-gradient pass
   // (StageProgram::weight_gradient) of a schedule that splits the backward;
   // its other backward item is then the input-gradient pass alone.
@@ -38,10 +40,18 @@ struct ScheduleItem {
 };
 
 // The virtual stage chunk `chunk` of `stage` runs as: chunk * stages + stage,
-// or, for zero_bubble_v's V, 2 * stages - 1 - stage for chunk 1.
+// or, for zero_bubble_v's V and dualpipe's second direction, 2 * stages - 1 -
+// stage for chunk 1.
 int64_t VirtualStage(PipelineSchedule schedule, int64_t chunk, int64_t stage, int64_t stages);
 // The stage that runs `virtual_stage` (the inverse of VirtualStage, chunk dropped).
 int64_t StageOfVirtual(PipelineSchedule schedule, int64_t virtual_stage, int64_t stages);
+// The virtual stage after `virtual_stage` (`next`), which its forward
+// output feeds, or the one before, which its input gradient goes back to;
+// none past either end of the pipeline, nor between dualpipe's two
+// directions (virtual stages stages - 1 and stages), each a pipeline of its
+// own. A forward waits for the one before, a backward for the one after.
+std::optional<int64_t> AdjacentVirtualStage(PipelineSchedule schedule, bool next, int64_t virtual_stage, int64_t stages,
+                                            int64_t chunks);
 
 // The item's name on timelines: "F3", "B3", "W3" (".1" for chunk 1 of
 // `chunks` > 1; "F3s1" for micro-batch 3's sequence chunk 1 of `seq_chunks` > 1).

@@ -117,7 +117,7 @@ int64_t TaskRunsPerStep(const Plan& plan) {
   int64_t runs = 0;
   for (const StageProgram& stage : plan.stages)
     runs += static_cast<int64_t>(stage.forward.size() + stage.backward.size() + stage.weight_gradient.size()) *
-            plan.micro_batches;
+            plan.micro_batches / plan.model_copies();
   return runs;
 }
 
@@ -127,7 +127,8 @@ void CheckTaskRuns(const Plan& plan, int64_t limit, const std::string& engine, c
   int64_t largest = 0;
   for (const StageProgram& stage : plan.stages)
     largest = std::max(
-        largest, static_cast<int64_t>(stage.forward.size() + stage.backward.size() + stage.weight_gradient.size()));
+        largest, static_cast<int64_t>(stage.forward.size() + stage.backward.size() + stage.weight_gradient.size()) /
+                     plan.model_copies());
   throw std::runtime_error(fmt::format(
       "this step would run {} tasks ({} stage{} x {} x up to {} tasks each), more than the {} engine's limit of {} "
       "({}): lower micro_batch_num{} or the model's size",

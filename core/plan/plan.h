@@ -91,6 +91,9 @@ struct Task {
   // mean key length). Empty: the same on every chunk.
   std::vector<double> seq_chunk_seconds;
   LibraryTiming library;  // how the SimGrid engine's flows reproduce a library-timed collective
+  // dualpipe: a task of the stage's mirrored model copy (stage S - 1 - s of
+  // the second direction), which its chunk 1 runs (ChunkTaskRange).
+  bool mirror_copy = false;
 };
 
 struct GradientBucket {
@@ -156,6 +159,13 @@ struct StageProgram {
   double send_forward_bytes = 0;   // activations to the next stage per micro-batch, per device
   double send_backward_bytes = 0;  // their gradients back
   double send_seconds = 0;         // one such transfer
+  // dualpipe: the gradients of both model copies this stage holds, as each
+  // device updates them (its optimizer shard), sent to the device in the
+  // same place on the mirror stage (MirrorStage) while that one's come
+  // back, the two summed before the update (DeepSeek's copies see
+  // different micro-batches); per device, and one such transfer's time.
+  double mirror_gradient_bytes = 0;
+  double mirror_gradient_seconds = 0;
   MemoryBreakdown memory;
 
   // When the first forward may start after the step-start gathers begin, one
@@ -205,6 +215,9 @@ struct Plan {
   int64_t MicroBatchOf(const ScheduleItem& item) const { return item.micro_batch / seq_chunks; }
   int64_t SeqChunkOf(const ScheduleItem& item) const { return item.micro_batch % seq_chunks; }
   int64_t chunks = 1;
+  // The model copies the stage programs hold, of which each micro-batch runs
+  // one: dualpipe's two (its chunks), one otherwise.
+  int64_t model_copies() const { return schedule == PipelineSchedule::kDualPipe ? 2 : 1; }
   int64_t devices = 1;
   int64_t devices_per_stage = 1;
   double device_memory = 0;
@@ -221,6 +234,10 @@ struct Plan {
   // stage, the first rank on the others.
   int64_t RepresentativeRank(int64_t stage) const;
 };
+
+// dualpipe's stage whose model copies are `stage`'s the other way round,
+// with which it sums its gradients: S - 1 - stage.
+inline int64_t MirrorStage(int64_t stage, int64_t stages) { return stages - 1 - stage; }
 
 // The order stage `stage` runs its passes in, every engine's: the plan's
 // schedule, paired into units with overlap_forward_backward; an inference

@@ -57,20 +57,22 @@ namespace {
 // Under sequence pipelining a micro-batch's last gradient pass is its sequence's first chunk.
 std::vector<Task> FinalGradientTasks(const StageProgram& stage) { return SequenceChunkTasks(stage.GradientTasks(), 0); }
 
-std::vector<PassStep> FinalGradientSteps(const StageProgram& stage, const std::vector<Task>& tasks, int64_t chunks) {
-  return ChunkSteps(tasks, chunks, 0, BucketBreaks(stage), true);
+std::vector<PassStep> FinalGradientSteps(const StageProgram& stage, const std::vector<Task>& tasks, int64_t chunks,
+                                         int64_t final_chunk) {
+  return ChunkSteps(tasks, chunks, final_chunk, BucketBreaks(stage), true);
 }
 
 }  // namespace
 
-std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks, double* pass_seconds) {
+std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks, double* pass_seconds,
+                                      int64_t final_chunk) {
   const std::vector<Task> tasks = FinalGradientTasks(stage);
   std::vector<double> ends(tasks.size(), 0);
-  const double duration =
-      ClosedFormPass(FinalGradientSteps(stage, tasks, chunks), tasks, [&](const PassStep& step, double end, double) {
-        for (int i = step.first_task; i < step.end_task; ++i) ends[i] = end;
-      });
-  // Tasks of earlier chunks keep end 0: their gradients existed when this pass began.
+  const double duration = ClosedFormPass(FinalGradientSteps(stage, tasks, chunks, final_chunk), tasks,
+                                         [&](const PassStep& step, double end, double) {
+                                           for (int i = step.first_task; i < step.end_task; ++i) ends[i] = end;
+                                         });
+  // Tasks of other chunks keep end 0: their gradients existed when this pass began.
   std::vector<double> lead;
   for (const GradientBucket& bucket : stage.buckets)
     lead.push_back(duration - (bucket.ready_after >= 0 ? ends[static_cast<size_t>(bucket.ready_after)] : 0.0));
@@ -78,10 +80,11 @@ std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks,
   return lead;
 }
 
-double FinalGradientComputeSeconds(const StageProgram& stage, int64_t chunks) {
+double FinalGradientComputeSeconds(const StageProgram& stage, int64_t chunks, int64_t final_chunk) {
   const std::vector<Task> tasks = FinalGradientTasks(stage);
   double compute = 0;
-  for (const PassStep& step : FinalGradientSteps(stage, tasks, chunks)) compute += step.ComputeEndSeconds(tasks);
+  for (const PassStep& step : FinalGradientSteps(stage, tasks, chunks, final_chunk))
+    compute += step.ComputeEndSeconds(tasks);
   return compute;
 }
 
@@ -97,14 +100,14 @@ double ContentionOfBuckets(double duration, double compute, const std::vector<Bu
   return held * std::min(1.0, compute / duration);
 }
 
-double BucketContentionSeconds(const StageProgram& stage, int64_t chunks, bool last) {
+double BucketContentionSeconds(const StageProgram& stage, int64_t chunks, bool last, int64_t final_chunk) {
   double duration = 0;
-  const std::vector<double> lead = BucketLeadSeconds(stage, chunks, &duration);
+  const std::vector<double> lead = BucketLeadSeconds(stage, chunks, &duration, final_chunk);
   std::vector<BucketBesidePass> buckets;
   for (size_t b = 0; b < stage.buckets.size(); ++b)
     if (last || stage.buckets[b].every_micro_batch)
       buckets.push_back({lead[b], stage.buckets[b].seconds, stage.buckets[b].compute_share});
-  return ContentionOfBuckets(duration, FinalGradientComputeSeconds(stage, chunks), buckets);
+  return ContentionOfBuckets(duration, FinalGradientComputeSeconds(stage, chunks, final_chunk), buckets);
 }
 
 FinalGradientPasses FindFinalGradientPasses(const Plan& plan, const StageProgram& stage,
@@ -118,6 +121,7 @@ FinalGradientPasses FindFinalGradientPasses(const Plan& plan, const StageProgram
     out.is_final[i] = true;
     out.last = std::max(out.last, i);
   }
+  if (!last_of.empty()) out.last_chunk = order[out.last].chunk;
   return out;
 }
 

@@ -48,11 +48,15 @@ std::vector<Task> SequenceChunkTasks(const std::vector<Task>& tasks, int64_t j);
 
 // A micro-batch's gradients are complete with its gradient pass (the
 // backward, or the weight-gradient pass when split) on chunk 0, the last its
-// backward reaches (and its first sequence chunk, the last its backwards reach). For each of the stage's gradient
-// buckets: how long before that pass ends its last gradient exists (the whole pass when it came with an earlier chunk
-// or the input-gradient pass); `pass_seconds` gets the pass's closed-form duration. Both engines' and the fusion
-// tuner's rule.
-std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks, double* pass_seconds);
+// backward reaches (and its first sequence chunk, the last its backwards
+// reach); the step's with its last such pass, on `final_chunk`
+// (FinalGradientPasses::last_chunk: dualpipe's last may be chunk 1's). For
+// each of the stage's gradient buckets: how long before that pass ends its
+// last gradient exists (the whole pass when it came with another chunk or
+// the input-gradient pass); `pass_seconds` gets the pass's closed-form
+// duration. Both engines' and the fusion tuner's rule.
+std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks, double* pass_seconds,
+                                      int64_t final_chunk = 0);
 
 // How much longer that pass computes because the gradient buckets it readies
 // reduce beside it: from when each is ready (BucketLeadSeconds), one after
@@ -62,7 +66,7 @@ std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks,
 // micro-batch, which runs every bucket; the others run the every-micro-batch
 // ones. Both engines lengthen the pass by it (not a unit's: its buckets are
 // ready at its end).
-double BucketContentionSeconds(const StageProgram& stage, int64_t chunks, bool last);
+double BucketContentionSeconds(const StageProgram& stage, int64_t chunks, bool last, int64_t final_chunk = 0);
 
 // That rule for a pass of `duration` that computes for `compute` of it and
 // the buckets it readies, in their order on the stream.
@@ -75,7 +79,7 @@ double ContentionOfBuckets(double duration, double compute, const std::vector<Bu
 
 // The compute of a micro-batch's final gradient pass (BucketLeadSeconds'):
 // its steps' ComputeEndSeconds.
-double FinalGradientComputeSeconds(const StageProgram& stage, int64_t chunks);
+double FinalGradientComputeSeconds(const StageProgram& stage, int64_t chunks, int64_t final_chunk = 0);
 
 // The items of a stage's order that are their micro-batch's last pass to
 // complete gradients (its final backward, which queues its gradient buckets),
@@ -83,6 +87,7 @@ double FinalGradientComputeSeconds(const StageProgram& stage, int64_t chunks);
 struct FinalGradientPasses {
   std::vector<bool> is_final;  // per item of the order
   size_t last = 0;             // meaningless when none is final (inference)
+  int64_t last_chunk = 0;      // the chunk that one runs
 };
 FinalGradientPasses FindFinalGradientPasses(const Plan& plan, const StageProgram& stage,
                                             const std::vector<ScheduleItem>& order);

@@ -52,6 +52,8 @@ std::string DescribeSchedule(const SimulationOptions& s, const PassOverlap& over
       out += fmt::format(" over {} chunks per stage", s.virtual_pipeline_chunks);
     if (s.pipeline_schedule == PipelineSchedule::kZeroBubbleV)
       out += " (two chunks per stage in a V, MindSpore's ZeroBubbleV order)";
+    if (s.pipeline_schedule == PipelineSchedule::kDualPipe)
+      out += " (two model copies in opposite directions, DeepSeek's DualPipe order)";
     if (s.pipeline_schedule == PipelineSchedule::kZeroBubbleH1)
       out += " (backwards split into input- and weight-gradient passes)";
   }

@@ -99,7 +99,8 @@ void ShareOut(double amount, const PerDimension& weights, const PerDimension& fa
 // The bytes each device puts on the wire per step, per dimension, from the stage's program.
 PerDimension StepBytes(const Plan& plan, const StageProgram& program) {
   PerDimension bytes{};
-  const double m = static_cast<double>(plan.micro_batches);
+  // Each micro-batch runs its passes on one of the stage's model copies.
+  const double m = static_cast<double>(plan.micro_batches) / static_cast<double>(plan.model_copies());
   for (const auto* pass : {&program.forward, &program.backward, &program.weight_gradient})
     for (const Task& t : *pass)
       if (t.kind == Task::Kind::kCollective) bytes[static_cast<size_t>(t.dimension)] += m * t.comm_bytes;
@@ -107,7 +108,9 @@ PerDimension StepBytes(const Plan& plan, const StageProgram& program) {
   for (const GradientBucket& b : program.buckets)
     bytes[static_cast<size_t>(CommDimension::kData)] +=
         b.every_micro_batch ? static_cast<double>(plan.micro_batch_num()) * b.bytes : b.bytes;
-  // One transfer each way per micro-batch and chunk (none back in inference).
+  bytes[static_cast<size_t>(CommDimension::kData)] += program.mirror_gradient_bytes;
+  // One transfer each way per micro-batch and chunk (none back in inference);
+  // a dualpipe micro-batch runs its direction's chunk alone.
   const double chunks = static_cast<double>(plan.chunks);
   bytes[static_cast<size_t>(CommDimension::kPipeline)] +=
       m * chunks * (program.send_forward_bytes + (plan.training ? program.send_backward_bytes : 0.0));

@@ -81,13 +81,15 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
     fs.stage = stage.stage;
     // The engines lengthen each micro-batch's final backward by what its
     // buckets held back (BucketContentionSeconds); the buckets were ready before.
-    const double last_held = plan.training ? BucketContentionSeconds(stage, chunks, true) : 0.0;
-    const double other_held = plan.training ? BucketContentionSeconds(stage, chunks, false) : 0.0;
+    const int64_t final_chunk =
+        plan.training ? FindFinalGradientPasses(plan, stage, StageOrder(plan, static_cast<int64_t>(s))).last_chunk : 0;
+    const double last_held = plan.training ? BucketContentionSeconds(stage, chunks, true, final_chunk) : 0.0;
+    const double other_held = plan.training ? BucketContentionSeconds(stage, chunks, false, final_chunk) : 0.0;
     fs.passes_end = timeline.stages[s].passes_end_seconds - last_held;
     for (const Task& t : stage.optimizer) fs.optimizer += t.seconds;
-    double backward = 0;  // the last gradient pass, chunk 0's (as the engines run it)
-    const std::vector<double> lead = BucketLeadSeconds(stage, chunks, &backward);
-    fs.backward_compute = FinalGradientComputeSeconds(stage, chunks);
+    double backward = 0;  // the last gradient pass (as the engines run it)
+    const std::vector<double> lead = BucketLeadSeconds(stage, chunks, &backward, final_chunk);
+    fs.backward_compute = FinalGradientComputeSeconds(stage, chunks, final_chunk);
     fs.backward_start = fs.passes_end - backward;
     const EventKind gradient_pass = stage.splits_backward ? EventKind::kWeightGradient : EventKind::kBackward;
     std::map<int64_t, double> backward_end;  // per micro-batch, all chunks

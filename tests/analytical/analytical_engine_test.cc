@@ -61,12 +61,17 @@ std::vector<Task> Tasks(int n, double seconds) {
 // `b` and a weight-gradient pass of `w` seconds.
 Plan UniformSplit(int64_t stages, int64_t micro_batches, double f, double b, double w,
                   const std::string& schedule = "zero_bubble_h1") {
-  Plan plan = Uniform(stages, micro_batches, schedule, schedule == "zero_bubble_v" ? 2 : 1, f, b);
+  const bool two_chunks = schedule == "zero_bubble_v" || schedule == "dualpipe";
+  Plan plan = Uniform(stages, micro_batches, schedule, two_chunks ? 2 : 1, f, b);
   for (StageProgram& stage : plan.stages) {
     Task weight_gradient;
     weight_gradient.seconds = w / static_cast<double>(plan.chunks);
     stage.weight_gradient.assign(static_cast<size_t>(plan.chunks), weight_gradient);
     stage.splits_backward = true;
+    if (schedule == "dualpipe") {
+      // The mirrored copy's tasks: last in the forward, first in the backward passes.
+      stage.forward[1].mirror_copy = stage.backward[0].mirror_copy = stage.weight_gradient[0].mirror_copy = true;
+    }
   }
   return plan;
 }
@@ -110,6 +115,25 @@ TEST_CASE("zero_bubble_v runs MindSpore's order, whose V without the overlap kee
   int passes = 0;
   for (const TraceEvent& e : v.events) passes += e.IsPass();
   CHECK(passes == 4 * 8 * 6);
+}
+
+TEST_CASE("dualpipe's bubble: its two directions fill each other's warm-up and cool-down") {
+  // Each chunk's F, B and W 1 s (a stage's micro-batch 2 s each over its two
+  // chunks; a dualpipe micro-batch runs one chunk per stage): 8 micro-batches
+  // over 4 stages compute 8 x 3 s per stage. An event-driven replay of
+  // deepseek-ai/DualPipe's per-rank order gives 25 s (8 over 8 stages and
+  // 16 micro-batches: 51 s; with B 2 s, 34 s); 1F1B takes 8 x 6 + 3 x 6 here,
+  // ZB-H1 8 x 6 + 3 x 2 over twice the passes.
+  const StepResult dual = Analytical(UniformSplit(4, 8, 2.0, 2.0, 2.0, "dualpipe"));
+  CHECK(dual.step_seconds == Approx(25.0));
+  CHECK(Analytical(UniformSplit(8, 16, 2.0, 2.0, 2.0, "dualpipe")).step_seconds == Approx(51.0));
+  CHECK(Analytical(UniformSplit(4, 8, 2.0, 4.0, 2.0, "dualpipe")).step_seconds == Approx(34.0));
+  int passes = 0;
+  for (const TraceEvent& e : dual.events) passes += e.IsPass();
+  CHECK(passes == 4 * 8 * 3);
+  // Stage s and its mirror S - 1 - s run the same order, its directions swapped.
+  CHECK(dual.stages[0].bubble_seconds == Approx(dual.stages[3].bubble_seconds));
+  CHECK(dual.stages[1].bubble_seconds == Approx(dual.stages[2].bubble_seconds));
 }
 
 // Uniform's stages, each pass a compute run, a blocking collective of

@@ -196,6 +196,30 @@ TEST_CASE("MindSpore's pipeline_config names the pipeline schedule") {
   CHECK_THAT(ErrorOf(few + R"("recompute": false}, "simulation": {"pipeline_schedule": "zero_bubble_v"}})", &pointer),
              Catch::Contains("micro_batch_num >= 2 x pipeline_stages"));
   CHECK(pointer == "/parallel/micro_batch_num");
+  // dualpipe: two chunks (its directions), an even stage count, an even micro_batch_num of at least 2S.
+  const SimulationOptions dual =
+      schedule_of(R"("recompute": false}, "simulation": {"pipeline_schedule": "dualpipe"}})");
+  CHECK(dual.pipeline_schedule == PipelineSchedule::kDualPipe);
+  CHECK(dual.virtual_pipeline_chunks == 2);
+  CHECK_THAT(ErrorOf(few + R"("recompute": false}, "simulation": {"pipeline_schedule": "dualpipe"}})", &pointer),
+             Catch::Contains("an even micro_batch_num of at least 2 x pipeline_stages"));
+  CHECK(pointer == "/parallel/micro_batch_num");
+  std::string odd = head;
+  odd.replace(odd.find(eight), eight.size(), R"("micro_batch_num": 9)");
+  const std::string sixteen = R"("global_batch_size": 16)";
+  odd.replace(odd.find(sixteen), sixteen.size(), R"("global_batch_size": 18)");
+  CHECK_THAT(ErrorOf(odd + R"("recompute": false}, "simulation": {"pipeline_schedule": "dualpipe"}})", &pointer),
+             Catch::Contains("here 9 micro-batches over 4 stages"));
+  std::string two = head;
+  const std::string four = R"("pipeline_stages": 4)";
+  two.replace(two.find(four), four.size(), R"("pipeline_stages": 1)");
+  CHECK_THAT(ErrorOf(two + R"("recompute": false}, "simulation": {"pipeline_schedule": "dualpipe"}})", &pointer),
+             Catch::Contains("an even number of pipeline stages, 2 or more; here 1"));
+  CHECK(pointer == "/parallel/pipeline_stages");
+  CHECK_THAT(ErrorOf(head + R"("recompute": false}, "simulation": {"pipeline_schedule": "dualpipe",
+                     "virtual_pipeline_chunks": 3}})",
+                     &pointer),
+             Catch::Contains("runs exactly 2 chunks per stage"));
   // The sequence-pipelined schedulers: seqvpp and seqsmartvpp run chunks.
   CHECK(schedule_of(R"("pipeline_config": {"pipeline_interleave": true, "pipeline_scheduler": "seqpipe"}}})")
             .pipeline_schedule == PipelineSchedule::kSeqPipe);

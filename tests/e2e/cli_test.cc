@@ -108,6 +108,24 @@ TEST_CASE("simulate writes a result JSON that names the run") {
   CHECK(printed == j);
 }
 
+TEST_CASE("dualpipe steps alike with symmetric devices folded and with every device simulated") {
+  const std::string run =
+      "simulate configs/runs/llama2-70b-h100-1024.json --set simulation.pipeline_schedule=dualpipe "
+      "--set parallel.micro_batch_num=8 --engine simgrid --json --symmetry ";
+  const CliResult folded = Run(run + "fold");
+  const CliResult every = Run(run + "off");
+  REQUIRE(folded.rc == 0);
+  REQUIRE(every.rc == 0);
+  const auto f = nlohmann::json::parse(folded.out), e = nlohmann::json::parse(every.out);
+  CHECK(f["result"]["simulated_devices"].get<int64_t>() < e["result"]["simulated_devices"].get<int64_t>());
+  CHECK(e["result"]["simulated_devices"] == 1024);
+  // Both directions' transfers and each stage's gradient exchange with its mirror land alike.
+  CHECK(f["result"]["step_seconds"].get<double>() == Approx(e["result"]["step_seconds"].get<double>()).epsilon(0.005));
+  for (int s = 0; s < 4; ++s)
+    CHECK(f["result"]["stages"][s]["end_seconds"].get<double>() ==
+          Approx(e["result"]["stages"][s]["end_seconds"].get<double>()).epsilon(0.005));
+}
+
 TEST_CASE("activation offloading steps alike on both engines and is refused beside recompute") {
   const std::string run = "simulate configs/runs/llama2-70b-h100-1024.json --set parallel.cpu_offloading_num_layers=10";
   const CliResult analytical = Run(run + " --set parallel.recompute=false --engine analytical --json");

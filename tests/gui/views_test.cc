@@ -504,8 +504,8 @@ class ViewsTest : public QObject {
     QCOMPARE(preset->count(), 2);
     auto* schedule = qobject_cast<QComboBox*>(panel->Field("simulation.pipeline_schedule"));
     QVERIFY(schedule);
-    // 1f1b, gpipe, interleaved, zero_bubble_h1, zero_bubble_v, seqpipe, seqvpp, seqsmartvpp
-    QCOMPARE(schedule->count(), 8);
+    // 1f1b, gpipe, interleaved, zero_bubble_h1, zero_bubble_v, dualpipe, seqpipe, seqvpp, seqsmartvpp
+    QCOMPARE(schedule->count(), 9);
     QVERIFY(qobject_cast<QCheckBox*>(panel->Field("stack.fuse_elementwise")));
     QVERIFY(!panel->Field("simulation.engine"));
     // The run's own engine survives the panel's edits (the panel's list chooses what runs).

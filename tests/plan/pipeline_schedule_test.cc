@@ -112,6 +112,56 @@ TEST_CASE("zero_bubble_v runs MindSpore's ZeroBubbleV order over a V of two chun
   CHECK(StageOfVirtual(PipelineSchedule::kInterleaved, 5, 4) == 1);
 }
 
+TEST_CASE("dualpipe runs DeepSeek's DualPipe order: two model copies fed from opposite ends") {
+  // 4 stages, 8 micro-batches: 0-3 enter stage 0 (chunk 0), 4-7 enter stage 3
+  // (chunk 1, the mirrored copy). Each stage as deepseek-ai/DualPipe's
+  // DualPipe.step issues its passes (an independent replay of its phases
+  // by rank): the first half's phase 0 is chunk 0, the second half's chunk 1.
+  const char* expected[] = {
+      "F0 F1 F2 F4.1 B4.1 W4.1 F5.1 F3 B5.1 W5.1 F6.1 B0 W0 B6.1 W6.1 F7.1 B1 W1 B7.1 W7.1 B2 W2 B3 W3",
+      "F0 F4.1 F1 F5.1 F2 B4.1 W4.1 F6.1 B0 W0 F3 B5.1 W5.1 F7.1 B1 W1 B6.1 W6.1 B2 W2 B7.1 B3 W7.1 W3",
+      "F4.1 F0 F5.1 F1 F6.1 B0 W0 F2 B4.1 W4.1 F7.1 B1 W1 F3 B5.1 W5.1 B2 W2 B6.1 W6.1 B3 B7.1 W3 W7.1",
+      "F4.1 F5.1 F6.1 F0 B0 W0 F1 F7.1 B1 W1 F2 B4.1 W4.1 B2 W2 F3 B5.1 W5.1 B3 W3 B6.1 W6.1 B7.1 W7.1"};
+  for (int64_t s = 0; s < 4; ++s) {
+    INFO("stage " << s);
+    CHECK(Render(StageSchedule(PipelineSchedule::kDualPipe, s, 4, 8, 2)) == expected[s]);
+  }
+  // Overlapped: each steady-state forward with the backward after it (that
+  // backward's W inside the unit), but the middle stages' first pair.
+  CHECK(Render(StageSchedule(PipelineSchedule::kDualPipe, 0, 4, 10, 2, true)) ==
+        "F0 F1 F2 F5.1 B5.1 W5.1 F6.1 F3+B6.1+W6.1 F7.1+B0+W0 F4+B7.1+W7.1 F8.1+B1+W1 B8.1 W8.1 F9.1+B2+W2 B9.1 "
+        "W9.1 B3 W3 B4 W4");
+  CHECK(Render(StageSchedule(PipelineSchedule::kDualPipe, 1, 4, 10, 2, true)) ==
+        "F0 F5.1 F1 F6.1 F2 B5.1 W5.1 F7.1+B0+W0 F3+B6.1+W6.1 F8.1+B1+W1 F4+B7.1+W7.1 F9.1+B2+W2 B8.1 W8.1 B3 W3 "
+        "B9.1 B4 W9.1 W4");
+  for (int64_t stages = 2; stages <= 8; stages += 2)
+    for (int64_t micro_batches = 2 * stages; micro_batches <= 4 * stages + 2; micro_batches += 2)
+      for (bool overlap : {false, true}) {
+        INFO(stages << " stages, " << micro_batches << " micro-batches, overlap " << overlap);
+        CHECK(RunsThrough(PipelineSchedule::kDualPipe, stages, micro_batches, 2, overlap));
+        for (int64_t s = 0; s < stages; ++s) {
+          // Each micro-batch once per pass kind, on its direction's chunk only.
+          std::map<std::tuple<int64_t, int>, int> seen;
+          for (const ScheduleItem& i : StageSchedule(PipelineSchedule::kDualPipe, s, stages, micro_batches, 2)) {
+            const int kind = i.forward ? 0 : i.weight_gradient ? 2 : 1;
+            CHECK(i.chunk == (i.micro_batch < micro_batches / 2 ? 0 : 1));
+            if (kind > 0) CHECK(seen.count({i.micro_batch, kind - 1}) == 1);
+            CHECK(++seen[{i.micro_batch, kind}] == 1);
+          }
+          CHECK(seen.size() == static_cast<size_t>(3 * micro_batches));
+        }
+      }
+  // The two directions are pipelines of their own: nothing crosses between
+  // virtual stages S - 1 (the first copy's end) and S (the second's start).
+  CHECK(VirtualStage(PipelineSchedule::kDualPipe, 1, 3, 4) == 4);
+  CHECK_FALSE(AdjacentVirtualStage(PipelineSchedule::kDualPipe, true, 3, 4, 2));
+  CHECK_FALSE(AdjacentVirtualStage(PipelineSchedule::kDualPipe, false, 4, 4, 2));
+  CHECK(AdjacentVirtualStage(PipelineSchedule::kDualPipe, true, 4, 4, 2) == 5);
+  CHECK(AdjacentVirtualStage(PipelineSchedule::kZeroBubbleV, true, 3, 4, 2) == 4);
+  CHECK_FALSE(AdjacentVirtualStage(PipelineSchedule::kZeroBubbleV, true, 7, 4, 2));
+  CHECK_FALSE(AdjacentVirtualStage(PipelineSchedule::k1F1B, false, 0, 4, 1));
+}
+
 TEST_CASE("overlapped orders pair each forward with another micro-batch's backward") {
   // 1F1B: stage s warms up 2(S - s) - 1 forwards, so that a unit's backward
   // comes from the next stage's unit two units after the forward it needed.

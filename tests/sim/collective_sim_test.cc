@@ -326,6 +326,30 @@ TEST_CASE("under virtual pipeline chunks layer gathers overlap within their chun
   CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.01));
 }
 
+TEST_CASE("dualpipe's two directions and its exchange with the mirror stage run alike on both engines") {
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json"));
+  run.simulation.pipeline_schedule = PipelineSchedule::kDualPipe;
+  run.simulation.virtual_pipeline_chunks = 2;
+  const Plan plan = Prepare(run).plan;
+  SimGridStats stats;
+  const StepResult simulated =
+      Summarize(plan, RunSimGrid(plan, run.cluster, Fidelity::kAggregated, Symmetry::kFold, TraceRequest{}, &stats));
+  const StepResult analytical = Summarize(plan, RunAnalytical(plan));
+  CHECK(stats.flows > 0);
+  CHECK(simulated.step_seconds == Approx(analytical.step_seconds).epsilon(0.01));
+  // Each stage sends its gradients to its mirror as the mirror's come back, then updates.
+  for (const StepResult* r : {&simulated, &analytical}) {
+    INFO(r->engine);
+    int exchanges = 0;
+    for (const TraceEvent& e : r->events)
+      if (e.kind == EventKind::kGradient && e.name == "gradients with stage " + std::to_string(3 - e.stage)) {
+        ++exchanges;
+        CHECK(e.duration >= plan.stages[static_cast<size_t>(e.stage)].mirror_gradient_seconds * 0.999);
+      }
+    CHECK(exchanges == 4);
+  }
+}
+
 TEST_CASE("ZB-H1 splits every backward into input- and weight-gradient passes, alike on both engines") {
   RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/llama2-70b-h100-1024.json"));
   const Plan one_f_one_b = Prepare(run).plan;
