@@ -14,7 +14,8 @@ constexpr EnumNames<CollectiveAlgorithm, 9> kAlgorithmNames({"ring", "halving_do
                                                               "nvls_tree", "full_mesh"});
 constexpr EnumNames<Protocol, 3> kProtocolNames({"simple", "ll128", "ll"});
 constexpr EnumNames<ReduceOp, 5> kReduceNames({"", "sum", "max", "min", "mean"});
-constexpr EnumNames<CommDimension, kCommDimensions> kDimensions({"tensor", "data", "pipeline", "expert", "context"});
+constexpr EnumNames<CommDimension, kCommDimensions> kDimensions({"tensor", "data", "pipeline", "expert", "context",
+                                                                 "sequence"});
 
 }  // namespace
 

@@ -61,16 +61,18 @@ CollectiveAlgorithm ParseAlgorithm(std::string_view name);
 
 // The parallel dimension a collective serves; reports split communication by it.
 enum class CommDimension {
-  kTensor,    // operator-level: tensor-parallel reductions, sequence-parallel gathers and scatters, redistributions
-              // ("tensor")
+  kTensor,    // operator-level: tensor-parallel reductions and redistributions between layouts ("tensor")
   kData,      // gradient buckets and the parallel optimizer's weight gathers ("data")
   kPipeline,  // activations and their gradients between neighbouring stages ("pipeline")
   kExpert,    // tokens exchanged with their experts, the redistributions after MoeDispatch and before MoeCombine
               // ("expert")
   kContext,   // keys and values gathered (or passed around a ring) over the context-parallel group for attention,
               // their gradients reduce-scattered ("context")
+  kSequence,  // sequence parallelism's (Megatron-SP's) exchanges around each tensor-parallel block: the AllGather of
+              // the sequence-split activations before it, the ReduceScatter of its output rows after it, and their
+              // gradients ("sequence")
 };
-inline constexpr int kCommDimensions = 5;
+inline constexpr int kCommDimensions = 6;
 
 const char* ToString(CommDimension dimension);
 // Inverse of ToString; throws std::invalid_argument naming the value.

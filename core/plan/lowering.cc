@@ -62,6 +62,9 @@ class Lowering {
         mirror_from_(mirror_from),
         p_(run.parallel),
         fusion_(PlanKernelFusion(graph, layouts, run.stack)),
+        sequence_parallel_(
+            std::any_of(graph.operators().begin(), graph.operators().end(),
+                        [](const Operator& op) { return op.BoolAttr("forward_reduce_scatter", false); })),
         seq_chunks_(SequenceChunks(run.model)) {}
 
   // seqvpp's cycles of floor(S / n) micro-batches, two passes of warm-up
@@ -174,7 +177,9 @@ class Lowering {
   void OverlapTensorParallel(StageProgram& stage) const {
     for (std::vector<Task>* pass : {&stage.forward, &stage.backward})
       for (Task& t : *pass) {
-        if (t.kind != Task::Kind::kCollective || t.dimension != CommDimension::kTensor) continue;
+        if (t.kind != Task::Kind::kCollective ||
+            (t.dimension != CommDimension::kTensor && t.dimension != CommDimension::kSequence))
+          continue;
         t.overlapped = true;
         if (t.compute_share <= 0) continue;
         if (t.collective == shardlab::Collective::kAllGather)
@@ -433,6 +438,12 @@ class Lowering {
           routes_tokens && !backward && t.producer >= 0 && graph_.op(t.producer).BoolAttr("fp8_dispatch", false);
       // A norm's FP8 output gathered for a sequence-parallel FP8 GEMM: a byte per element.
       const bool fp8_gather = !backward && i == 0 && Fp8FromNorm(graph_, op);
+      // Sequence parallelism gathers the token rows split over the
+      // tensor-parallel group before each tensor-parallel block: the
+      // destination holds more of the first axis and as much of every other.
+      const Shape from = r->from.SliceShape(), to = r->to.SliceShape();
+      const bool gathers_rows = sequence_parallel_ && !from.empty() && from.size() == to.size() && from[0] < to[0] &&
+                                std::equal(from.begin() + 1, from.end(), to.begin() + 1);
       for (const RedistOp& rop : r->ops) {
         if (!rop.is_communication()) continue;
         const double bytes = static_cast<double>(ElementCount(rop.input_shape)) *
@@ -449,6 +460,7 @@ class Lowering {
         tasks.push_back(Collective(stage, fmt::format("{}/redistribute.{}", op.name, ToString(rop.kind)), op_index,
                                    type, Group(stage, rop.arrangement, {rop.device_dim}),
                                    WireBytes(type, task_bytes, t.dtype)));
+        if (gathers_rows && rop.kind == RedistOp::Kind::kAllGather) tasks.back().dimension = CommDimension::kSequence;
         if (routes_tokens) {
           tasks.back().dimension = CommDimension::kExpert;
           if (type == shardlab::Collective::kAllToAll)
@@ -685,6 +697,8 @@ class Lowering {
           Collective(stage, fmt::format("{}/{}", op.name, OperatorName(c.type)), index, c.type,
                      Group(stage, layout.device_matrix, c.device_dims), WireBytes(c.type, c.bytes, OutputDType(op)));
       t.recompute = recompute;
+      // A product's ReduceScatter of its output rows: sequence parallelism's.
+      if (c.type == shardlab::Collective::kReduceScatter) t.dimension = CommDimension::kSequence;
       tasks.push_back(t);
     }
     return tasks;
@@ -727,10 +741,12 @@ class Lowering {
     }
     // Forward collectives whose gradient needs communication.
     for (const OpComm& c : layout.forward_comm) {
-      if (c.type == shardlab::Collective::kReduceScatter)
+      if (c.type == shardlab::Collective::kReduceScatter) {
         stage.backward.push_back(Collective(stage, op.name + "/grad.AllGather", index, shardlab::Collective::kAllGather,
                                             Group(stage, layout.device_matrix, c.device_dims),
                                             c.bytes / static_cast<double>(c.group_size)));
+        stage.backward.back().dimension = CommDimension::kSequence;
+      }
       if (c.type == shardlab::Collective::kAllGather)
         stage.backward.push_back(Collective(stage, op.name + "/grad.ReduceScatter", index,
                                             shardlab::Collective::kReduceScatter,
@@ -1562,6 +1578,8 @@ class Lowering {
   const int mirror_from_;
   const ParallelConfig& p_;
   const std::vector<FusedKernel> fusion_;  // per operator: runs inside its producer's kernel
+  // Sequence parallelism: products whose partial sums meet in a ReduceScatter of their output rows.
+  const bool sequence_parallel_;
   const int64_t seq_chunks_;               // passes of each micro-batch's sequences (seq_split_num)
   std::map<int, int> backward_task_of_op_;
   std::vector<ParamShare> shares_;

@@ -41,6 +41,14 @@ TEST_CASE("sequence parallel turns each tensor-parallel AllReduce into an AllGat
   // Backward: the column-parallel input gradients are reduce-scattered, never also AllReduced.
   CHECK(CountTasks(a.backward, Collective::kAllReduce, "/grad.AllReduce") == 0);
   CHECK(CountTasks(b.backward, Collective::kAllReduce, "/grad.AllReduce") == 2 * layers);
+  // They are sequence parallelism's: reported as the `sequence` dimension, the AllReduces as `tensor`.
+  for (const auto* pass : {&a.forward, &a.backward, &b.forward, &b.backward})
+    for (const Task& t : *pass) {
+      if (t.kind != Task::Kind::kCollective) continue;
+      INFO(t.name);
+      const bool sp_exchange = t.collective == Collective::kAllGather || t.collective == Collective::kReduceScatter;
+      CHECK(t.dimension == (sp_exchange ? CommDimension::kSequence : CommDimension::kTensor));
+    }
   // Full recompute keeps each layer's input, now split over the 8 tensor-parallel devices too.
   CHECK(a.memory.activations_per_micro_batch == Approx(b.memory.activations_per_micro_batch / 8).epsilon(0.01));
   // The norms and residuals no longer run 8 times over: less compute, a shorter step.
@@ -48,6 +56,16 @@ TEST_CASE("sequence parallel turns each tensor-parallel AllReduce into an AllGat
   const StepResult slow = Summarize(without.plan, RunAnalytical(without.plan));
   CHECK(fast.step_seconds < slow.step_seconds);
   CHECK(fast.compute_seconds < slow.compute_seconds);
+  // The report splits them apart: on this middle stage the blocks' exchanges are all the sequence
+  // dimension's, the tensor dimension carries nothing.
+  auto bytes = [](const StepResult& r, CommDimension dim) {
+    for (const DimensionCommunication& c : r.stages[1].communication)
+      if (c.dimension == dim) return c.bytes;
+    return -1.0;
+  };
+  CHECK(bytes(slow, CommDimension::kSequence) == 0);
+  CHECK(bytes(fast, CommDimension::kSequence) > 0);
+  CHECK(bytes(fast, CommDimension::kTensor) < 0.01 * bytes(slow, CommDimension::kTensor));
 }
 
 TEST_CASE("grouped-query attention shrinks the key and value projections by heads over kv_heads") {
