@@ -123,7 +123,7 @@ TEST_CASE("run files check the rules between their sections") {
       "simulation": {"overlap_forward_backward": 1}})",
                      &pointer),
              Catch::Contains("expected true, false or a non-empty list of communication dimensions (tensor, data, "
-                             "pipeline, expert, context)"));
+                             "pipeline, expert, context, sequence)"));
   CHECK(pointer == "/simulation/overlap_forward_backward");
   CHECK_THAT(ErrorOf(head + R"("model": "../models/resnet50.json", "parallel": {"global_batch_size": 4},
       "simulation": {"overlap_forward_backward": ["expert", "experts"]}})",
@@ -401,11 +401,11 @@ TEST_CASE("a run written as JSON reads back to the same run") {
   for (const std::vector<CommDimension>& overlapped :
        {std::vector<CommDimension>{CommDimension::kTensor, CommDimension::kExpert},
         std::vector<CommDimension>{CommDimension::kTensor, CommDimension::kData, CommDimension::kPipeline,
-                                   CommDimension::kExpert, CommDimension::kContext}}) {
+                                   CommDimension::kExpert, CommDimension::kContext, CommDimension::kSequence}}) {
     RunSpec overlapping = run;
     overlapping.simulation.overlap_forward_backward = overlapped;
     const nlohmann::json written = ToJson(overlapping);
-    CHECK(written["simulation"]["overlap_forward_backward"].is_boolean() == (overlapped.size() == 5));
+    CHECK(written["simulation"]["overlap_forward_backward"].is_boolean() == (overlapped.size() == 6));
     CHECK(ReadRunSpec(JsonNode(written, "")).simulation == overlapping.simulation);
   }
   RunSpec selective = run;

@@ -414,7 +414,7 @@ TEST_CASE(
   const double alltoall = step(with_types({OverlapOperator::kAlltoAll, OverlapOperator::kAlltoAllV}));
   CHECK(alltoall < serial);
   CHECK(alltoall == Approx(step(with_dimensions({CommDimension::kExpert}))).epsilon(1e-9));
-  // The sequence-parallel gathers and scatters are the tensor dimension's AllGathers and ReduceScatters.
+  // The sequence-parallel gathers and scatters are the sequence dimension's AllGathers and ReduceScatters.
   const double gathers = step(with_types({OverlapOperator::kMorphAllGather, OverlapOperator::kMorphReduceScatter}));
   CHECK(gathers < serial);
   CHECK(gathers != Approx(alltoall));
@@ -422,7 +422,7 @@ TEST_CASE(
   CHECK(step(with_types({OverlapOperator::kAlltoAll, OverlapOperator::kAllGather, OverlapOperator::kReduceScatter,
                          OverlapOperator::kAllReduce})) ==
         Approx(step(with_dimensions({CommDimension::kTensor, CommDimension::kData, CommDimension::kPipeline,
-                                     CommDimension::kExpert, CommDimension::kContext})))
+                                     CommDimension::kExpert, CommDimension::kContext, CommDimension::kSequence})))
             .epsilon(1e-9));
 }
 
