@@ -62,7 +62,7 @@ namespace {
 // The tasks of one pass with their shares: compute runs in order, blocking
 // collectives after them; an overlapped collective adds no time of its own
 // unless it outlasts the compute beside it.
-std::vector<PassTask> TasksOf(const std::vector<Task>& tasks, const std::vector<bool>& breaks) {
+std::vector<PassTask> TasksOf(const Plan& plan, const std::vector<Task>& tasks, const std::vector<bool>& breaks) {
   std::vector<PassTask> out;
   double at = 0;
   PrefetchStream prefetches;  // weight gathers ahead of use: only the waits for them take the pass's time
@@ -74,7 +74,7 @@ std::vector<PassTask> TasksOf(const std::vector<Task>& tasks, const std::vector<
     for (int i = step.first_task; i < step.end_task; ++i) {
       const Task& t = tasks[i];
       if ((t.kind == Task::Kind::kCollective && overlapped) || t.prefetch) continue;
-      out.push_back({t.op, t.name, at, at + t.seconds});
+      out.push_back({plan.ModelOperator(t), t.name, at, at + t.seconds});
       at += t.seconds;
     }
     at = std::max(at, begin + step.ClosedFormSeconds(tasks));
@@ -98,10 +98,11 @@ void AttachPassTasks(const Plan& plan, PipelineTimeline* timeline) {
     row.backward_tasks.clear();
     row.weight_gradient_tasks.clear();
     for (int64_t j = 0; j < std::max<int64_t>(plan.seq_chunks, 1); ++j) {
-      row.forward_tasks.push_back(TasksOf(SequenceChunkTasks(stage.forward, j), {}));
-      row.backward_tasks.push_back(TasksOf(SequenceChunkTasks(stage.backward, j), BackwardPassBreaks(stage, false)));
+      row.forward_tasks.push_back(TasksOf(plan, SequenceChunkTasks(stage.forward, j), {}));
+      row.backward_tasks.push_back(
+          TasksOf(plan, SequenceChunkTasks(stage.backward, j), BackwardPassBreaks(stage, false)));
       row.weight_gradient_tasks.push_back(
-          TasksOf(SequenceChunkTasks(stage.weight_gradient, j), BackwardPassBreaks(stage, true)));
+          TasksOf(plan, SequenceChunkTasks(stage.weight_gradient, j), BackwardPassBreaks(stage, true)));
     }
     row.chunks = std::max<int64_t>(plan.chunks, 1);
   }

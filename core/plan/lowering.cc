@@ -90,12 +90,17 @@ class Lowering {
     plan.seq_chunks = seq_chunks_;
     plan.micro_batches = p_.micro_batch_num * plan.seq_chunks;
     CheckSequenceSchedule(plan);
+    if (plan.schedule == PipelineSchedule::kDualPipe && p_.micro_batch_interleaved > 1)
+      throw ConfigError(run_.file, "/parallel/micro_batch_interleaved",
+                        "the dualpipe schedule is not built with micro_batch_interleaved: its slices would interleave "
+                        "the two model copies' tasks, which run in passes of their own");
     if (plan.schedule == PipelineSchedule::kDualPipe && plan.training && AccumulatesShardedGradients(p_))
       throw ConfigError(run_.file, "/parallel/parallel_optimizer_config",
                         "the dualpipe schedule is not built with gradients reduce-scattered after every micro-batch "
                         "(gradient_accumulation_shard, optimizer_level level2 or level3): each micro-batch runs one "
                         "of its two model copies, whose sharded gradients would both be reduced");
     plan.chunks = Chunks();
+    plan.model_operators = mirror_from_;
     plan.devices = p_.device_num;
     plan.devices_per_stage = p_.devices_per_stage();
     plan.focus_rank = p_.global_rank;
@@ -861,8 +866,10 @@ class Lowering {
       std::stable_sort(params.begin(), params.end(),
                        [](const ParamShare& a, const ParamShare& b) { return a.first_user > b.first_user; });
     const std::map<int, double> forward_start = ForwardStartOfOperators(stage);
-    // MindSpore fuses gradients with the same group, reduction and fusion id.
-    using Key = std::tuple<int, bool, int64_t>;  // group, optimizer-sharded, fusion id
+    // MindSpore fuses gradients with the same group, reduction and fusion
+    // id; dualpipe's two copies, whose gradients complete in different
+    // passes, fuse apart.
+    using Key = std::tuple<bool, int, bool, int64_t>;  // mirrored copy, group, optimizer-sharded, fusion id
     std::map<Key, std::vector<ParamShare>> by_key;
     std::vector<Key> key_order;
     double optimizer_elements = 0;
@@ -874,13 +881,14 @@ class Lowering {
             share.slice_elements / static_cast<double>(share.shards) * GradientWireBytes(tensor);
       if (!share.mirror) continue;  // fully sharded: no gradient aggregation
       if (hybrid && tensor.layerwise_parallel) continue;
-      const Key key{Group(stage, layouts_[share.first_user].device_matrix, share.mirror->device_dims), share.shards > 1,
+      const Key key{share.first_user >= mirror_from_,
+                    Group(stage, layouts_[share.first_user].device_matrix, share.mirror->device_dims), share.shards > 1,
                     tensor.comm_fusion};
       if (!by_key.count(key)) key_order.push_back(key);
       by_key[key].push_back(share);
     }
     for (size_t list_index = 0; list_index < key_order.size(); ++list_index) {
-      const auto& [group, sharded, fusion] = key_order[list_index];
+      const auto& [copy, group, sharded, fusion] = key_order[list_index];
       // Lambdas below cannot capture a structured binding (clang 14).
       const int64_t fusion_id = fusion;
       const int64_t group_size = stage.groups[group].size;

@@ -218,6 +218,13 @@ struct Plan {
   // The model copies the stage programs hold, of which each micro-batch runs
   // one: dualpipe's two (its chunks), one otherwise.
   int64_t model_copies() const { return schedule == PipelineSchedule::kDualPipe ? 2 : 1; }
+  // The sharded graph's operator count. A task of dualpipe's mirrored copy
+  // (Task::mirror_copy) names operator `op` - model_operators of that graph.
+  int model_operators = 0;
+  // The sharded graph's operator a task computes or communicates for (-1: none).
+  int ModelOperator(const Task& task) const {
+    return task.op >= 0 && task.mirror_copy ? task.op - model_operators : task.op;
+  }
   int64_t devices = 1;
   int64_t devices_per_stage = 1;
   double device_memory = 0;

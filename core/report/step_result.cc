@@ -109,11 +109,20 @@ PerDimension StepBytes(const Plan& plan, const StageProgram& program) {
     bytes[static_cast<size_t>(CommDimension::kData)] +=
         b.every_micro_batch ? static_cast<double>(plan.micro_batch_num()) * b.bytes : b.bytes;
   bytes[static_cast<size_t>(CommDimension::kData)] += program.mirror_gradient_bytes;
-  // One transfer each way per micro-batch and chunk (none back in inference);
-  // a dualpipe micro-batch runs its direction's chunk alone.
+  double& pipeline = bytes[static_cast<size_t>(CommDimension::kPipeline)];
+  if (plan.schedule == PipelineSchedule::kDualPipe) {
+    // Each direction's micro-batch sends its activation on unless the stage
+    // ends that direction and its gradient back unless the stage starts it:
+    // both on a middle stage, one at either end.
+    const auto S = static_cast<int64_t>(plan.stages.size());
+    const double boundary = std::max(program.send_forward_bytes, program.send_backward_bytes);
+    const double ways = static_cast<double>((program.stage > 0) + (program.stage + 1 < S));
+    pipeline += m * ways * boundary * (plan.training ? 2.0 : 1.0);
+    return bytes;
+  }
+  // One transfer each way per micro-batch and chunk (none back in inference).
   const double chunks = static_cast<double>(plan.chunks);
-  bytes[static_cast<size_t>(CommDimension::kPipeline)] +=
-      m * chunks * (program.send_forward_bytes + (plan.training ? program.send_backward_bytes : 0.0));
+  pipeline += m * chunks * (program.send_forward_bytes + (plan.training ? program.send_backward_bytes : 0.0));
   return bytes;
 }
 

@@ -44,6 +44,10 @@ double FastSeconds(const RunSpec& run, const ShardedGraph& sharded, const Fusion
 void CheckTunable(const RunSpec& run, const FusionTuning& t) {
   const ParallelConfig& p = run.parallel;
   const std::string op = ToString(t.op);
+  if (run.simulation.pipeline_schedule == PipelineSchedule::kDualPipe)
+    throw std::runtime_error(run.file +
+                             ": the fusion tuner's model is built for one model copy per stage, not dualpipe's two; "
+                             "compare fusion settings with simulate --set");
   if (!p.comm_fusion.openstate)
     throw std::runtime_error(run.file +
                              ": /parallel/comm_fusion/openstate is false, so MindSpore fuses nothing; set it to true "

@@ -2,6 +2,8 @@
 // analytical step; SimGrid's in tests/sim) on the shipped LLaMA-2 70B run: two model copies per stage,
 // half the micro-batches each way, each stage's gradients summed with its
 // mirror stage's.
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "core/analytical/analytical_engine.h"
@@ -59,6 +61,18 @@ TEST_CASE("dualpipe holds stage s and the mirror of stage S - 1 - s on each stag
   CHECK(first.mirror_gradient_seconds > 0);
   // 1F1B exchanges nothing of the kind.
   CHECK(one.plan.stages[0].mirror_gradient_bytes == 0);
+  // Each copy's gradients fuse apart: the copy's parameters are the tensors past the original's.
+  const auto original_tensors = static_cast<int>(dual.sharded.graph.tensors().size());
+  for (const StageProgram& stage : dual.plan.stages)
+    for (const GradientBucket& bucket : stage.buckets) {
+      const auto copies = std::count_if(bucket.parameters.begin(), bucket.parameters.end(),
+                                        [&](int t) { return t >= original_tensors; });
+      CHECK((copies == 0 || copies == static_cast<std::ptrdiff_t>(bucket.parameters.size())));
+    }
+  // The plan names the model's operators: a copy's task maps back to its original.
+  CHECK(dual.plan.model_operators == static_cast<int>(dual.sharded.graph.operators().size()));
+  const Task& head = first.forward.back();
+  CHECK(head.name.rfind("mirror." + dual.sharded.graph.op(dual.plan.ModelOperator(head)).name + "/", 0) == 0);
 }
 
 TEST_CASE("dualpipe fills 1F1B's bubble from both ends and both engines agree on it") {
@@ -76,7 +90,8 @@ TEST_CASE("dualpipe fills 1F1B's bubble from both ends and both engines agree on
   for (const TraceEvent& e : d.events)
     if (e.stage == 0 && e.kind == EventKind::kGradient && e.name == "gradients with stage 3") {
       ++exchanges;
-      CHECK(e.duration == Approx(dual.plan.stages[0].mirror_gradient_seconds));
+      // Its own transfer, after stage 3's buckets end if they end later.
+      CHECK(e.duration >= dual.plan.stages[0].mirror_gradient_seconds * 0.999);
     }
   CHECK(exchanges == 1);
   // Data-parallel bytes: both copies' buckets and the exchange; tensor-parallel bytes as 1F1B's (each
@@ -92,10 +107,28 @@ TEST_CASE("dualpipe fills 1F1B's bubble from both ends and both engines agree on
                dual.plan.stages[1].mirror_gradient_bytes));
 }
 
-TEST_CASE("dualpipe refuses gradients reduce-scattered after every micro-batch") {
+TEST_CASE("dualpipe refuses gradients reduce-scattered after every micro-batch and interleaved micro-batch slices") {
   RunSpec run = DualPipe(Llama70b());
   run.parallel.parallel_optimizer_config.gradient_accumulation_shard = true;
   CHECK_THROWS_WITH(Prepare(run), Catch::Contains("gradient_accumulation_shard"));
+  RunSpec sliced = DualPipe(Llama70b());
+  sliced.parallel.micro_batch_interleaved = 2;
+  CHECK_THROWS_WITH(Prepare(sliced), Catch::Contains("not built with micro_batch_interleaved"));
+}
+
+TEST_CASE("dualpipe's pipeline bytes: both directions' transfers on a middle stage, one direction's at either end") {
+  const PreparedRun dual = Prepare(DualPipe(Llama70b()));
+  const StepResult d = Summarize(dual.plan, RunAnalytical(dual.plan));
+  auto pipeline = [&](int64_t s) {
+    for (const DimensionCommunication& c : d.stages[static_cast<size_t>(s)].communication)
+      if (c.dimension == CommDimension::kPipeline) return c.bytes;
+    return 0.0;
+  };
+  // Each micro-batch sends one activation forward and one gradient back over each boundary it crosses.
+  const double boundary = dual.plan.stages[1].send_forward_bytes;
+  CHECK(pipeline(1) == Approx(2.0 * 32 * boundary));
+  CHECK(pipeline(0) == Approx(32 * boundary));
+  CHECK(pipeline(3) == Approx(32 * boundary));
 }
 
 }  // namespace
