@@ -1248,8 +1248,7 @@ class Lowering {
     int64_t forwards = 0;
     double bytes = 0, held_bytes = 0, peak = -1;
     // Of one micro-batch: a dualpipe micro-batch runs one chunk on a stage.
-    const double chunk_passes = plan.schedule == PipelineSchedule::kDualPipe ? 1.0 : static_cast<double>(plan.chunks);
-    const double passes = chunk_passes * static_cast<double>(plan.seq_chunks);
+    const double passes = static_cast<double>(plan.chunks / plan.model_copies() * plan.seq_chunks);
     *micro_batches = 0;
     // A unit's forward holds its activations while its backward runs: counted first.
     std::vector<ScheduleItem> order = StageOrder(plan, stage);
