@@ -66,10 +66,9 @@ class RankProgram {
     if (world.size() != plan.devices)
       throw std::runtime_error(
           fmt::format("the plan has {} devices but the world {} ranks", plan.devices, world.size()));
-    D_ = plan.devices_per_stage;
     S_ = static_cast<int64_t>(plan.stages.size());
-    stage_ = rank / D_;
-    local_ = rank % D_;
+    stage_ = plan.placement.StageOf(rank);
+    local_ = plan.placement.LocalOf(rank);
     ConnectGroups();
     ConnectPipeline();
     ReserveBuffers();
@@ -159,8 +158,7 @@ class RankProgram {
     size_t specs = 0;
     for (const StageProgram& s : plan_.stages) specs = std::max(specs, s.groups.size());
     const StageProgram& stage = Stage();
-    std::vector<int64_t> ranks(D_);
-    for (int64_t i = 0; i < D_; ++i) ranks[i] = stage.first_rank + i;
+    const std::vector<int64_t> ranks = plan_.StageRanks(stage_);
     for (Stream s : {kCompute, kComm}) groups_[static_cast<int>(s)].resize(specs);
     for (size_t g = 0; g < specs; ++g) {
       int color = -1, key = 0;
@@ -187,8 +185,8 @@ class RankProgram {
         int color = -1, key = 0;
         const bool lower = stage_ % 2 == parity && stage_ + 1 < S_;
         const bool upper = stage_ >= 1 && (stage_ - 1) % 2 == parity;
-        if (lower) color = static_cast<int>(stage_ * D_ + local_), key = 0;
-        if (upper) color = static_cast<int>((stage_ - 1) * D_ + local_), key = 1;
+        if (lower) color = static_cast<int>(plan_.Rank(stage_, local_)), key = 0;
+        if (upper) color = static_cast<int>(plan_.Rank(stage_ - 1, local_)), key = 1;
         auto comm = world_.Split(color, key);
         if (!comm) continue;
         const bool sends = activations == lower;  // activations go up, gradients down
@@ -428,7 +426,7 @@ class RankProgram {
   int64_t rank_;
   Communicator& world_;
   Runtime& runtime_;
-  int64_t D_ = 1, S_ = 1, stage_ = 0, local_ = 0;
+  int64_t S_ = 1, stage_ = 0, local_ = 0;
   std::vector<std::unique_ptr<Communicator>> groups_[2];  // [compute, communication][group spec]
   std::unique_ptr<Communicator> to_next_, from_prev_, grad_to_prev_, grad_from_next_;
   std::vector<Timing> timings_;

@@ -16,6 +16,14 @@
 namespace shardlab::gui {
 namespace {
 
+// The global ranks of an operator's stage: a range when they are consecutive.
+std::string StageRankText(const OperatorView& o, int64_t devices) {
+  if (o.placement.contiguous()) return fmt::format("{}..{}", o.Rank(0), o.Rank(devices - 1));
+  std::vector<int64_t> ranks;
+  for (int64_t l = 0; l < devices; ++l) ranks.push_back(o.Rank(l));
+  return RankList(ranks, 4);
+}
+
 // Margins around the grid, the tile label's height, the gap between tiles,
 // the largest cell side, the smallest one drawn per device, the most a cell's
 // width and height may differ by.
@@ -80,8 +88,8 @@ QString DeviceMatrixView::HeaderText() const {
   const OperatorView* o = op();
   if (!o) return "no operator selected";
   std::string text =
-      fmt::format("{} ({}), stage {}: device matrix {} over {} devices (ranks {}..{})", o->name, o->type, o->stage,
-                  ShapeText(o->device_matrix), grid_->devices(), o->first_rank, o->first_rank + grid_->devices() - 1);
+      fmt::format("{} ({}), stage {}: device matrix {} over {} devices (ranks {})", o->name, o->type, o->stage,
+                  ShapeText(o->device_matrix), grid_->devices(), StageRankText(*o, grid_->devices()));
   if (const TensorView* t = tensor()) {
     Shape splits = SplitsOf(*o, *t);
     int64_t slices = 1;
@@ -216,7 +224,7 @@ QString DeviceMatrixView::ToolTipAt(QPoint pos) const {
   if (local < 0) return {};
   const OperatorView* o = op();
   const int64_t block = BlockSize();
-  const int64_t rank = o->first_rank + local;
+  const int64_t rank = o->Rank(local);
   const std::vector<int64_t> c = grid_->Coordinates(local);
   std::string text;
   if (block > 1) {
@@ -228,7 +236,7 @@ QString DeviceMatrixView::ToolTipAt(QPoint pos) const {
     const std::vector<int64_t> s = SliceIndex(*o, *t, c);
     std::vector<int64_t> holders;
     for (int64_t l = 0; l < grid_->devices(); ++l)
-      if (slice_ids_[l] == slice_ids_[local]) holders.push_back(o->first_rank + l);
+      if (slice_ids_[l] == slice_ids_[local]) holders.push_back(o->Rank(l));
     text += fmt::format("\n{} slice {} = {}\nsame slice on ranks {}", t->name, ShapeText(s), SliceRanges(*t, s),
                         RankList(holders));
   }
@@ -300,7 +308,7 @@ void DeviceMatrixView::paintEvent(QPaintEvent*) {
           p.fillRect(cell, colors_[local]);
           if (rank_labels) {
             p.setPen(TextOn(colors_[local]));
-            p.drawText(cell, Qt::AlignCenter, QString::number(layouts_->ops[op_].first_rank + local));
+            p.drawText(cell, Qt::AlignCenter, QString::number(layouts_->ops[op_].Rank(local)));
           }
           if (outline_ >= 0 && b == 1) {
             const int64_t group = OutlineGroupOf(local);
@@ -356,7 +364,7 @@ void DeviceMatrixView::mousePressEvent(QMouseEvent* event) {
   const int64_t local = LocalAt(event->pos());
   if (local >= 0 && op()) {
     focus_ = local;
-    emit deviceFocused(op()->first_rank + local);
+    emit deviceFocused(op()->Rank(local));
     update();
   }
 }

@@ -41,7 +41,7 @@ RunLayouts BuildRunLayouts(const RunSpec& run, const Graph& graph, const std::ve
     v.name = op.name;
     v.type = op.type;
     v.stage = op.pipeline_stage;
-    v.first_rank = op.pipeline_stage * r.devices_per_stage;
+    v.placement = PlacementOf(run);
     v.device_matrix = l.device_matrix;
     for (size_t k = 0; k < l.inputs.size() && k < op.inputs.size(); ++k)
       v.tensors.push_back(ViewOf(graph.tensor(op.inputs[k]), l.inputs[k], fmt::format("input {}", k)));

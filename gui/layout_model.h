@@ -13,6 +13,7 @@
 #include "core/graph/graph.h"
 #include "core/layout/tensor_map.h"
 #include "core/ops/op_layout.h"
+#include "core/plan/rank_placement.h"
 
 namespace shardlab::gui {
 
@@ -33,10 +34,13 @@ struct OperatorView {
   int index = 0;
   std::string name, type;
   int64_t stage = 0;
-  int64_t first_rank = 0;  // the stage's first global rank
+  RankPlacement placement;  // the run's: where the stage's devices sit among the global ranks
   Shape device_matrix;
   std::vector<TensorView> tensors;
   std::vector<CommGroupView> groups;
+
+  // The global rank of the stage's device `local`.
+  int64_t Rank(int64_t local) const { return placement.Rank(stage, local); }
 };
 
 struct RunLayouts {

@@ -59,8 +59,7 @@ void TensorMapView::Show(int op_index, int tensor_index) {
     block_dims_ = split;
     holders_.resize(static_cast<size_t>(slices));
     const DeviceGrid grid(o.device_matrix);
-    for (int64_t l = 0; l < grid.devices(); ++l)
-      holders_[SliceId(o, *t, grid.Coordinates(l))].push_back(o.first_rank + l);
+    for (int64_t l = 0; l < grid.devices(); ++l) holders_[SliceId(o, *t, grid.Coordinates(l))].push_back(o.Rank(l));
   }
   update();
 }

@@ -6,9 +6,8 @@
 
 namespace shardlab::sim {
 
-std::vector<GroupInstances> StageGroupInstances(const StageProgram& stage) {
-  std::vector<int64_t> ranks(stage.devices);
-  for (int64_t i = 0; i < stage.devices; ++i) ranks[i] = stage.first_rank + i;
+std::vector<GroupInstances> StageGroupInstances(const Plan& plan, const StageProgram& stage) {
+  const std::vector<int64_t> ranks = plan.StageRanks(stage.stage);
   std::vector<GroupInstances> out;
   for (const CommGroupSpec& spec : stage.groups) {
     const DeviceMatrix matrix(spec.device_matrix, ranks);
@@ -16,12 +15,12 @@ std::vector<GroupInstances> StageGroupInstances(const StageProgram& stage) {
     groups.of_local.assign(stage.devices, -1);
     for (int64_t l = 0; l < stage.devices; ++l) {
       if (groups.of_local[l] >= 0) continue;
-      std::vector<int64_t> members = matrix.GroupAlongDims(stage.first_rank + l, spec.dims);
+      std::vector<int64_t> members = matrix.GroupAlongDims(ranks[l], spec.dims);
       const auto instance = static_cast<int32_t>(groups.members.size());
       for (int64_t m : members) {
-        if (groups.of_local[m - stage.first_rank] >= 0)
-          throw std::logic_error("communication groups of a stage overlap");
-        groups.of_local[m - stage.first_rank] = instance;
+        int32_t& of_local = groups.of_local[plan.placement.LocalOf(m)];
+        if (of_local >= 0) throw std::logic_error("communication groups of a stage overlap");
+        of_local = instance;
       }
       groups.members.push_back(std::move(members));
     }

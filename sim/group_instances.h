@@ -17,7 +17,7 @@ struct GroupInstances {
   const std::vector<int64_t>& MembersOf(int64_t local) const { return members[of_local[local]]; }
 };
 
-// One entry per group spec of `stage`.
-std::vector<GroupInstances> StageGroupInstances(const StageProgram& stage);
+// One entry per group spec of `stage`, a stage of `plan`.
+std::vector<GroupInstances> StageGroupInstances(const Plan& plan, const StageProgram& stage);
 
 }  // namespace shardlab::sim

@@ -57,8 +57,8 @@ struct StagePrograms {
 // collectives inside the server run in lockstep, so they are simulated once,
 // those collectives in closed form (the server's fabric is private to them).
 // The union of the passes' in-server collective groups; local indices per lane.
-std::vector<std::vector<int64_t>> Lanes(const StageProgram& stage, const std::vector<GroupInstances>& groups,
-                                        int64_t devices_per_server) {
+std::vector<std::vector<int64_t>> Lanes(const Plan& plan, const StageProgram& stage,
+                                        const std::vector<GroupInstances>& groups, int64_t devices_per_server) {
   const int64_t n = stage.devices;
   std::vector<int64_t> parent(n);
   for (int64_t i = 0; i < n; ++i) parent[i] = i;
@@ -80,16 +80,18 @@ std::vector<std::vector<int64_t>> Lanes(const StageProgram& stage, const std::ve
       const int64_t server = members.front() / devices_per_server;
       if (std::any_of(members.begin(), members.end(), [&](int64_t m) { return m / devices_per_server != server; }))
         continue;
-      for (int64_t m : members) parent[find(m - stage.first_rank)] = find(members.front() - stage.first_rank);
+      for (int64_t m : members) parent[find(plan.placement.LocalOf(m))] = find(plan.placement.LocalOf(members.front()));
     }
   // Passes without any collective (data parallel: every device on its own
   // batch) run the same program alone on every device: a server's devices
   // keep lockstep without meeting, so they form one lane.
-  if (specs.empty())
+  if (specs.empty()) {
+    std::map<int64_t, int64_t> first_on_server;  // server: the stage's first device there
     for (int64_t l = 0; l < n; ++l) {
-      const int64_t server_start = (stage.first_rank + l) / devices_per_server * devices_per_server;
-      parent[find(l)] = find(std::max<int64_t>(server_start - stage.first_rank, 0));
+      const int64_t first = first_on_server.emplace(plan.Rank(stage.stage, l) / devices_per_server, l).first->second;
+      parent[find(l)] = find(first);
     }
+  }
   std::map<int64_t, std::vector<int64_t>> classes;
   for (int64_t l = 0; l < n; ++l) classes[find(l)].push_back(l);
   std::vector<std::vector<int64_t>> lanes;
@@ -109,7 +111,6 @@ class Engine {
     S_ = static_cast<int64_t>(plan.stages.size());
     M_ = plan.micro_batches;
     V_ = RunsChunks(plan.schedule) ? plan.chunks : 1;
-    D_ = plan.devices_per_stage;
     shape_.plan = &plan;
     shape_.devices_per_server = cluster.devices_per_server;
     shape_.fidelity = fidelity;
@@ -124,11 +125,11 @@ class Engine {
         p.other_contention = BucketContentionSeconds(stage, V_, false, p.finals.last_chunk);
       }
       programs_.push_back(std::move(p));
-      shape_.groups.push_back(StageGroupInstances(stage));
-      lanes.push_back(Lanes(stage, shape_.groups.back(), cluster.devices_per_server));
+      shape_.groups.push_back(StageGroupInstances(plan, stage));
+      lanes.push_back(Lanes(plan, stage, shape_.groups.back(), cluster.devices_per_server));
       for (const auto& members : lanes.back()) {
         for (int64_t m : members)
-          shape_.lane_of_rank[stage.first_rank + m] = static_cast<int64_t>(shape_.lane_size.size());
+          shape_.lane_of_rank[plan.Rank(stage.stage, m)] = static_cast<int64_t>(shape_.lane_size.size());
         shape_.lane_size.push_back(static_cast<int64_t>(members.size()));
       }
     }
@@ -154,10 +155,10 @@ class Engine {
         Device d;
         d.stage = s;
         for (int64_t m : members)
-          if (symmetry_.IsRepresentative(s * D_ + m)) d.ranks.push_back(s * D_ + m);
+          if (symmetry_.IsRepresentative(plan.Rank(s, m))) d.ranks.push_back(plan.Rank(s, m));
         if (d.ranks.empty()) continue;  // simulated by its orbit's representatives
         d.rank = d.ranks.front();
-        d.local = d.rank - s * D_;
+        d.local = plan.placement.LocalOf(d.rank);
         d.counters.assign(plan.stages[s].groups.size(), 0);
         d.prefetch_counters.assign(plan.stages[s].groups.size(), 0);
         for (const GroupInstances& groups : shape_.groups[s])
@@ -713,7 +714,7 @@ class Engine {
     }
     const double bytes = item.forward ? StageOf(d).send_forward_bytes : plan_.stages[target_stage].send_forward_bytes;
     for (int64_t rank : d.ranks) {
-      const int64_t peer = target_stage * D_ + rank % D_;
+      const int64_t peer = plan_.Rank(target_stage, plan_.placement.LocalOf(rank));
       if (lane_of_rank_[peer] < 0) throw std::logic_error("a pipeline transfer reaches a device that is not simulated");
       const InputKey key{devices_[lane_of_rank_[peer]].rank, item.forward, *target, item.micro_batch};
       Phase phase;
@@ -760,7 +761,7 @@ class Engine {
     auto pending = std::make_shared<int64_t>(static_cast<int64_t>(d.ranks.size()));
     auto shared_resume = std::make_shared<std::function<void()>>(std::move(resume));
     for (int64_t rank : d.ranks) {
-      const int32_t instance = groups.of_local[rank % D_];
+      const int32_t instance = groups.of_local[plan_.placement.LocalOf(rank)];
       const auto key = std::make_tuple(d.stage, task.group, static_cast<int64_t>(instance), *sequence);
       Barrier& b = barriers_[key];
       b.resumes.push_back([pending, shared_resume] {
@@ -853,7 +854,7 @@ class Engine {
     d.mirror_begin = Now();
     const int64_t mirror_stage = MirrorStage(d.stage, S_);
     for (int64_t rank : d.ranks) {
-      const int64_t peer = mirror_stage * D_ + rank % D_;
+      const int64_t peer = plan_.Rank(mirror_stage, plan_.placement.LocalOf(rank));
       if (lane_of_rank_[peer] < 0) throw std::logic_error("a gradient exchange reaches a device that is not simulated");
       Device& receiver = devices_[lane_of_rank_[peer]];
       Phase phase;
@@ -874,7 +875,7 @@ class Engine {
   ClusterPlatform platform_;
   FlowRunner runner_;
   const bool record_link_usage_;
-  int64_t S_ = 1, M_ = 1, V_ = 1, D_ = 1;
+  int64_t S_ = 1, M_ = 1, V_ = 1;
   StepShape shape_;
   StepSymmetry symmetry_;
   std::vector<StagePrograms> programs_;

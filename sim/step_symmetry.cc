@@ -46,14 +46,15 @@ DevicePermutation SlotPermutation(int64_t devices, int64_t devices_per_server,
   return g;
 }
 
-// Every stage's servers rotated by `shift` servers, slots kept.
+// Every stage's servers rotated by `shift` servers, slots kept (each server
+// holds `devices_per_server` consecutive local devices of one stage).
 DevicePermutation ServerRotation(const Plan& plan, int64_t devices_per_server, int64_t shift) {
   const int64_t per_stage = plan.devices_per_stage / devices_per_server;
   DevicePermutation g(plan.devices);
   for (int64_t r = 0; r < plan.devices; ++r) {
-    const int64_t first = r - r % plan.devices_per_stage, local = r % plan.devices_per_stage;
+    const int64_t local = plan.placement.LocalOf(r);
     const int64_t server = local / devices_per_server, slot = local % devices_per_server;
-    g[r] = first + (server + shift) % per_stage * devices_per_server + slot;
+    g[r] = plan.Rank(plan.placement.StageOf(r), (server + shift) % per_stage * devices_per_server + slot);
   }
   return g;
 }
@@ -92,7 +93,7 @@ std::string CheckPlan(const StepShape& step, const DevicePermutation& g, const C
   const Plan& plan = *step.plan;
   std::vector<int64_t> lane_image(step.lane_size.size(), -1);
   for (int64_t r = 0; r < plan.devices; ++r) {
-    if (g[r] / plan.devices_per_stage != r / plan.devices_per_stage)
+    if (plan.placement.StageOf(g[r]) != plan.placement.StageOf(r))
       return fmt::format("it moves rank {} to another pipeline stage", r);
     int64_t& image = lane_image[step.lane_of_rank[r]];
     if (image == -1) image = step.lane_of_rank[g[r]];
@@ -106,7 +107,7 @@ std::string CheckPlan(const StepShape& step, const DevicePermutation& g, const C
       const GroupInstances& instances = groups[use.group];
       const bool check_members = mapped_specs.insert(use.group).second;
       for (const std::vector<int64_t>& members : instances.members) {
-        const std::vector<int64_t>& image = instances.MembersOf(g[members.front()] - stage.first_rank);
+        const std::vector<int64_t>& image = instances.MembersOf(plan.placement.LocalOf(g[members.front()]));
         if (check_members) {
           std::vector<int64_t> mapped(members.size());
           for (size_t i = 0; i < members.size(); ++i) mapped[i] = g[members[i]];
@@ -174,13 +175,34 @@ StepSymmetry FindStepSymmetry(const StepShape& step, const ClusterPlatform& plat
       slots.push_back({{SlotPermutation(n, dps, [b, dps](int64_t s) { return (s + b) % dps; })},
                        dps / b,
                        fmt::format("blocks of {} slots of a server rotate", b)});
-  const int64_t per_stage = plan.devices_per_stage / dps;
-  for (int64_t t : Divisors(per_stage))
-    if (t < per_stage)
-      servers.push_back({{ServerRotation(plan, dps, t)},
-                         per_stage / t,
-                         t == 1 ? fmt::format("the {} servers of a stage rotate", per_stage)
-                                : fmt::format("a stage's {} servers rotate by {}", per_stage, t)});
+  // A server holding blocks of several stages (tp-pp-dp with tensor-parallel
+  // groups smaller than a server) keeps them in place.
+  for (int64_t b : Divisors(dps))
+    if (b > 1 && b < dps)
+      slots.push_back({{SlotPermutation(n, dps, [b](int64_t s) { return s / b * b + (s % b + 1) % b; })},
+                       b,
+                       fmt::format("slots rotate inside blocks of {}", b)});
+  if (plan.placement.block % dps == 0) {
+    const int64_t per_stage = plan.devices_per_stage / dps;
+    for (int64_t t : Divisors(per_stage))
+      if (t < per_stage)
+        servers.push_back({{ServerRotation(plan, dps, t)},
+                           per_stage / t,
+                           t == 1 ? fmt::format("the {} servers of a stage rotate", per_stage)
+                                  : fmt::format("a stage's {} servers rotate by {}", per_stage, t)});
+  } else if (n % dps == 0) {
+    // Every server holds devices of several stages: the servers rotate together.
+    const int64_t servers_in_all = n / dps;
+    for (int64_t t : Divisors(servers_in_all))
+      if (t < servers_in_all) {
+        DevicePermutation g(n);
+        for (int64_t r = 0; r < n; ++r) g[r] = (r + t * dps) % n;
+        servers.push_back({{std::move(g)},
+                           servers_in_all / t,
+                           t == 1 ? fmt::format("the {} servers rotate", servers_in_all)
+                                  : fmt::format("the {} servers rotate by {}", servers_in_all, t)});
+      }
+  }
 
   auto check = [&](const DevicePermutation& g) {
     std::string why = platform.CheckSymmetry(g);

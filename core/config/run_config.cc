@@ -40,7 +40,31 @@ std::pair<JsonNode, std::string> OverlapKey(const RunSpec& run, const JsonNode& 
 }
 
 // Rules between the sections: device counts, batch splits, dtypes.
+// Megatron's tp-pp-dp numbering: consecutive tensor-parallel blocks, one per
+// stage of a data-parallel replica, and none of the dimensions Megatron rules
+// out with it.
+void CheckRankOrder(const RunSpec& run, const JsonNode& root) {
+  if (run.stack.rank_order != RankOrder::kTpPpDp) return;
+  const JsonNode key = root.Child("stack").Child("rank_order");
+  const auto& values = run.model.params.values();
+  if (!values.count("model_parallel"))
+    key.Fail(
+        fmt::format("rank order tp-pp-dp keeps each tensor-parallel group consecutive, so it needs "
+                    "model_params.model_parallel; model \"{}\" gives none",
+                    run.model.name));
+  for (const char* dimension : {"context_parallel", "expert_parallel"})
+    if (values.count(dimension) && run.model.params.Int(dimension) > 1)
+      key.Fail(
+          fmt::format("rank order tp-pp-dp is not built with {} {} (Megatron's --use-tp-pp-dp-mapping rules "
+                      "out context and expert parallelism)",
+                      dimension, run.model.params.Int(dimension)));
+  if (run.parallel.devices_per_stage() % run.model.params.Int("model_parallel") != 0)
+    key.Fail(fmt::format("rank order tp-pp-dp needs model_parallel {} to divide the {} devices of a stage",
+                         run.model.params.Int("model_parallel"), run.parallel.devices_per_stage()));
+}
+
 void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel_node) {
+  CheckRankOrder(run, root);
   const auto& p = run.parallel;
   if (p.device_num > run.cluster.device_count())
     parallel_node.Child("device_num")

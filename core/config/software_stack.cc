@@ -29,6 +29,10 @@ constexpr EnumNames<Fp8Scaling, 3> kFp8Scalings({"delayed", "current", "block"})
 
 const char* ToString(Fp8Scaling scaling) { return kFp8Scalings[scaling]; }
 
+constexpr EnumNames<RankOrder, 2> kRankOrders({"tp-cp-ep-dp-pp", "tp-pp-dp"});
+
+const char* ToString(RankOrder order) { return kRankOrders[order]; }
+
 std::vector<std::string> StackPresetNames() { return {"mindspore", "megatron"}; }
 
 namespace {
@@ -41,6 +45,7 @@ std::vector<std::string> StackKeyVocabulary(const std::string& key) {
   if (key == "weight_gather") return kWeightGathers.All();
   if (key == "optimizer_dtype") return kOptimizerDTypes;
   if (key == "fp8_scaling") return kFp8Scalings.All();
+  if (key == "rank_order") return kRankOrders.All();
   return {};
 }
 
@@ -85,6 +90,8 @@ SoftwareStack ReadSoftwareStack(const JsonNode& node) {
   stack.fp8_scaling =
       kFp8Scalings.Parse(r.Enum("fp8_scaling", ToString(stack.fp8_scaling), kFp8Scalings.All()), "fp8_scaling");
   stack.optimizer_dtype = *ParseDType(r.Enum("optimizer_dtype", ToString(stack.optimizer_dtype), kOptimizerDTypes));
+  stack.rank_order =
+      kRankOrders.Parse(r.Enum("rank_order", ToString(stack.rank_order), kRankOrders.All()), "rank_order");
   r.Finish();
   return stack;
 }
@@ -103,7 +110,8 @@ nlohmann::json ToJson(const SoftwareStack& stack) {
           {"weight_gather", ToString(stack.weight_gather)},
           {"fp8_param_gather", stack.fp8_param_gather},
           {"fp8_scaling", ToString(stack.fp8_scaling)},
-          {"optimizer_dtype", ToString(stack.optimizer_dtype)}};
+          {"optimizer_dtype", ToString(stack.optimizer_dtype)},
+          {"rank_order", ToString(stack.rank_order)}};
 }
 
 }  // namespace shardlab

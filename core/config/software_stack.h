@@ -64,6 +64,21 @@ enum class Fp8Scaling {
   kBlock,
 };
 
+// How the stack numbers the devices of its parallel groups: the order of
+// the group dimensions from innermost (consecutive ranks) to outermost.
+enum class RankOrder {
+  // Tensor parallel innermost, then context, expert and data parallel, the
+  // pipeline stages outermost: each stage a block of consecutive ranks
+  // (Megatron-LM's default order; MindSpore numbers its stages this way too,
+  // stage = rank / (device_num / pipeline_stages)) ("tp-cp-ep-dp-pp").
+  kTpCpEpDpPp,
+  // The pipeline stages between tensor and data parallel: the stages of one
+  // data-parallel replica take consecutive tensor-parallel blocks
+  // (Megatron-LM's --use-tp-pp-dp-mapping; it rules out context and expert
+  // parallelism) ("tp-pp-dp").
+  kTpPpDp,
+};
+
 struct SoftwareStack {
   StackPreset preset = StackPreset::kMindSpore;
   // Chains of element-wise operators (bias, activation, dropout, residual
@@ -124,6 +139,7 @@ struct SoftwareStack {
   // distributed_fused_adam with dtype bf16, Megatron's precision-aware
   // optimizer with bf16 moments).
   DType optimizer_dtype = DType::kFloat32;
+  RankOrder rank_order = RankOrder::kTpCpEpDpPp;
 
   bool operator==(const SoftwareStack&) const = default;
 };
@@ -132,6 +148,7 @@ const char* ToString(StackPreset preset);
 const char* ToString(GradientBuffer buffer);
 const char* ToString(WeightGather gather);
 const char* ToString(Fp8Scaling scaling);
+const char* ToString(RankOrder order);
 std::vector<std::string> StackPresetNames();
 // The accepted values of a closed-vocabulary key of a "stack" object
 // ("preset", "gradient_buffer", ...); empty for any other key.

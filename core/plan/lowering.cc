@@ -61,6 +61,7 @@ class Lowering {
         own_batch_(own_batch),
         mirror_from_(mirror_from),
         p_(run.parallel),
+        placement_(PlacementOf(run)),
         fusion_(PlanKernelFusion(graph, layouts, run.stack)),
         sequence_parallel_(
             std::any_of(graph.operators().begin(), graph.operators().end(),
@@ -103,6 +104,7 @@ class Lowering {
     plan.model_operators = mirror_from_;
     plan.devices = p_.device_num;
     plan.devices_per_stage = p_.devices_per_stage();
+    plan.placement = placement_;
     plan.focus_rank = p_.global_rank;
     plan.device_memory = run_.cluster.device.memory_bytes;
     plan.samples_per_step = p_.global_batch_size;
@@ -121,7 +123,6 @@ class Lowering {
       StageProgram stage;
       stage.stage = s;
       stage.devices = p_.devices_per_stage();
-      stage.first_rank = s * stage.devices;
       plan.stages.push_back(std::move(stage));
     }
     shares_ = ParamShares();
@@ -282,8 +283,8 @@ class Lowering {
     for (auto it = stage.groups.begin(); it != stage.groups.end(); ++it)
       if (*it == spec) return static_cast<int>(it - stage.groups.begin());
     std::vector<int64_t> ranks(stage.devices);
-    for (int64_t i = 0; i < stage.devices; ++i) ranks[i] = stage.first_rank + i;
-    const auto members = DeviceMatrix(spec.device_matrix, ranks).GroupAlongDims(stage.first_rank, spec.dims);
+    for (int64_t i = 0; i < stage.devices; ++i) ranks[i] = placement_.Rank(stage.stage, i);
+    const auto members = DeviceMatrix(spec.device_matrix, ranks).GroupAlongDims(ranks.front(), spec.dims);
     spec.size = static_cast<int64_t>(members.size());
     spec.placement = PlaceGroup(members, run_.cluster);
     stage.groups.push_back(spec);
@@ -1191,7 +1192,7 @@ class Lowering {
     }
     for (auto& stage : plan.stages) {
       if (stage.stage + 1 >= static_cast<int64_t>(plan.stages.size())) continue;
-      const GroupPlacement pair = PlaceGroup({stage.first_rank, stage.first_rank + stage.devices}, run_.cluster);
+      const GroupPlacement pair = PlaceGroup({plan.Rank(stage.stage, 0), plan.Rank(stage.stage + 1, 0)}, run_.cluster);
       stage.send_seconds = CollectiveSeconds(shardlab::Collective::kSendRecv, CollectiveAlgorithm::kDirect,
                                              stage.send_forward_bytes, pair, run_.cluster);
     }
@@ -1204,7 +1205,7 @@ class Lowering {
       StageProgram& last = plan.stages.back();
       const StageProgram& peer = plan.stages[RunsTwoChunks(plan.schedule) ? S - 2 : 0];
       last.send_forward_bytes = plan.stages[S - 2].send_forward_bytes;
-      const GroupPlacement pair = PlaceGroup({last.first_rank, peer.first_rank}, run_.cluster);
+      const GroupPlacement pair = PlaceGroup({plan.Rank(last.stage, 0), plan.Rank(peer.stage, 0)}, run_.cluster);
       last.send_seconds = CollectiveSeconds(shardlab::Collective::kSendRecv, CollectiveAlgorithm::kDirect,
                                             last.send_forward_bytes, pair, run_.cluster);
     }
@@ -1212,7 +1213,7 @@ class Lowering {
     for (auto& stage : plan.stages) {
       if (stage.mirror_gradient_bytes <= 0) continue;
       const StageProgram& mirror = plan.stages[MirrorStage(stage.stage, S)];
-      const GroupPlacement pair = PlaceGroup({stage.first_rank, mirror.first_rank}, run_.cluster);
+      const GroupPlacement pair = PlaceGroup({plan.Rank(stage.stage, 0), plan.Rank(mirror.stage, 0)}, run_.cluster);
       stage.mirror_gradient_seconds = CollectiveSeconds(shardlab::Collective::kSendRecv, CollectiveAlgorithm::kDirect,
                                                         stage.mirror_gradient_bytes, pair, run_.cluster);
     }
@@ -1584,6 +1585,7 @@ class Lowering {
   const bool own_batch_;
   const int mirror_from_;
   const ParallelConfig& p_;
+  const RankPlacement placement_;
   const std::vector<FusedKernel> fusion_;  // per operator: runs inside its producer's kernel
   // Sequence parallelism: products whose partial sums meet in a ReduceScatter of their output rows.
   const bool sequence_parallel_;

@@ -78,8 +78,14 @@ void SplitWeightGradients(StageProgram& stage, const ClusterSpec& cluster) {
 }
 
 int64_t Plan::RepresentativeRank(int64_t stage) const {
-  const StageProgram& s = stages[stage];
-  return focus_rank >= s.first_rank && focus_rank < s.first_rank + s.devices ? focus_rank : s.first_rank;
+  return focus_rank >= 0 && focus_rank < devices && placement.StageOf(focus_rank) == stage ? focus_rank
+                                                                                           : Rank(stage, 0);
+}
+
+std::vector<int64_t> Plan::StageRanks(int64_t stage) const {
+  std::vector<int64_t> ranks(static_cast<size_t>(devices_per_stage));
+  for (int64_t l = 0; l < devices_per_stage; ++l) ranks[static_cast<size_t>(l)] = Rank(stage, l);
+  return ranks;
 }
 
 nlohmann::json ToJson(const MemoryBreakdown& m) {

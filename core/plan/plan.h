@@ -17,6 +17,7 @@
 #include "core/cost/compute_cost.h"
 #include "core/graph/graph.h"
 #include "core/plan/pipeline_schedule.h"
+#include "core/plan/rank_placement.h"
 
 namespace shardlab {
 
@@ -142,7 +143,6 @@ struct MemoryBreakdown {
 
 struct StageProgram {
   int64_t stage = 0;
-  int64_t first_rank = 0;
   int64_t devices = 1;
   std::vector<CommGroupSpec> groups;
   std::vector<Task> forward;   // one micro-batch
@@ -227,6 +227,8 @@ struct Plan {
   }
   int64_t devices = 1;
   int64_t devices_per_stage = 1;
+  // Each stage's devices among the global ranks (the stack's rank_order).
+  RankPlacement placement;
   double device_memory = 0;
   double peak_flops = 0;   // per device, for the model's dtype
   double model_flops = 0;  // model FLOPs of one step (ComputeModelFlops: no recompute, attention dense), for MFU
@@ -238,8 +240,12 @@ struct Plan {
   std::vector<StageProgram> stages;
 
   // The device whose timeline stands for `stage`: focus_rank on its own
-  // stage, the first rank on the others.
+  // stage, its first device on the others.
   int64_t RepresentativeRank(int64_t stage) const;
+  // The global rank of device `local` of `stage`.
+  int64_t Rank(int64_t stage, int64_t local) const { return placement.Rank(stage, local); }
+  // A stage's devices' global ranks, in local order.
+  std::vector<int64_t> StageRanks(int64_t stage) const;
 };
 
 // dualpipe's stage whose model copies are `stage`'s the other way round,

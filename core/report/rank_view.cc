@@ -13,12 +13,6 @@
 namespace shardlab {
 namespace {
 
-std::vector<int64_t> StageRanks(const StageProgram& stage) {
-  std::vector<int64_t> ranks(stage.devices);
-  for (int64_t i = 0; i < stage.devices; ++i) ranks[i] = stage.first_rank + i;
-  return ranks;
-}
-
 // "forward AllReduce x24" for each (pass, collective) the step runs in group `g`.
 std::vector<std::string> CollectivesIn(const StageProgram& stage, int g, bool training) {
   std::map<std::string, int64_t> counts;
@@ -67,11 +61,11 @@ RankView ViewRank(const RunSpec& run, const ShardedGraph& sharded, const Plan& p
     throw std::invalid_argument(fmt::format("rank {} is not one of the run's {} devices", rank, plan.devices));
   RankView view;
   view.rank = rank;
-  view.stage = rank / plan.devices_per_stage;
+  view.stage = plan.placement.StageOf(rank);
   view.server = rank / run.cluster.devices_per_server;
   view.server_slot = rank % run.cluster.devices_per_server;
   const StageProgram& stage = plan.stages[view.stage];
-  const std::vector<int64_t> ranks = StageRanks(stage);
+  const std::vector<int64_t> ranks = plan.StageRanks(view.stage);
   for (size_t g = 0; g < stage.groups.size(); ++g) {
     const CommGroupSpec& spec = stage.groups[g];
     if (spec.size <= 1) continue;

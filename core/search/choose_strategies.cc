@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/ops/graph_layouts.h"
+#include "core/plan/rank_placement.h"
 #include "core/search/dp_search.h"
 #include "core/search/recursive_search.h"
 #include "core/search/sharding_propagation.h"
@@ -73,6 +74,7 @@ SearchOptions SearchOptionsOf(const RunSpec& run) {
   const ParallelConfig& p = run.parallel;
   SearchOptions options;
   options.stage_devices = p.devices_per_stage();
+  options.placement = PlacementOf(run);
   options.fully_use_devices = p.fully_use_devices;
   options.enable_alltoall = p.enable_alltoall;
   options.cost = DefaultCostModel(run.cluster);

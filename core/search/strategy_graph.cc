@@ -213,14 +213,19 @@ void StrategyGraph::Prune(SearchNode& node, const Operator& op, const std::vecto
   node.candidates.resize(options_.max_candidates);
 }
 
+GroupPlacement StrategyGraph::PlaceStageGroup(int64_t size, int64_t stride) const {
+  std::vector<int64_t> ranks(static_cast<size_t>(size));
+  for (int64_t i = 0; i < size; ++i) ranks[static_cast<size_t>(i)] = options_.placement.Rank(0, i * stride);
+  return PlaceGroup(ranks, *options_.cluster);
+}
+
 double StrategyGraph::OperatorCost(const Operator& op, const OpLayout& layout) const {
   const CostModelOptions& m = options_.cost;
   if (m.model == "time") {
     const ClusterSpec& cluster = *options_.cluster;
     double seconds = OperatorComputeSeconds(graph_, op, layout, cluster, m.training);
     auto comm_seconds = [&](const OpComm& c) {
-      const GroupPlacement p =
-          PlaceStridedGroup(0, c.group_size, GroupStride(layout.device_matrix, c.device_dims), cluster);
+      const GroupPlacement p = PlaceStageGroup(c.group_size, GroupStride(layout.device_matrix, c.device_dims));
       const Collective type = c.type;
       return CollectiveSeconds(type, ChooseAlgorithm(type, c.bytes, p, cluster), c.bytes, p, cluster);
     };
@@ -295,7 +300,7 @@ const StrategyGraph::RedistributionCost& StrategyGraph::LayoutCost(const Tensor&
     const ClusterSpec& cluster = *options_.cluster;
     for (const RedistOp& op : r.ops) {
       if (!op.is_communication()) continue;
-      const GroupPlacement p = PlaceStridedGroup(0, op.count, GroupStride(op.arrangement, {op.device_dim}), cluster);
+      const GroupPlacement p = PlaceStageGroup(op.count, GroupStride(op.arrangement, {op.device_dim}));
       const Collective type = op.collective();
       const double bytes = static_cast<double>(ElementCount(op.input_shape) * DTypeBytes(tensor.dtype));
       const double seconds = CollectiveSeconds(type, ChooseAlgorithm(type, bytes, p, cluster), bytes, p, cluster);

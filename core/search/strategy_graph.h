@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "core/config/cluster_config.h"
+#include "core/cost/collective_cost.h"
 #include "core/graph/graph.h"
 #include "core/ops/op_layout.h"
+#include "core/plan/rank_placement.h"
 
 namespace shardlab {
 
@@ -34,6 +36,7 @@ struct SearchOptions {
   bool enable_alltoall = false;
   CostModelOptions cost;
   const ClusterSpec* cluster = nullptr;  // the time model's links and rates
+  RankPlacement placement;               // where a stage's devices sit (the run's rank order)
   // Approximation for large stages (MindSpore's dp_algo_enable_approxi in
   // spirit): an operator keeps at most this many candidates, the cheapest by
   // its own cost, preferring strategies that split fewer dimensions, plus the
@@ -106,6 +109,8 @@ class StrategyGraph {
   std::vector<OpLayout> Layouts(const std::vector<size_t>& choice) const;
 
  private:
+  // Where a group of `size` devices `stride` apart in a stage sits on the cluster.
+  GroupPlacement PlaceStageGroup(int64_t size, int64_t stride) const;
   double OperatorCost(const Operator& op, const OpLayout& layout) const;
   void AddEdges();
   void Prune(SearchNode& node, const Operator& op, const std::vector<TensorType>& inputs,

@@ -95,6 +95,15 @@ TEST_CASE("folding symmetric devices keeps the step of runs up to 1024 devices w
       // beside the first forward.
       Variant("llama2-70b-h100-1024", "llama2-70b-megatron-overlap",
               {{"stack", {{"preset", "megatron"}, {"overlap_grad_reduce", true}, {"overlap_param_gather", true}}}}),
+      // Megatron's tp-pp-dp rank order: a stage's servers interleave with the
+      // other stages' (tensor parallel 8), or every server holds a pair of
+      // each stage (tensor parallel 2) and the servers rotate together.
+      Variant("llama2-70b-h100-1024", "llama2-70b-tp-pp-dp",
+              {{"stack", {{"preset", "megatron"}, {"rank_order", "tp-pp-dp"}}}}),
+      Variant("llama2-70b-h100-1024", "llama2-70b-tp2-pp-dp",
+              {{"stack", {{"preset", "megatron"}, {"rank_order", "tp-pp-dp"}}},
+               {"model_params", {{"model_parallel", 2}, {"data_parallel", 128}}},
+               {"parallel", {{"micro_batch_num", 8}}}}),
   };
   for (const fs::path& run : runs) {
     INFO(run.filename().string());

@@ -63,7 +63,7 @@ class ViewsTest : public QObject {
           const QRectF cell = devices.CellRect(l);
           corners.insert({static_cast<int>(cell.x()), static_cast<int>(cell.y())});
           const QString tip = devices.ToolTipAt(cell.center().toPoint());
-          QVERIFY2(tip.startsWith(QString("rank %1 ").arg(op.first_rank + l)), qPrintable(tip));
+          QVERIFY2(tip.startsWith(QString("rank %1 ").arg(op.Rank(l))), qPrintable(tip));
           const TensorView& tv = op.tensors[t];
           const QString slice = QString::fromStdString(SliceRanges(tv, ExpectedSlice(op, tv, l)));
           QVERIFY2(tip.contains(slice), qPrintable(tip + " lacks " + slice));
