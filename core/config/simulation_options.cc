@@ -98,6 +98,8 @@ SimulationOptions ReadSimulation(const JsonNode& node, const SimulationOptions& 
   const auto chunks = r.Optional("virtual_pipeline_chunks");
   if (chunks) s.virtual_pipeline_chunks = chunks->AsInt(1, 64);
   if (const auto overlap = r.Optional("overlap_forward_backward")) s.overlap_forward_backward = ReadOverlap(*overlap);
+  const auto zbv_offset = r.Optional("zbv_offset");
+  if (zbv_offset) s.zbv_offset = zbv_offset->AsInt(0, 4096);
   s.fidelity = Read(r, "fidelity", s.fidelity, kFidelities);
   s.symmetry = Read(r, "symmetry", s.symmetry, kSymmetries);
   s.optimizer = Read(r, "optimizer", s.optimizer, kOptimizers);
@@ -127,6 +129,9 @@ SimulationOptions ReadSimulation(const JsonNode& node, const SimulationOptions& 
           fmt::format("pipeline_schedule \"{}\" runs exactly 2 chunks per stage", ToString(s.pipeline_schedule)));
     s.virtual_pipeline_chunks = 2;
   }
+  if (s.zbv_offset > 0 && s.pipeline_schedule != PipelineSchedule::kZeroBubbleV)
+    zbv_offset->Fail(fmt::format("zbv_offset (MindSpore's ZBV_offset) tunes the zero_bubble_v schedule, not \"{}\"",
+                                 ToString(s.pipeline_schedule)));
   // A schedule from `defaults` is checked by whoever chose it.
   if (s.pipeline_schedule == PipelineSchedule::kInterleaved && s.virtual_pipeline_chunks < 2 &&
       node.json().contains("pipeline_schedule"))
@@ -142,6 +147,7 @@ nlohmann::json ToJson(const SimulationOptions& s) {
                       {"fidelity", ToString(s.fidelity)},
                       {"symmetry", ToString(s.symmetry)},
                       {"optimizer", ToString(s.optimizer)}};
+  if (s.zbv_offset > 0) j["zbv_offset"] = s.zbv_offset;
   if (s.overlap_forward_backward.size() == static_cast<size_t>(kCommDimensions)) {
     j["overlap_forward_backward"] = true;
   } else if (!s.overlap_forward_backward.empty()) {

@@ -139,6 +139,12 @@ struct SimulationOptions {
   // expert AlltoAlls; DualPipe's overlapped chunks with zero_bubble_v,
   // every one); 1F1B-based orders warm up further ahead for it. Empty: off.
   std::vector<CommDimension> overlap_forward_backward;
+  // zero_bubble_v: MindSpore's ZBV_offset environment variable. Each chunk
+  // splits this many fewer of its last backwards into an input-gradient and
+  // a weight-gradient pass, and stages past the first run this many of their
+  // chunk-0 cool-down backwards without a queued weight-gradient pass before
+  // them (zero_bubble_v.cc, ProcessStep7; detach_backward.cc).
+  int64_t zbv_offset = 0;
   Fidelity fidelity = Fidelity::kAggregated;
   Symmetry symmetry = Symmetry::kFold;
   Optimizer optimizer = Optimizer::kAdam;

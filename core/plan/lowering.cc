@@ -87,6 +87,7 @@ class Lowering {
     Plan plan;
     plan.training = run_.simulation.training();
     plan.schedule = run_.simulation.pipeline_schedule;
+    plan.zbv_offset = run_.simulation.zbv_offset;
     if (plan.training) plan.overlap_forward_backward = ForwardBackwardOverlap(run_);
     plan.seq_chunks = seq_chunks_;
     plan.micro_batches = p_.micro_batch_num * plan.seq_chunks;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <stack>
+#include <stdexcept>
 #include <tuple>
 
 namespace shardlab {
@@ -59,23 +60,27 @@ std::vector<ScheduleItem> WithWeightGradients(const std::vector<ScheduleItem>& o
 }
 
 // zero_bubble_v on stage r of n: MindSpore's ZeroBubbleV scheduler
-// (pipeline_transformer/zero_bubble_v.cc, ProcessStep1-8, ZBV_offset unset;
-// its split backwards from detach_backward.cc), DeepSeek's DualPipeV phases
+// (pipeline_transformer/zero_bubble_v.cc, ProcessStep1-8; its split
+// backwards from detach_backward.cc, InferNeedDetachInfo; `offset` its
+// ZBV_offset environment variable), DeepSeek's DualPipeV phases
 // with MindSpore's order inside them: in the steady phases each backward
 // before the forward it pairs with; in the cool-down only chunk 0's queued
 // weight-gradient passes, one before each split backward (none on stage
 // 0); the rest at the end, chunk 0's before chunk 1's, each chunk's in
 // micro-batch order. A split backward queues its weight-gradient pass; an
-// unsplit one runs it at once.
+// unsplit one runs it at once. `offset` splits that many fewer of each
+// chunk's last backwards and skips the first `offset` cool-down
+// weight-gradient passes (the first stage skips them all, as MindSpore does).
 // With `overlap` (MindSpore's pp_1f1b_overlap), each steady-phase forward
 // runs together with the backward just before it (and that backward's
 // weight-gradient pass), the last stage's first pair too.
-std::vector<ScheduleItem> ZeroBubbleV(int64_t r, int64_t n, int64_t micro_batches, bool overlap) {
+std::vector<ScheduleItem> ZeroBubbleV(int64_t r, int64_t n, int64_t micro_batches, bool overlap, int64_t offset) {
   std::vector<ScheduleItem> out;
   int64_t forwards[2] = {0, 0}, backwards[2] = {0, 0};
   std::deque<ScheduleItem> weights[2];  // per chunk, in micro-batch order
   auto forward = [&](int64_t chunk) { out.push_back({true, forwards[chunk]++, chunk}); };
   auto weight = [&](int64_t chunk) {
+    if (weights[chunk].empty()) throw std::logic_error("zero_bubble_v runs a weight-gradient pass it never split");
     out.push_back(weights[chunk].front());
     weights[chunk].pop_front();
   };
@@ -109,16 +114,18 @@ std::vector<ScheduleItem> ZeroBubbleV(int64_t r, int64_t n, int64_t micro_batche
     backward(0, false, overlap);
     forward(1);
   }
-  // Split from here on: chunk 1's last (r + 1) / 2 backwards, chunk 0's last
-  // n - (r + 1) / 2; their weight-gradient passes wait for the bubbles below.
-  const int64_t split_from[2] = {micro_batches - (n - (r + 1) / 2), micro_batches - (r + 1) / 2};
+  // Split from here on: chunk 1's last (r + 1) / 2 - offset backwards, chunk
+  // 0's last n - (r + 1) / 2 - offset; their weight-gradient passes wait for
+  // the bubbles below.
+  const int64_t split_from[2] = {micro_batches - std::max<int64_t>(n - (r + 1) / 2 - offset, 0),
+                                 micro_batches - std::max<int64_t>((r + 1) / 2 - offset, 0)};
   for (int64_t i = 0; i < r + 1; ++i) {
     backward(1, backwards[1] >= split_from[1]);
     backward(0, backwards[0] >= split_from[0]);
   }
   for (int64_t i = 0; i < n - r - 1; ++i) {
-    if (r != 0) weight(0);
-    backward(0, true);
+    if (r != 0 && i >= offset) weight(0);
+    backward(0, backwards[0] >= split_from[0]);
   }
   for (int64_t chunk : {0, 1})
     while (!weights[chunk].empty()) weight(chunk);
@@ -283,8 +290,8 @@ std::string PassName(const ScheduleItem& item, int64_t chunks, int64_t seq_chunk
 }
 
 std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage, int64_t stages, int64_t micro_batches,
-                                        int64_t chunks, bool overlap, int64_t seq_chunks) {
-  if (schedule == PipelineSchedule::kZeroBubbleV) return ZeroBubbleV(stage, stages, micro_batches, overlap);
+                                        int64_t chunks, bool overlap, int64_t seq_chunks, int64_t zbv_offset) {
+  if (schedule == PipelineSchedule::kZeroBubbleV) return ZeroBubbleV(stage, stages, micro_batches, overlap, zbv_offset);
   if (schedule == PipelineSchedule::kDualPipe) return DualPipe(stage, stages, micro_batches, overlap);
   if (RunsSequenceChunks(schedule))
     return SequenceChunkOrder(schedule, stage, stages, micro_batches, chunks, seq_chunks);

@@ -61,8 +61,10 @@ std::string PassName(const ScheduleItem& item, int64_t chunks, int64_t seq_chunk
 // where the schedule's steady state alternates them; the order stays free of
 // deadlock with each unit waiting for all its inputs. `seq_chunks`: the
 // sequence chunks of each of the `micro_batches` (seqpipe, seqvpp, seqsmartvpp).
+// `zbv_offset`: zero_bubble_v's SimulationOptions::zbv_offset.
 std::vector<ScheduleItem> StageSchedule(PipelineSchedule schedule, int64_t stage, int64_t stages, int64_t micro_batches,
-                                        int64_t chunks, bool overlap = false, int64_t seq_chunks = 1);
+                                        int64_t chunks, bool overlap = false, int64_t seq_chunks = 1,
+                                        int64_t zbv_offset = 0);
 
 // Whether every stage gets through its StageSchedule order when each pass
 // waits for its inputs (a forward for the virtual stage before, a backward

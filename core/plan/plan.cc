@@ -111,7 +111,7 @@ std::vector<ScheduleItem> StageOrder(const Plan& plan, int64_t stage) {
   const int64_t chunks = RunsChunks(plan.schedule) ? plan.chunks : 1;
   if (plan.training)
     return StageSchedule(plan.schedule, stage, stages, plan.micro_batch_num(), chunks,
-                         !plan.overlap_forward_backward.empty(), plan.seq_chunks);
+                         !plan.overlap_forward_backward.empty(), plan.seq_chunks, plan.zbv_offset);
   std::vector<ScheduleItem> order =
       StageSchedule(PipelineSchedule::kGPipe, stage, stages, plan.micro_batches, chunks);  // each pass a micro-batch
   order.erase(std::remove_if(order.begin(), order.end(), [](const ScheduleItem& i) { return !i.forward; }),

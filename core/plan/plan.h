@@ -210,6 +210,7 @@ struct Plan {
   // ScheduleItem's micro_batch is then micro-batch x seq_chunks + sequence chunk).
   int64_t micro_batches = 1;
   int64_t seq_chunks = 1;
+  int64_t zbv_offset = 0;  // zero_bubble_v: SimulationOptions::zbv_offset
   int64_t micro_batch_num() const { return micro_batches / seq_chunks; }  // the run's micro-batches
   // The micro-batch and sequence chunk a pass (ScheduleItem::micro_batch) runs.
   int64_t MicroBatchOf(const ScheduleItem& item) const { return item.micro_batch / seq_chunks; }

@@ -106,6 +106,36 @@ TEST_CASE("DeepSeek-V3 builds its 671 B parameters with latent attention and 256
   CHECK_FALSE(staged.op(*staged.FindOperator("mtp1/eh_proj")).recompute);
 }
 
+TEST_CASE("DeepSeek-V2-Lite builds its 15.7 B parameters: queries without a latent, softmax routing") {
+  // deepseek-ai/DeepSeek-V2-Lite's config.json (the keys shardlab reads, and some it leaves).
+  Doc doc(R"({"model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944,
+      "moe_intermediate_size": 1408, "num_hidden_layers": 27, "num_attention_heads": 16, "num_key_value_heads": 16,
+      "n_shared_experts": 2, "n_routed_experts": 64, "num_experts_per_tok": 6, "first_k_dense_replace": 1,
+      "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": null, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+      "v_head_dim": 128, "vocab_size": 102400, "max_position_embeddings": 163840,
+      "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096},
+      "topk_method": "greedy", "scoring_func": "softmax", "n_group": 1, "topk_group": 1, "aux_loss_alpha": 0.001,
+      "norm_topk_prob": false, "routed_scaling_factor": 1.0, "hidden_act": "silu", "tie_word_embeddings": false,
+      "torch_dtype": "bfloat16", "attention_bias": false, "rms_norm_eps": 1e-06})",
+          "config.json");
+  const ModelSpec model = ReadModelSpec(doc.root());
+  // Attention: queries h x 16 x 192, the key-value latent and rotary key h x 576 with its norm
+  // (512), their up projection 512 x 16 x 256, the output 2048 x h: 13,763,072. One dense layer
+  // of 3 x h x 10944; 26 MoE layers of 66 experts of 3 x h x 1408 and a router [64, h]; two norms
+  // a layer, the final norm, an untied embedding and head of 102400 x h.
+  const int64_t h = 2048, attention = 13763072, norms = 2 * h;
+  const int64_t dense_layer = attention + norms + 3 * h * 10944;
+  const int64_t moe_layer = attention + norms + 66 * 3 * h * 1408 + 64 * h;
+  const GraphSummary s = SummarizeGraph(Build(model), 1);
+  CHECK(s.parameters == 2 * 102400 * h + dense_layer + 26 * moe_layer + h);
+  CHECK(s.parameters == 15706484224);      // the model card's 15.7 B
+  CHECK(s.non_trainable_parameters == 0);  // no selection bias (topk_method greedy)
+  CHECK(model.params.String("router_scoring") == "softmax");
+  CHECK_FALSE(model.params.Bool("router_expert_bias"));
+  CHECK(model.params.Int("q_lora_rank") == 0);  // queries projected directly
+  CHECK(model.params.Int("seq_length") == 4096);
+}
+
 TEST_CASE("latent attention costs the query's 192-wide and the value's 128-wide products per pair") {
   ModelSpec model = Shipped("DeepSeek-V3");
   model.params.Set("layers", int64_t{1});

@@ -220,6 +220,12 @@ TEST_CASE("MindSpore's pipeline_config names the pipeline schedule") {
                      "virtual_pipeline_chunks": 3}})",
                      &pointer),
              Catch::Contains("runs exactly 2 chunks per stage"));
+  // MindSpore's ZBV_offset tunes zero_bubble_v alone.
+  CHECK_THAT(ErrorOf(head + R"("recompute": false}, "simulation": {"pipeline_schedule": "dualpipe",
+                     "zbv_offset": 1}})",
+                     &pointer),
+             Catch::Contains("tunes the zero_bubble_v schedule, not \"dualpipe\""));
+  CHECK(pointer == "/simulation/zbv_offset");
   // The sequence-pipelined schedulers: seqvpp and seqsmartvpp run chunks.
   CHECK(schedule_of(R"("pipeline_config": {"pipeline_interleave": true, "pipeline_scheduler": "seqpipe"}}})")
             .pipeline_schedule == PipelineSchedule::kSeqPipe);

@@ -225,6 +225,23 @@ TEST_CASE("zero_bubble_v's first stage holds its cool-down weight-gradient input
         0.2 * first.micro_batches_in_flight * first.activations_per_micro_batch);
 }
 
+TEST_CASE("zbv_offset splits fewer of zero_bubble_v's backwards, which then hold less for weight gradients") {
+  RunSpec run = LoadRunFile(testing::SourcePath("configs/runs/deepseek-v3-h800-2048.json"));
+  const PreparedRun base = Prepare(run);
+  run.simulation.zbv_offset = 2;
+  const PreparedRun fewer = Relower(base, run);
+  // MindSpore's ZBV_offset 2: every stage splits two fewer of chunk 0's last
+  // backwards (and stage 0, which defers all of its cool-down weight-gradient
+  // passes to the end, holds two fewer of them at its peak).
+  for (int64_t s : {0, 8, 15}) {
+    INFO("stage " << s);
+    CHECK(fewer.plan.stages[s].memory.held_for_weight_gradients < base.plan.stages[s].memory.held_for_weight_gradients);
+  }
+  const StepResult a = Summarize(base.plan, RunAnalytical(base.plan));
+  const StepResult b = Summarize(fewer.plan, RunAnalytical(fewer.plan));
+  CHECK(b.step_seconds != Approx(a.step_seconds).epsilon(1e-6));
+}
+
 TEST_CASE("zero_bubble_v runs the model's end on stage 0, where its V comes back") {
   RunSpec run = Llama70b();
   auto stage_of = [](const Graph& graph, const std::string& name) {

@@ -67,6 +67,62 @@ TEST_CASE("packed documents restrict flash attention to each document") {
   CHECK_THROWS_WITH(Build("gpt", packed), Catch::Contains("longer than seq_length 4096"));
 }
 
+TEST_CASE("GeGLU and SwiGLU gate the same three matrices, each with its own activation") {
+  // 2 layers, hidden 512, ffn 1536, 8 heads, vocabulary 1000, untied, no biases.
+  std::map<std::string, ParamValue> base = {{"layers", int64_t{2}},
+                                            {"hidden", int64_t{512}},
+                                            {"ffn_hidden", int64_t{1536}},
+                                            {"heads", int64_t{8}},
+                                            {"seq_length", int64_t{128}},
+                                            {"vocab_size", int64_t{1000}},
+                                            {"linear_bias", std::string("none")},
+                                            {"tie_word_embeddings", false}};
+  std::map<std::string, int64_t> parameters;
+  for (const char* activation : {"gelu", "geglu", "swiglu"}) {
+    auto params = base;
+    params["activation"] = std::string(activation);
+    const GraphSummary s = SummarizeGraph(Build("gpt", params), 1);
+    parameters[activation] = s.parameters;
+    INFO(activation);
+    const bool gelu = std::string(activation) != "swiglu";
+    CHECK(s.operators_by_type.count("GeLU") == (gelu ? 1u : 0u));
+    CHECK(s.operators_by_type.count("SiLU") == (gelu ? 0u : 1u));
+  }
+  // A gated MLP adds the up projection, hidden x ffn per layer; both gates have it.
+  CHECK(parameters["geglu"] == parameters["swiglu"]);
+  CHECK(parameters["geglu"] - parameters["gelu"] == 2 * 512 * 1536);
+}
+
+TEST_CASE("multi-query attention keeps one key and one value head") {
+  std::map<std::string, ParamValue> params = {{"layers", int64_t{2}},        {"hidden", int64_t{1024}},
+                                              {"heads", int64_t{16}},        {"seq_length", int64_t{128}},
+                                              {"vocab_size", int64_t{1000}}, {"linear_bias", std::string("none")}};
+  const int64_t mha = SummarizeGraph(Build("gpt", params), 1).parameters;
+  params["kv_heads"] = int64_t{1};
+  const int64_t mqa = SummarizeGraph(Build("gpt", params), 1).parameters;
+  // Key and value projections shrink from 16 heads of 64 to one: 2 x 15 x 64 x 1024 per layer.
+  CHECK(mha - mqa == 2 * 2 * 15 * 64 * 1024);
+}
+
+TEST_CASE("the router's balance loss is a few small operators of every mixture-of-experts layer") {
+  std::map<std::string, ParamValue> params = {
+      {"layers", int64_t{3}},           {"hidden", int64_t{256}},      {"heads", int64_t{4}},
+      {"seq_length", int64_t{64}},      {"vocab_size", int64_t{1000}}, {"experts", int64_t{8}},
+      {"experts_per_token", int64_t{2}}};
+  const Graph with = Build("gpt", params);
+  params["router_aux_loss"] = false;
+  const Graph without = Build("gpt", params);
+  int64_t aux_ops = 0;
+  for (const Operator& op : with.operators()) aux_ops += op.name.find("moe/aux_loss/") != std::string::npos;
+  CHECK(aux_ops == 3 * 6);  // reshape, mean, one-hot, load, product, sum per layer
+  CHECK(static_cast<int64_t>(with.operators().size()) - static_cast<int64_t>(without.operators().size()) == aux_ops);
+  // No parameters, and under 1% of the layer's work.
+  const GraphSummary a = SummarizeGraph(with, 1), b = SummarizeGraph(without, 1);
+  CHECK(a.parameters == b.parameters);
+  CHECK(a.forward_flops_per_sample() > b.forward_flops_per_sample());
+  CHECK(a.forward_flops_per_sample() < 1.01 * b.forward_flops_per_sample());
+}
+
 TEST_CASE("BERT-large has about 335 M parameters") {
   const GraphSummary s = SummarizeGraph(Build("bert"), 1);
   CHECK(s.parameters > 330e6);

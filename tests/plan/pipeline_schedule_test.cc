@@ -92,20 +92,30 @@ TEST_CASE("zero_bubble_v runs MindSpore's ZeroBubbleV order over a V of two chun
   CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleV, 2, 4, 8, 2)) ==
         "F0 F1 F2 F0.1 F3 F1.1 F4 F2.1 B0.1 W0.1 F3.1 B1.1 W1.1 F5 B0 W0 F4.1 B2.1 W2.1 F6 B1 W1 F5.1 "
         "B3.1 W3.1 F7 B2 W2 F6.1 B4.1 W4.1 B3 W3 F7.1 B5.1 W5.1 B4 W4 B6.1 W6.1 B5 B7.1 B6 W5 B7 W6 W7 W7.1");
-  for (int64_t stages : {2, 3, 4, 8})
-    for (int64_t micro_batches : {2 * stages, 2 * stages + 1, 3 * stages + 2})
-      for (int64_t s = 0; s < stages; ++s) {
-        INFO(stages << " stages, " << micro_batches << " micro-batches, stage " << s);
-        const auto order = StageSchedule(PipelineSchedule::kZeroBubbleV, s, stages, micro_batches, 2);
-        // Every micro-batch once per chunk and pass kind; a backward after its forward, a W after its backward.
-        std::map<std::tuple<int64_t, int64_t, int>, int> seen;
-        for (const ScheduleItem& i : order) {
-          const int kind = i.forward ? 0 : i.weight_gradient ? 2 : 1;
-          if (kind > 0) CHECK(seen.count({i.micro_batch, i.chunk, kind - 1}) == 1);
-          CHECK(++seen[{i.micro_batch, i.chunk, kind}] == 1);
+  // MindSpore's ZBV_offset 1: stage 2 splits no chunk-1 backward and only chunk 0's last two, and runs
+  // its cool-down backward without the W before it; stage 0 splits chunk 0's last three, not four.
+  CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleV, 2, 4, 8, 2, false, 1, 1)) ==
+        "F0 F1 F2 F0.1 F3 F1.1 F4 F2.1 B0.1 W0.1 F3.1 B1.1 W1.1 F5 B0 W0 F4.1 B2.1 W2.1 F6 B1 W1 F5.1 "
+        "B3.1 W3.1 F7 B2 W2 F6.1 B4.1 W4.1 B3 W3 F7.1 B5.1 W5.1 B4 W4 B6.1 W6.1 B5 W5 B7.1 W7.1 B6 B7 W6 W7");
+  const std::string stage0 = Render(StageSchedule(PipelineSchedule::kZeroBubbleV, 0, 4, 8, 2, false, 1, 1));
+  const std::string cool_down = "B7.1 W7.1 B4 W4 B5 B6 B7 W5 W6 W7";
+  CHECK(stage0.substr(stage0.size() - cool_down.size()) == cool_down);
+  for (int64_t offset : {0, 1, 2, 5})
+    for (int64_t stages : {2, 3, 4, 8})
+      for (int64_t micro_batches : {2 * stages, 2 * stages + 1, 3 * stages + 2})
+        for (int64_t s = 0; s < stages; ++s) {
+          INFO(stages << " stages, " << micro_batches << " micro-batches, stage " << s << ", offset " << offset);
+          const auto order =
+              StageSchedule(PipelineSchedule::kZeroBubbleV, s, stages, micro_batches, 2, false, 1, offset);
+          // Every micro-batch once per chunk and pass kind; a backward after its forward, a W after its backward.
+          std::map<std::tuple<int64_t, int64_t, int>, int> seen;
+          for (const ScheduleItem& i : order) {
+            const int kind = i.forward ? 0 : i.weight_gradient ? 2 : 1;
+            if (kind > 0) CHECK(seen.count({i.micro_batch, i.chunk, kind - 1}) == 1);
+            CHECK(++seen[{i.micro_batch, i.chunk, kind}] == 1);
+          }
+          CHECK(order.size() == static_cast<size_t>(6 * micro_batches));
         }
-        CHECK(order.size() == static_cast<size_t>(6 * micro_batches));
-      }
   CHECK(VirtualStage(PipelineSchedule::kZeroBubbleV, 1, 0, 4) == 7);
   CHECK(VirtualStage(PipelineSchedule::kZeroBubbleV, 1, 3, 4) == 4);
   CHECK(StageOfVirtual(PipelineSchedule::kZeroBubbleV, 5, 4) == 2);

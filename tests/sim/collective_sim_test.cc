@@ -72,6 +72,23 @@ TEST_CASE("a ring AllReduce over the 72 GPUs of one NVL72 rack stays on NVLink a
                     .epsilon(0.01));
 }
 
+TEST_CASE("a ring AllReduce over the 384 NPUs of a CloudMatrix supernode stays on its Unified Bus") {
+  const ClusterSpec cluster = testing::ShippedCluster("cloudmatrix384-910c");
+  const auto members = Strided(384, 1);
+  const GroupPlacement placement = PlaceGroup(members, cluster);
+  CHECK(placement.servers == 1);
+  CHECK(placement.per_server == 384);
+  const double bytes = 1 << 30;
+  // 392 GB/s per NPU each way through the UB switches, 3 us a step.
+  const double closed = 2.0 * 383 / 384 * bytes / 392e9 + 2 * 383 * 3e-6;
+  const auto t = Simulate(cluster, 2 * 384,
+                          {ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, members, 384,
+                                            Fidelity::kAggregated)});
+  CHECK(t[0] == Approx(closed).epsilon(0.01));
+  CHECK(t[0] == Approx(CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, placement, cluster))
+                    .epsilon(0.01));
+}
+
 TEST_CASE("step fidelity agrees with aggregated flows on a uniform ring") {
   const ClusterSpec cluster = AlphaBeta(testing::ShippedCluster("dgx-a100-hdr"));
   const auto members = Strided(8, 8);
