@@ -56,37 +56,32 @@ TEST_CASE("a ring AllReduce on an idle uniform ring matches 2(n-1)/n S/B + 2(n-1
                     .epsilon(0.01));
 }
 
-TEST_CASE("a ring AllReduce over the 72 GPUs of one NVL72 rack stays on NVLink and matches its closed form") {
-  const ClusterSpec cluster = AlphaBeta(testing::ShippedCluster("gb200-nvl72"));
-  const auto members = Strided(72, 1);
+// A ring AllReduce of 1 GiB over the n devices of one scale-up domain (a
+// "server" of the cluster file) stays inside it: its simulated time is the
+// closed form at `bandwidth` per device each way and `latency` a step, as
+// CollectiveSeconds gives it.
+void CheckScaleUpRing(const ClusterSpec& cluster, int64_t n, double bandwidth, double latency) {
+  const auto members = Strided(n, 1);
   const GroupPlacement placement = PlaceGroup(members, cluster);
   CHECK(placement.servers == 1);
-  CHECK(placement.per_server == 72);
+  CHECK(placement.per_server == n);
   const double bytes = 1 << 30;
-  const double closed = 2.0 * 71 / 72 * bytes / 900e9 + 2 * 71 * 3e-6;
-  const auto t = Simulate(cluster, 2 * 72,
-                          {ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, members, 72,
-                                            Fidelity::kAggregated)});
+  const double closed = 2.0 * (n - 1) / n * bytes / bandwidth + 2 * (n - 1) * latency;
+  const auto t = Simulate(
+      cluster, 2 * n,
+      {ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, members, n, Fidelity::kAggregated)});
   CHECK(t[0] == Approx(closed).epsilon(0.01));
   CHECK(t[0] == Approx(CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, placement, cluster))
                     .epsilon(0.01));
 }
 
+TEST_CASE("a ring AllReduce over the 72 GPUs of one NVL72 rack stays on NVLink and matches its closed form") {
+  CheckScaleUpRing(AlphaBeta(testing::ShippedCluster("gb200-nvl72")), 72, 900e9, 3e-6);
+}
+
 TEST_CASE("a ring AllReduce over the 384 NPUs of a CloudMatrix supernode stays on its Unified Bus") {
-  const ClusterSpec cluster = testing::ShippedCluster("cloudmatrix384-910c");
-  const auto members = Strided(384, 1);
-  const GroupPlacement placement = PlaceGroup(members, cluster);
-  CHECK(placement.servers == 1);
-  CHECK(placement.per_server == 384);
-  const double bytes = 1 << 30;
   // 392 GB/s per NPU each way through the UB switches, 3 us a step.
-  const double closed = 2.0 * 383 / 384 * bytes / 392e9 + 2 * 383 * 3e-6;
-  const auto t = Simulate(cluster, 2 * 384,
-                          {ExpandCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, members, 384,
-                                            Fidelity::kAggregated)});
-  CHECK(t[0] == Approx(closed).epsilon(0.01));
-  CHECK(t[0] == Approx(CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, placement, cluster))
-                    .epsilon(0.01));
+  CheckScaleUpRing(testing::ShippedCluster("cloudmatrix384-910c"), 384, 392e9, 3e-6);
 }
 
 TEST_CASE("step fidelity agrees with aggregated flows on a uniform ring") {
