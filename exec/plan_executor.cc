@@ -42,6 +42,7 @@ struct Timing {
 }  // namespace
 
 void CheckExecutable(const Plan& plan) {
+  CheckPlacement(plan);
   if (RunsChunks(plan.schedule) && plan.chunks > 1)
     throw std::runtime_error(
         "the executor runs one chunk per stage (1f1b, gpipe, zero_bubble_h1), not virtual pipeline chunks "

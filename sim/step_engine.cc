@@ -108,6 +108,7 @@ class Engine {
         platform_(cluster, plan.devices),
         runner_(platform_),
         record_link_usage_(trace.enabled) {
+    CheckPlacement(plan);
     S_ = static_cast<int64_t>(plan.stages.size());
     M_ = plan.micro_batches;
     V_ = RunsChunks(plan.schedule) ? plan.chunks : 1;

@@ -100,6 +100,13 @@ std::string CheckPlan(const StepShape& step, const DevicePermutation& g, const C
     if (image != step.lane_of_rank[g[r]] || step.lane_size[image] != step.lane_size[step.lane_of_rank[r]])
       return fmt::format("it does not map the devices in lockstep with rank {} onto devices in lockstep", r);
   }
+  // Pipeline transfers and dualpipe's exchanges go to the device in the same
+  // place on the other stage: g must move a place alike on every stage.
+  for (int64_t r = 0; r < plan.devices; ++r) {
+    const int64_t local = plan.placement.LocalOf(r);
+    if (plan.placement.LocalOf(g[r]) != plan.placement.LocalOf(g[plan.Rank(0, local)]))
+      return fmt::format("it moves rank {} to a place on its stage other than its stage-0 peer's", r);
+  }
   for (const StageProgram& stage : plan.stages) {
     const auto& groups = step.groups[stage.stage];
     std::set<int> mapped_specs;
@@ -176,9 +183,10 @@ StepSymmetry FindStepSymmetry(const StepShape& step, const ClusterPlatform& plat
                        dps / b,
                        fmt::format("blocks of {} slots of a server rotate", b)});
   // A server holding blocks of several stages (tp-pp-dp with tensor-parallel
-  // groups smaller than a server) keeps them in place.
-  for (int64_t b : Divisors(dps))
-    if (b > 1 && b < dps)
+  // groups smaller than a server) keeps them in place: the largest blocks first.
+  const std::vector<int64_t> blocks = Divisors(dps);
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
+    if (const int64_t b = *it; b > 1 && b < dps)
       slots.push_back({{SlotPermutation(n, dps, [b](int64_t s) { return s / b * b + (s % b + 1) % b; })},
                        b,
                        fmt::format("slots rotate inside blocks of {}", b)});
@@ -190,7 +198,7 @@ StepSymmetry FindStepSymmetry(const StepShape& step, const ClusterPlatform& plat
                            per_stage / t,
                            t == 1 ? fmt::format("the {} servers of a stage rotate", per_stage)
                                   : fmt::format("a stage's {} servers rotate by {}", per_stage, t)});
-  } else if (n % dps == 0) {
+  } else {
     // Every server holds devices of several stages: the servers rotate together.
     const int64_t servers_in_all = n / dps;
     for (int64_t t : Divisors(servers_in_all))

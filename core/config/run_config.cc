@@ -39,13 +39,16 @@ std::pair<JsonNode, std::string> OverlapKey(const RunSpec& run, const JsonNode& 
   return {root.Child("simulation").Child("overlap_forward_backward"), "overlap_forward_backward"};
 }
 
-// Rules between the sections: device counts, batch splits, dtypes.
 // Megatron's tp-pp-dp numbering: consecutive tensor-parallel blocks, one per
-// stage of a data-parallel replica, and none of the dimensions Megatron rules
-// out with it.
+// stage of a data-parallel replica, whole servers or whole fractions of one,
+// and none of the dimensions Megatron rules out with it.
 void CheckRankOrder(const RunSpec& run, const JsonNode& root) {
   if (run.stack.rank_order != RankOrder::kTpPpDp) return;
   const JsonNode key = root.Child("stack").Child("rank_order");
+  if (run.stack.preset != StackPreset::kMegatron)
+    key.Fail(
+        "rank order tp-pp-dp is Megatron's (--use-tp-pp-dp-mapping); MindSpore numbers its stages "
+        "stage = rank / (device_num / pipeline_stages): set the stack's preset to megatron");
   const auto& values = run.model.params.values();
   if (!values.count("model_parallel"))
     key.Fail(
@@ -58,10 +61,18 @@ void CheckRankOrder(const RunSpec& run, const JsonNode& root) {
           fmt::format("rank order tp-pp-dp is not built with {} {} (Megatron's --use-tp-pp-dp-mapping rules "
                       "out context and expert parallelism)",
                       dimension, run.model.params.Int(dimension)));
-  if (run.parallel.devices_per_stage() % run.model.params.Int("model_parallel") != 0)
-    key.Fail(fmt::format("rank order tp-pp-dp needs model_parallel {} to divide the {} devices of a stage",
-                         run.model.params.Int("model_parallel"), run.parallel.devices_per_stage()));
+  const int64_t mp = run.model.params.Int("model_parallel"), dps = run.cluster.devices_per_server;
+  if (run.parallel.devices_per_stage() % mp != 0)
+    key.Fail(fmt::format("rank order tp-pp-dp needs model_parallel {} to divide the {} devices of a stage", mp,
+                         run.parallel.devices_per_stage()));
+  if (dps % mp != 0 && mp % dps != 0)
+    key.Fail(
+        fmt::format("rank order tp-pp-dp needs model_parallel {} to divide the {} devices of a server or be "
+                    "a multiple of them, so that every tensor-parallel block sits alike",
+                    mp, dps));
 }
+
+// Rules between the sections: device counts, batch splits, dtypes.
 
 void CheckRun(const RunSpec& run, const JsonNode& root, const JsonNode& parallel_node) {
   CheckRankOrder(run, root);

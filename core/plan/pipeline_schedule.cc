@@ -69,8 +69,9 @@ std::vector<ScheduleItem> WithWeightGradients(const std::vector<ScheduleItem>& o
 // 0); the rest at the end, chunk 0's before chunk 1's, each chunk's in
 // micro-batch order. A split backward queues its weight-gradient pass; an
 // unsplit one runs it at once. `offset` splits that many fewer of each
-// chunk's last backwards and skips the first `offset` cool-down
-// weight-gradient passes (the first stage skips them all, as MindSpore does).
+// chunk's last backwards and defers the first `offset` cool-down
+// weight-gradient passes to the end (the first stage defers them all, as
+// MindSpore does).
 // With `overlap` (MindSpore's pp_1f1b_overlap), each steady-phase forward
 // runs together with the backward just before it (and that backward's
 // weight-gradient pass), the last stage's first pair too.

@@ -82,6 +82,12 @@ int64_t Plan::RepresentativeRank(int64_t stage) const {
                                                                                            : Rank(stage, 0);
 }
 
+void CheckPlacement(const Plan& plan) {
+  if (plan.placement.stages != static_cast<int64_t>(plan.stages.size()) ||
+      plan.placement.devices_per_stage != plan.devices_per_stage)
+    throw std::logic_error("the plan's rank placement does not describe its stages");
+}
+
 std::vector<int64_t> Plan::StageRanks(int64_t stage) const {
   std::vector<int64_t> ranks(static_cast<size_t>(devices_per_stage));
   for (int64_t l = 0; l < devices_per_stage; ++l) ranks[static_cast<size_t>(l)] = Rank(stage, l);

@@ -249,6 +249,11 @@ struct Plan {
   std::vector<int64_t> StageRanks(int64_t stage) const;
 };
 
+// Throws std::logic_error when the plan's placement does not describe its
+// stages (a plan built by hand without one): what the engines that place
+// devices (SimGrid, the executor) check first.
+void CheckPlacement(const Plan& plan);
+
 // dualpipe's stage whose model copies are `stage`'s the other way round,
 // with which it sums its gradients: S - 1 - stage.
 inline int64_t MirrorStage(int64_t stage, int64_t stages) { return stages - 1 - stage; }

@@ -6,7 +6,9 @@ namespace shardlab {
 
 RankPlacement PlacementOf(const RunSpec& run) {
   const int64_t stages = run.parallel.pipeline_stages, devices = run.parallel.devices_per_stage();
-  if (run.stack.rank_order == RankOrder::kTpPpDp) return {stages, devices, run.model.params.Int("model_parallel")};
+  // With one stage, or blocks as large as a stage, tp-pp-dp numbers as the stages-outermost order does.
+  if (run.stack.rank_order == RankOrder::kTpPpDp && stages > 1 && run.model.params.Int("model_parallel") < devices)
+    return {stages, devices, run.model.params.Int("model_parallel")};
   return RankPlacement::Contiguous(stages, devices);
 }
 

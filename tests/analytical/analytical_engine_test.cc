@@ -18,6 +18,7 @@ Plan Uniform(int64_t stages, int64_t micro_batches, const std::string& schedule,
   plan.chunks = chunks;
   plan.devices = stages;
   plan.devices_per_stage = 1;
+  plan.placement = RankPlacement::Contiguous(stages, 1);
   plan.device_memory = 1e12;
   plan.peak_flops = 1e12;
   plan.samples_per_step = micro_batches;

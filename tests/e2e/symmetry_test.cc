@@ -111,6 +111,9 @@ TEST_CASE("folding symmetric devices keeps the step of runs up to 1024 devices w
     const Step every = Simulate(run, "off");
     INFO(folded.devices);
     CHECK(folded.devices.find("devices simulated") != std::string::npos);
+    // Where every server holds a pair of each stage, the servers rotate together.
+    if (run.filename() == "llama2-70b-tp2-pp-dp.json")
+      CHECK(folded.devices.find("servers rotate by") != std::string::npos);
     CHECK(every.devices.find("symmetry is off") != std::string::npos);
     CHECK(folded.seconds == Approx(every.seconds).epsilon(0.005));
     CHECK(!folded.link_usage.empty());

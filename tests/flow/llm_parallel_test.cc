@@ -239,7 +239,8 @@ TEST_CASE("zbv_offset splits fewer of zero_bubble_v's backwards, which then hold
   }
   const StepResult a = Summarize(base.plan, RunAnalytical(base.plan));
   const StepResult b = Summarize(fewer.plan, RunAnalytical(fewer.plan));
-  CHECK(b.step_seconds != Approx(a.step_seconds).epsilon(1e-6));
+  // The deferred passes fill the same bubbles: the step stays within 0.1%.
+  CHECK(b.step_seconds == Approx(a.step_seconds).epsilon(1e-3));
 }
 
 TEST_CASE("zero_bubble_v runs the model's end on stage 0, where its V comes back") {

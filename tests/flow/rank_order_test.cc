@@ -85,7 +85,7 @@ TEST_CASE("tp-pp-dp keeps a replica's stages on one server and spreads each stag
   CHECK(inside.model_flops == Approx(outside.model_flops));
   CHECK(inside.stages[0].memory.peak == Approx(outside.stages[0].memory.peak));
   const StepResult a = Summarize(inside, RunAnalytical(inside)), b = Summarize(outside, RunAnalytical(outside));
-  CHECK(a.step_seconds != Approx(b.step_seconds).epsilon(1e-6));
+  CHECK(a.step_seconds > b.step_seconds);  // the data-parallel rings cost more than the transfers save
 }
 
 TEST_CASE("the rank order tp-pp-dp is refused where Megatron refuses it") {
@@ -94,6 +94,11 @@ TEST_CASE("the rank order tp-pp-dp is refused where Megatron refuses it") {
                                       "model_params.context_parallel=2", "model_params.data_parallel=16"}),
                     Catch::Contains("/stack/rank_order") && Catch::Contains("context_parallel 2") &&
                         Catch::Contains("--use-tp-pp-dp-mapping"));
+  CHECK_THROWS_WITH(
+      LoadRunFile(run, {"stack.preset=megatron", "stack.rank_order=tp-pp-dp", "model_params.expert_parallel=2"}),
+      Catch::Contains("expert_parallel 2"));
+  CHECK_THROWS_WITH(LoadRunFile(run, {"stack.preset=mindspore", "stack.rank_order=tp-pp-dp"}),
+                    Catch::Contains("/stack/rank_order") && Catch::Contains("set the stack's preset to megatron"));
   CHECK_THROWS_WITH(
       LoadRunFile(run, {"stack.preset=megatron", "stack.rank_order=pp-tp-dp"}),
       Catch::Contains("/stack/rank_order") && Catch::Contains(R"(expected one of "tp-cp-ep-dp-pp", "tp-pp-dp")"));

@@ -92,8 +92,9 @@ TEST_CASE("zero_bubble_v runs MindSpore's ZeroBubbleV order over a V of two chun
   CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleV, 2, 4, 8, 2)) ==
         "F0 F1 F2 F0.1 F3 F1.1 F4 F2.1 B0.1 W0.1 F3.1 B1.1 W1.1 F5 B0 W0 F4.1 B2.1 W2.1 F6 B1 W1 F5.1 "
         "B3.1 W3.1 F7 B2 W2 F6.1 B4.1 W4.1 B3 W3 F7.1 B5.1 W5.1 B4 W4 B6.1 W6.1 B5 B7.1 B6 W5 B7 W6 W7 W7.1");
-  // MindSpore's ZBV_offset 1: stage 2 splits no chunk-1 backward and only chunk 0's last two, and runs
-  // its cool-down backward without the W before it; stage 0 splits chunk 0's last three, not four.
+  // MindSpore's ZBV_offset 1: stage 2 splits none of chunk 1's last backwards (B0.1 of the nB1W1
+  // phase stays split) and only chunk 0's last two, and runs its cool-down backward without the W
+  // before it; stage 0 splits chunk 0's last three, not four.
   CHECK(Render(StageSchedule(PipelineSchedule::kZeroBubbleV, 2, 4, 8, 2, false, 1, 1)) ==
         "F0 F1 F2 F0.1 F3 F1.1 F4 F2.1 B0.1 W0.1 F3.1 B1.1 W1.1 F5 B0 W0 F4.1 B2.1 W2.1 F6 B1 W1 F5.1 "
         "B3.1 W3.1 F7 B2 W2 F6.1 B4.1 W4.1 B3 W3 F7.1 B5.1 W5.1 B4 W4 B6.1 W6.1 B5 W5 B7.1 W7.1 B6 B7 W6 W7");
