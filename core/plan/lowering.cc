@@ -283,8 +283,7 @@ class Lowering {
     CommGroupSpec spec = Canonical(matrix, dims);
     for (auto it = stage.groups.begin(); it != stage.groups.end(); ++it)
       if (*it == spec) return static_cast<int>(it - stage.groups.begin());
-    std::vector<int64_t> ranks(stage.devices);
-    for (int64_t i = 0; i < stage.devices; ++i) ranks[i] = placement_.Rank(stage.stage, i);
+    const std::vector<int64_t> ranks = placement_.StageRanks(stage.stage);
     const auto members = DeviceMatrix(spec.device_matrix, ranks).GroupAlongDims(ranks.front(), spec.dims);
     spec.size = static_cast<int64_t>(members.size());
     spec.placement = PlaceGroup(members, run_.cluster);

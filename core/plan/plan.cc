@@ -88,12 +88,6 @@ void CheckPlacement(const Plan& plan) {
     throw std::logic_error("the plan's rank placement does not describe its stages");
 }
 
-std::vector<int64_t> Plan::StageRanks(int64_t stage) const {
-  std::vector<int64_t> ranks(static_cast<size_t>(devices_per_stage));
-  for (int64_t l = 0; l < devices_per_stage; ++l) ranks[static_cast<size_t>(l)] = Rank(stage, l);
-  return ranks;
-}
-
 nlohmann::json ToJson(const MemoryBreakdown& m) {
   nlohmann::json j = {{"parameters", m.parameters},
                       {"gathered_weights", m.gathered_weights},

@@ -246,7 +246,7 @@ struct Plan {
   // The global rank of device `local` of `stage`.
   int64_t Rank(int64_t stage, int64_t local) const { return placement.Rank(stage, local); }
   // A stage's devices' global ranks, in local order.
-  std::vector<int64_t> StageRanks(int64_t stage) const;
+  std::vector<int64_t> StageRanks(int64_t stage) const { return placement.StageRanks(stage); }
 };
 
 // Throws std::logic_error when the plan's placement does not describe its

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace shardlab {
 
@@ -31,6 +32,8 @@ struct RankPlacement {
   }
   int64_t StageOf(int64_t rank) const { return rank / block % stages; }
   int64_t LocalOf(int64_t rank) const { return rank % block + block * (rank / block / stages); }
+  // A stage's devices' global ranks, in local order.
+  std::vector<int64_t> StageRanks(int64_t stage) const;
   // Whether every stage is one block of consecutive ranks.
   bool contiguous() const { return block == devices_per_stage; }
 
