@@ -52,6 +52,7 @@ DeviceSpec ReadDevice(const JsonNode& node) {
   d.memory_bandwidth = Quantity(r, "memory_bandwidth", Quantity::kBytesPerSecond);
   d.compute_efficiency = r.Number("compute_efficiency", 1.0, 1e-3, 1.0);
   d.memory_efficiency = r.Number("memory_efficiency", 1.0, 1e-3, 1.0);
+  d.gemm_memory_efficiency = r.Number("gemm_memory_efficiency", 0.0, 1e-3, 1.0);
   if (auto overhead = r.Optional("kernel_overhead"))
     d.kernel_overhead = ReadQuantity(*overhead, Quantity::kSeconds, true);
   d.gemm_half_size = r.Number("gemm_half_size", 0, 0, 1e9);
@@ -70,6 +71,10 @@ DeviceSpec ReadDevice(const JsonNode& node) {
     r.node().Child("compute_units").Fail("compute_units needs gemm_tiles, the tiles that run in waves");
   if (d.compute_units == 0 && !d.gemm_tiles.empty())
     r.node().Child("gemm_tiles").Fail("gemm_tiles needs compute_units, the units their waves fill");
+  if (d.compute_units == 0 && d.gemm_memory_efficiency > 0)
+    r.node()
+        .Child("gemm_memory_efficiency")
+        .Fail("gemm_memory_efficiency needs compute_units, the units whose one wave of tiles streams at it");
   if (auto by_dtype = r.Optional("gemm_efficiency"))
     d.gemm_efficiency =
         ReadDTypeMap(*by_dtype, "fractions of their peak", [](const JsonNode& v) { return v.AsNumber(1e-3, 1); });
@@ -270,6 +275,7 @@ nlohmann::json ToJson(const ClusterSpec& c) {
   for (const auto& [dtype, efficiency] : c.device.gemm_efficiency)
     out["device"]["gemm_efficiency"][ToString(dtype)] = efficiency;
   if (c.device.compute_capability > 0) out["device"]["compute_capability"] = c.device.compute_capability;
+  if (c.device.gemm_memory_efficiency > 0) out["device"]["gemm_memory_efficiency"] = c.device.gemm_memory_efficiency;
   if (c.device.attention.efficiency > 0)
     out["device"]["attention"] = {{"efficiency", c.device.attention.efficiency},
                                   {"backward_efficiency", c.device.attention.backward_efficiency},

@@ -50,12 +50,20 @@ struct DeviceSpec {
   double memory_bandwidth = 0;    // bytes/s
   double compute_efficiency = 1;  // achieved fraction of peak on large GEMMs
   double memory_efficiency = 1;   // achieved fraction of memory bandwidth
+  // The fraction of memory bandwidth at which a GEMM whose tiles fill at
+  // most one wave of compute_units streams its operands, w waves w times
+  // that up to memory_efficiency: the floor under a thin product's time
+  // (16-256 rows against an 8192 x 8192 weight read it at 2.0-2.2 TB/s on an
+  // H100, a copy at 2.9). 0: memory_efficiency.
+  double gemm_memory_efficiency = 0;
   double kernel_overhead = 0;     // seconds of launch and dispatch per operator
   // A GEMM C[m,n] = A[m,k] B[k,n] reaches compute_efficiency / (1 +
   // gemm_half_size (1/m + 1/n) + gemm_half_depth / k) of peak before tile
   // waves: thin outputs leave the tensor cores waiting on loads, and each
   // output tile pays a fixed prologue and epilogue against its k-loop (0: no
-  // shape effect). Fitted by calibration.
+  // shape effect). Fitted by calibration. m and n count here as at least the
+  // smallest tile's edge: the tile waves already charge a thinner output for
+  // the tile's empty rows.
   double gemm_half_size = 0;
   double gemm_half_depth = 0;
   // Streaming multiprocessors or AI cores: the output tiles of a GEMM run in

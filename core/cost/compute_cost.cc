@@ -36,12 +36,49 @@ bool Misaligned(const DeviceSpec& d, const GemmShape& g, DType dtype) {
   return g.k % elements != 0 || g.n % elements != 0;
 }
 
+// The smallest tile's edges (1 x 1 without tiles).
+GemmTile SmallestTile(const DeviceSpec& d) {
+  if (d.gemm_tiles.empty()) return {1, 1, 1};
+  GemmTile smallest{int64_t{1} << 16, int64_t{1} << 16, 1};
+  for (const GemmTile& tile : d.gemm_tiles) {
+    smallest.rows = std::min(smallest.rows, tile.rows);
+    smallest.cols = std::min(smallest.cols, tile.cols);
+  }
+  return smallest;
+}
+
 // One product's efficiency before the alignment rule: an [rows, cols] output
-// over a `depth`-long k-loop.
+// over a `depth`-long k-loop. An output thinner than the smallest tile loses
+// the tile's empty rows in BestTileFill; the thin term counts it as that tile's
+// edge, not twice.
 double ProductEfficiency(const DeviceSpec& d, double base, int64_t batch, int64_t rows, int64_t cols, int64_t depth) {
-  const double thin = 1 / static_cast<double>(rows) + 1 / static_cast<double>(cols);
+  const GemmTile smallest = SmallestTile(d);
+  const double thin =
+      1 / static_cast<double>(std::max(rows, smallest.rows)) + 1 / static_cast<double>(std::max(cols, smallest.cols));
   return base / (1 + d.gemm_half_size * thin + d.gemm_half_depth / static_cast<double>(depth)) *
          BestTileFill(d, batch, rows, cols);
+}
+
+// The output tiles of a [rows, cols] product (`batch` of them) in the
+// smallest tile, the most the library can run at once.
+double SmallTiles(const DeviceSpec& d, int64_t batch, int64_t rows, int64_t cols) {
+  const GemmTile tile = SmallestTile(d);
+  return static_cast<double>(batch) * static_cast<double>((rows + tile.rows - 1) / tile.rows) *
+         static_cast<double>((cols + tile.cols - 1) / tile.cols);
+}
+
+// The fraction of memory bandwidth a GEMM streams its operands at: a product
+// whose tiles fill one wave of the compute units reaches
+// gemm_memory_efficiency (each tile streams its slice of the operands at its
+// own rate), more waves proportionally more, up to memory_efficiency.
+double GemmStreamingEfficiency(const DeviceSpec& d, const KernelShape& kernel) {
+  if (d.gemm_memory_efficiency <= 0 || d.compute_units <= 0) return d.memory_efficiency;
+  const GemmShape& g = kernel.gemm;
+  const int64_t batch = std::max<int64_t>(1, g.batch);
+  const double tiles = kernel.backward ? std::min(SmallTiles(d, batch, g.m, g.k), SmallTiles(d, batch, g.k, g.n))
+                                       : SmallTiles(d, batch, g.m, g.n);
+  const double waves = std::max(1.0, tiles / static_cast<double>(d.compute_units));
+  return std::min(d.memory_efficiency, d.gemm_memory_efficiency * waves);
 }
 
 }  // namespace
@@ -100,7 +137,8 @@ ComputeCost ComputeSeconds(double flops, double bytes, DType dtype, const Cluste
     else if (!kernel.attention.empty())
       efficiency = AttentionEfficiency(d, kernel.attention, kernel.backward);
     compute = flops / (PeakFlops(d, dtype) * efficiency);
-    memory = bytes / (d.memory_bandwidth * d.memory_efficiency);
+    const double streaming = kernel.gemm.empty() ? d.memory_efficiency : GemmStreamingEfficiency(d, kernel);
+    memory = bytes / (d.memory_bandwidth * streaming);
   }
   c.memory_bound = memory > compute;
   const double launches =

@@ -234,13 +234,19 @@ TEST_CASE("kernel figures of a device are checked and round-trip") {
   doc["device"]["attention"] = {{"half_length", 768}};
   CHECK_THAT(ErrorAt(doc, "/device/attention"), Catch::Contains("efficiency"));
   doc["device"]["attention"] = {{"efficiency", 0.84}, {"half_length", 768}};
+  doc["device"]["gemm_memory_efficiency"] = 0.65;
   const ClusterSpec c = ReadClusterSpec(JsonNode(doc, "cluster.json"));
+  CHECK(c.device.gemm_memory_efficiency == Approx(0.65));
   CHECK(c.device.gemm_tiles.size() == 2);
   CHECK(c.device.attention.backward_efficiency == Approx(0.84));  // defaults to the forward's
   CHECK(c.device.gemm_efficiency.at(DType::kFloat8E4M3) == Approx(0.64));
   const nlohmann::json round = ToJson(c);
   CHECK(ReadClusterSpec(JsonNode(round, "round.json")) == c);
   doc["device"].erase("compute_units");
+  doc["device"].erase("gemm_tiles");
+  CHECK_THAT(ErrorAt(doc, "/device/gemm_memory_efficiency"), Catch::Contains("needs compute_units"));
+  doc["device"].erase("gemm_memory_efficiency");
+  doc["device"]["gemm_tiles"] = nlohmann::json::parse("[[128, 256, 1.0]]");
   CHECK_THAT(ErrorAt(doc, "/device/gemm_tiles"), Catch::Contains("needs compute_units"));
 }
 
