@@ -292,11 +292,13 @@ std::vector<Phase> ExpandCollective(Collective c, CollectiveAlgorithm a, double 
   const int64_t m = static_cast<int64_t>(by_server.size());
   const CollectiveAlgorithm across =
       IsPowerOfTwo(m) ? CollectiveAlgorithm::kHalvingDoubling : CollectiveAlgorithm::kRing;
+  const CollectiveAlgorithm inside =
+      library.mesh_server_level ? CollectiveAlgorithm::kFullMesh : CollectiveAlgorithm::kRing;
   auto each_server = [&](Collective type, double size) {
     std::vector<Phase> merged;
     for (const auto& [server, ranks] : by_server) {
       std::vector<Phase> phases;
-      Flat(type, CollectiveAlgorithm::kRing, size, ranks, fidelity, &phases);
+      Flat(type, inside, size, ranks, fidelity, &phases);
       RunConcurrently(phases, &merged);
     }
     out.insert(out.end(), merged.begin(), merged.end());

@@ -106,6 +106,11 @@ const CalibratedLink* Calibrated(const ClusterSpec& cluster, Collective c, Netwo
 }
 }  // namespace
 
+bool MeshServerLevel(const GroupPlacement& p, const ClusterSpec& cluster) {
+  return cluster.device.kind == "npu" && cluster.intra_server.kind == IntraServerFabric::Kind::kHccsMesh &&
+         p.one_hccs_group && p.per_server > 2;
+}
+
 Link IntraServerLink(const GroupPlacement& p, const ClusterSpec& cluster, Collective c) {
   if (const CalibratedLink* l = Calibrated(cluster, c, NetworkScope::kIntraServer)) return {l->bandwidth, l->latency};
   const IntraServerFabric& f = cluster.intra_server;
@@ -148,19 +153,20 @@ double ClosedFormSeconds(Collective c, CollectiveAlgorithm a, double bytes, cons
     // rail, intra-server all-gather (AllReduce); the analogous halves otherwise.
     const CollectiveAlgorithm across =
         IsPowerOfTwo(m) ? CollectiveAlgorithm::kHalvingDoubling : CollectiveAlgorithm::kRing;
+    const CollectiveAlgorithm inside =
+        MeshServerLevel(p, cluster) ? CollectiveAlgorithm::kFullMesh : CollectiveAlgorithm::kRing;
     const double kk = static_cast<double>(k);
     switch (c) {
       case Collective::kAllReduce:
-        return FlatSeconds(Collective::kReduceScatter, CollectiveAlgorithm::kRing, bytes, k, intra) +
+        return FlatSeconds(Collective::kReduceScatter, inside, bytes, k, intra) +
                FlatSeconds(Collective::kAllReduce, across, bytes / kk, m, inter) +
-               FlatSeconds(Collective::kAllGather, CollectiveAlgorithm::kRing, bytes / kk, k, intra);
+               FlatSeconds(Collective::kAllGather, inside, bytes / kk, k, intra);
       case Collective::kReduceScatter:
-        return FlatSeconds(Collective::kReduceScatter, CollectiveAlgorithm::kRing, bytes, k, intra) +
+        return FlatSeconds(Collective::kReduceScatter, inside, bytes, k, intra) +
                FlatSeconds(Collective::kReduceScatter, across, bytes / kk, m, inter);
       case Collective::kAllGather:
         return FlatSeconds(Collective::kAllGather, across, bytes, m, inter) +
-               FlatSeconds(Collective::kAllGather, CollectiveAlgorithm::kRing, bytes * static_cast<double>(m), k,
-                           intra);
+               FlatSeconds(Collective::kAllGather, inside, bytes * static_cast<double>(m), k, intra);
       default:
         break;
     }
@@ -253,6 +259,7 @@ CollectiveTiming TimeCollective(Collective c, CollectiveAlgorithm a, double byte
   const double seconds = ClosedFormSeconds(c, a, bytes, p, cluster, false, crossing_share);
   const CalibratedLink* link = Calibrated(cluster, c, ScopeOf(p));
   CollectiveTiming t;
+  t.library.mesh_server_level = a == CollectiveAlgorithm::kHierarchical && p.servers > 1 && MeshServerLevel(p, cluster);
   t.seconds = link ? std::max(seconds, link->floor) : seconds;
   // Calibrated links time it, but NCCL still runs it on its channels' SMs.
   if (UsesNcclModel(cluster) && c != Collective::kSendRecv)
@@ -285,9 +292,7 @@ CollectiveAlgorithm ChooseAlgorithm(Collective c, double bytes, const GroupPlace
                                     const std::map<Collective, CollectiveAlgorithm>& overrides) {
   if (auto it = overrides.find(c); it != overrides.end()) return it->second;
   if (c == Collective::kSendRecv) return CollectiveAlgorithm::kDirect;
-  if (cluster.device.kind == "npu" && p.servers == 1 && p.size > 2 && p.one_hccs_group &&
-      cluster.intra_server.kind == IntraServerFabric::Kind::kHccsMesh)
-    return CollectiveAlgorithm::kFullMesh;
+  if (p.servers == 1 && MeshServerLevel(p, cluster)) return CollectiveAlgorithm::kFullMesh;
   if (c == Collective::kAllToAll) return CollectiveAlgorithm::kPairwise;
   if (TimedByNccl(c, p, cluster)) return NcclChoose(c, NcclBuffer(c, bytes, p), p, cluster).algorithm;
   if (cluster.device.kind == "npu") {

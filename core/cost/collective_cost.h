@@ -26,6 +26,13 @@ struct GroupPlacement {
 };
 
 GroupPlacement PlaceGroup(const std::vector<int64_t>& ranks, const ClusterSpec& cluster);
+// Whether HCCL runs the group's members on each server as a full mesh: an
+// NPU cluster whose servers are HCCS full meshes, each server's members (more
+// than two) inside one mesh group. HCCL picks its intra-server algorithm
+// (Mesh, Ring, Double-Ring, Star) from the hardware topology and takes no
+// setting for it (CANN's HCCL user guide, "Collective Communication
+// Algorithms"; HCCL_ALGO's level0 accepts only NA).
+bool MeshServerLevel(const GroupPlacement& p, const ClusterSpec& cluster);
 // A regular group described by its size and the stride between members.
 GroupPlacement PlaceStridedGroup(int64_t first_rank, int64_t size, int64_t stride, const ClusterSpec& cluster);
 
@@ -49,6 +56,10 @@ struct LibraryTiming {
   Protocol protocol = Protocol::kSimple;
   double wire_factor = 1;
   double latency = 0;  // seconds
+  // HCCL on servers whose members share one HCCS full mesh: a hierarchical
+  // collective's server level runs as a full mesh (every member exchanges
+  // with each peer over its own link), not as a ring (MeshServerLevel).
+  bool mesh_server_level = false;
 
   bool operator==(const LibraryTiming&) const = default;
 };

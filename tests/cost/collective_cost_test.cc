@@ -140,6 +140,27 @@ TEST_CASE("HCCL runs a group inside one HCCS full mesh over all its links at onc
         CollectiveAlgorithm::kFullMesh);
 }
 
+TEST_CASE("HCCL's hierarchical AllReduce runs each Atlas A2 server's level as its full mesh") {
+  // 2 servers of 8 Ascend 910B: a mesh reduce-scatter over the 28 GB/s HCCS
+  // links, halving-doubling of S/8 between the servers over each NPU's 200 GbE
+  // port, a mesh all-gather. The server level as a ring would run on one link.
+  const ClusterSpec a2 = testing::ShippedCluster("atlas800t-a2-910b");
+  const GroupPlacement two = PlaceStridedGroup(0, 16, 1, a2);
+  REQUIRE(ChooseAlgorithm(Collective::kAllReduce, 1e9, two, a2) == CollectiveAlgorithm::kHierarchical);
+  CHECK(MeshServerLevel(two, a2));
+  const double s = 1 << 30, link = a2.intra_server.link_bandwidth, alpha = a2.intra_server.latency;
+  const Link nic = InterServerLink(two, a2);
+  const CollectiveTiming t = TimeCollective(Collective::kAllReduce, CollectiveAlgorithm::kHierarchical, s, two, a2);
+  CHECK(t.library.mesh_server_level);
+  CHECK(t.seconds == Approx(s / 8 / link + alpha + (s / 8) / nic.bandwidth + 2 * nic.latency + s / 8 / link + alpha));
+  // The 910's servers hold two meshes of 4: their server level stays a ring.
+  const ClusterSpec a910 = testing::ShippedCluster("ascend910-atlas900");
+  const GroupPlacement across = PlaceStridedGroup(0, 16, 1, a910);
+  CHECK_FALSE(MeshServerLevel(across, a910));
+  CHECK_FALSE(TimeCollective(Collective::kAllReduce, CollectiveAlgorithm::kHierarchical, s, across, a910)
+                  .library.mesh_server_level);
+}
+
 TEST_CASE("hierarchical AllReduce beats a flat ring across servers") {
   const ClusterSpec ascend = testing::ShippedCluster("ascend910-atlas900");
   const GroupPlacement all = PlaceStridedGroup(0, 4096, 1, ascend);

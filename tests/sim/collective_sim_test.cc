@@ -220,6 +220,27 @@ TEST_CASE("hierarchical AllReduce over 4096 Ascend devices matches its closed fo
   CHECK(t[0] == Approx(closed).epsilon(0.01));
 }
 
+TEST_CASE("HCCL's hierarchical collectives over Atlas A2 servers run their server level as the mesh") {
+  const ClusterSpec a2 = testing::ShippedCluster("atlas800t-a2-910b");
+  const auto members = Strided(32, 1);  // 4 servers of 8
+  const GroupPlacement placement = PlaceGroup(members, a2);
+  std::vector<std::vector<Phase>> runs;
+  std::vector<double> closed;
+  const Collective all[] = {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter};
+  for (const Collective c : all) {
+    const CollectiveTiming t = TimeCollective(c, CollectiveAlgorithm::kHierarchical, 1 << 28, placement, a2);
+    runs.push_back(
+        ExpandCollective(c, CollectiveAlgorithm::kHierarchical, 1 << 28, members, 8, Fidelity::kAggregated, t.library));
+    closed.push_back(t.seconds);
+  }
+  CHECK(runs[0].front().flows.size() == 4 * 8 * 7);  // every ordered pair on each server
+  const std::vector<double> t = SimulateInTurn(a2, 32, runs);
+  for (size_t i = 0; i < t.size(); ++i) {
+    INFO(ToString(all[i]));
+    CHECK(t[i] == Approx(closed[i]).epsilon(0.02));
+  }
+}
+
 TEST_CASE("two rings over the same cross-group path share its bandwidth") {
   const ClusterSpec cluster = testing::ShippedCluster("ascend910-atlas900");
   const double bytes = 256 << 20;
