@@ -161,6 +161,10 @@ void ApplyCalibration(const Calibration& c, const std::string& source, ClusterSp
     d.kernel_overhead = c.gemm->overhead;
   }
   if (c.copy) {
+    // gemm_memory_efficiency keeps its absolute rate: a fraction of the
+    // bandwidth the measured copy rate replaces.
+    if (d.gemm_memory_efficiency > 0)
+      d.gemm_memory_efficiency = std::min(1.0, d.gemm_memory_efficiency * d.memory_bandwidth / c.copy->bandwidth);
     d.memory_bandwidth = c.copy->bandwidth;
     d.memory_efficiency = 1;
   }

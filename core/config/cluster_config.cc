@@ -71,6 +71,12 @@ DeviceSpec ReadDevice(const JsonNode& node) {
     r.node().Child("compute_units").Fail("compute_units needs gemm_tiles, the tiles that run in waves");
   if (d.compute_units == 0 && !d.gemm_tiles.empty())
     r.node().Child("gemm_tiles").Fail("gemm_tiles needs compute_units, the units their waves fill");
+  if (d.gemm_memory_efficiency > d.memory_efficiency)
+    r.node()
+        .Child("gemm_memory_efficiency")
+        .Fail(
+            fmt::format("gemm_memory_efficiency {} exceeds memory_efficiency {}: a GEMM streams no faster than a copy",
+                        d.gemm_memory_efficiency, d.memory_efficiency));
   if (d.compute_units == 0 && d.gemm_memory_efficiency > 0)
     r.node()
         .Child("gemm_memory_efficiency")

@@ -92,8 +92,9 @@ double CollectiveSeconds(Collective c, CollectiveAlgorithm a, double bytes, cons
 // nccl-tests' bus bandwidth factor: busbw = algbw * factor for `n` ranks.
 double BusBandwidthFactor(Collective c, int64_t n);
 
-// The algorithm HCCL (NPUs) or NCCL (GPUs) would use: HCCL rings inside a
-// server and across servers unless the server count is a power of two, then
+// The algorithm HCCL (NPUs) or NCCL (GPUs) would use: HCCL its full mesh
+// inside one HCCS mesh (MeshServerLevel), a ring inside a server otherwise,
+// across servers a ring unless the server count is a power of two, then
 // halving-doubling, hierarchically when several ranks share a server; NCCL
 // its tuner's pick among ring, tree, NVLS and NVLS tree (nccl_model.h), or
 // on GPU clusters it does not model the faster of ring and double binary

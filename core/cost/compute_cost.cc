@@ -67,18 +67,28 @@ double SmallTiles(const DeviceSpec& d, int64_t batch, int64_t rows, int64_t cols
          static_cast<double>((cols + tile.cols - 1) / tile.cols);
 }
 
-// The fraction of memory bandwidth a GEMM streams its operands at: a product
-// whose tiles fill one wave of the compute units reaches
+// The fraction of memory bandwidth a product of `tiles` output tiles streams
+// its operands at: one wave of the compute units or less reaches
 // gemm_memory_efficiency (each tile streams its slice of the operands at its
 // own rate), more waves proportionally more, up to memory_efficiency.
+double StreamingEfficiency(const DeviceSpec& d, double tiles) {
+  const double waves = std::max(1.0, tiles / static_cast<double>(d.compute_units));
+  return std::min(d.memory_efficiency, d.gemm_memory_efficiency * waves);
+}
+
+// A GEMM pass's streaming efficiency. The backward's dA [m,k] and dB [k,n]
+// stream their own bytes, about half the pass's each: their times add, as
+// their compute efficiencies do in GemmEfficiency.
 double GemmStreamingEfficiency(const DeviceSpec& d, const KernelShape& kernel) {
   if (d.gemm_memory_efficiency <= 0 || d.compute_units <= 0) return d.memory_efficiency;
   const GemmShape& g = kernel.gemm;
   const int64_t batch = std::max<int64_t>(1, g.batch);
-  const double tiles = kernel.backward ? std::min(SmallTiles(d, batch, g.m, g.k), SmallTiles(d, batch, g.k, g.n))
-                                       : SmallTiles(d, batch, g.m, g.n);
-  const double waves = std::max(1.0, tiles / static_cast<double>(d.compute_units));
-  return std::min(d.memory_efficiency, d.gemm_memory_efficiency * waves);
+  if (!kernel.backward) return StreamingEfficiency(d, SmallTiles(d, batch, g.m, g.n));
+  const double a = StreamingEfficiency(d, SmallTiles(d, batch, g.m, g.k));
+  const double b = StreamingEfficiency(d, SmallTiles(d, batch, g.k, g.n));
+  if (kernel.gradient == GemmGradient::kFirst) return a;
+  if (kernel.gradient == GemmGradient::kSecond) return b;
+  return 2 / (1 / a + 1 / b);
 }
 
 }  // namespace

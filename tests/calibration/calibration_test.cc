@@ -133,8 +133,13 @@ TEST_CASE("calibration recovers links and the GEMM model from measurements") {
   CHECK(back.collectives.size() == 3);
   ClusterSpec cluster = LoadRunFile(SourcePath("configs/runs/bert-large-a100-8.json")).cluster;
   cluster.device.compute_units = 0;  // no tile waves: the synthetic GEMMs have none
+  // A thin GEMM's streaming rate keeps its absolute figure under the measured copy rate.
+  cluster.device.gemm_memory_efficiency = 0.002;
+  const double streaming = cluster.device.gemm_memory_efficiency * cluster.device.memory_bandwidth;
   ApplyCalibration(back, "cal.json", &cluster);
   CHECK(cluster.calibration_file == "cal.json");
+  CHECK(cluster.device.memory_bandwidth == Approx(8e9).epsilon(1e-4));
+  CHECK(cluster.device.gemm_memory_efficiency * cluster.device.memory_bandwidth == Approx(streaming));
   CHECK(cluster.intra_server.link_bandwidth == Approx(2e9).epsilon(1e-4));
   GroupPlacement p = PlaceStridedGroup(0, 4, 1, cluster);
   const double predicted = CollectiveSeconds(Collective::kAllGather, CollectiveAlgorithm::kRing, 1 << 20, p, cluster);

@@ -234,7 +234,10 @@ TEST_CASE("kernel figures of a device are checked and round-trip") {
   doc["device"]["attention"] = {{"half_length", 768}};
   CHECK_THAT(ErrorAt(doc, "/device/attention"), Catch::Contains("efficiency"));
   doc["device"]["attention"] = {{"efficiency", 0.84}, {"half_length", 768}};
+  doc["device"]["memory_efficiency"] = 0.6;
   doc["device"]["gemm_memory_efficiency"] = 0.65;
+  CHECK_THAT(ErrorAt(doc, "/device/gemm_memory_efficiency"), Catch::Contains("exceeds memory_efficiency 0.6"));
+  doc["device"]["memory_efficiency"] = 0.89;
   const ClusterSpec c = ReadClusterSpec(JsonNode(doc, "cluster.json"));
   CHECK(c.device.gemm_memory_efficiency == Approx(0.65));
   CHECK(c.device.gemm_tiles.size() == 2);

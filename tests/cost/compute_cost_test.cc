@@ -81,17 +81,24 @@ TEST_CASE("a GEMM streams its operands slower while its tiles fill one wave of t
   c.device.gemm_memory_efficiency = 0.6;
   c.device.compute_units = 8;
   c.device.gemm_tiles = {{64, 64, 1.0}};
-  const auto seconds = [&](GemmShape g) {
+  const auto seconds = [&](GemmShape g, bool backward = false, GemmGradient gradient = GemmGradient::kBoth) {
     const double flops = 2.0 * g.batch * g.m * g.n * g.k;
     const double bytes = 2.0 * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n);
-    const ComputeCost cost = ComputeSeconds(flops, bytes, DType::kBFloat16, c, false, KernelShape{g, {}, false});
+    const ComputeCost cost =
+        ComputeSeconds(flops, bytes, DType::kBFloat16, c, false, KernelShape{g, {}, backward, false, gradient});
     CHECK(cost.memory_bound);
     return cost.seconds * 1e12 / bytes;  // seconds per byte, in units of the bandwidth
   };
   CHECK(seconds({16, 512, 65536}) == Approx(1 / 0.6));              // 8 tiles: one wave
   CHECK(seconds({16, 512, 65536, 2}) == Approx(1 / 0.9));           // 16 tiles: two waves, capped
   CHECK(seconds({16, 128, 65536, 5}) == Approx(1 / (0.6 * 1.25)));  // 10 tiles: 1.25 waves
-  c.device.gemm_memory_efficiency = 0;                              // not given: memory_efficiency
+  // The backward's dA [64,64] is one tile, its dB [64,4096] 64 tiles (8 waves):
+  // each streams at its own rate, and their times add.
+  const GemmShape g{64, 4096, 64};
+  CHECK(seconds(g, true, GemmGradient::kFirst) == Approx(1 / 0.6));
+  CHECK(seconds(g, true, GemmGradient::kSecond) == Approx(1 / 0.9));
+  CHECK(seconds(g, true) == Approx((1 / 0.6 + 1 / 0.9) / 2));
+  c.device.gemm_memory_efficiency = 0;  // not given: memory_efficiency
   CHECK(seconds({16, 512, 65536}) == Approx(1 / 0.9));
 }
 
