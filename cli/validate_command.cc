@@ -294,7 +294,6 @@ int Validate(const ValidateArgs& args) {
   std::vector<Summary> sources = Summarize(rows, &SourceOf), metrics = Summarize(rows, &MetricOf),
                        kinds = Summarize(rows, &KindOf);
   const Summary overall = Summarize(rows, [](const Row&) { return std::string("all"); }).front();
-  sources.push_back(overall);
   if (args.json) {
     nlohmann::json cases = nlohmann::json::array();
     for (const Row& row : rows) {
@@ -316,13 +315,18 @@ int Validate(const ValidateArgs& args) {
     for (const Summary& s : sources) by_source.push_back(ToJson(s));
     for (const Summary& s : metrics) by_metric.push_back(ToJson(s));
     for (const Summary& s : kinds) by_kind.push_back(ToJson(s));
-    std::cout << nlohmann::json{{"engine", args.engine},  {"cases", cases},
-                                {"by_source", by_source}, {"by_metric", by_metric},
-                                {"by_kind", by_kind},     {"median_absolute_error_percent", overall.median}}
+    std::cout << nlohmann::json{{"engine", args.engine},
+                                {"cases", cases},
+                                {"by_source", by_source},
+                                {"by_metric", by_metric},
+                                {"by_kind", by_kind},
+                                {"all", ToJson(overall)},
+                                {"median_absolute_error_percent", overall.median}}
                      .dump(2)
               << "\n";
     return 0;
   }
+  sources.push_back(overall);  // the tables' last row
   // The tables worst first; JSON keeps the cases' (file) order.
   std::stable_sort(rows.begin(), rows.end(),
                    [](const Row& a, const Row& b) { return std::fabs(a.error()) > std::fabs(b.error()); });

@@ -67,6 +67,15 @@ double SmallTiles(const DeviceSpec& d, int64_t batch, int64_t rows, int64_t cols
          static_cast<double>((cols + tile.cols - 1) / tile.cols);
 }
 
+// The efficiency a backward pass runs at, from its two products' own: dA
+// [m,k] = dC B^T and dB [k,n] = A^T dC take half the pass each, so their
+// times add (harmonic mean); a split backward's task runs one of them.
+double BackwardEfficiency(GemmGradient gradient, double first, double second) {
+  if (gradient == GemmGradient::kFirst) return first;
+  if (gradient == GemmGradient::kSecond) return second;
+  return 2 / (1 / first + 1 / second);
+}
+
 // The fraction of memory bandwidth a product of `tiles` output tiles streams
 // its operands at: one wave of the compute units or less reaches
 // gemm_memory_efficiency (each tile streams its slice of the operands at its
@@ -76,19 +85,15 @@ double StreamingEfficiency(const DeviceSpec& d, double tiles) {
   return std::min(d.memory_efficiency, d.gemm_memory_efficiency * waves);
 }
 
-// A GEMM pass's streaming efficiency. The backward's dA [m,k] and dB [k,n]
-// stream their own bytes, about half the pass's each: their times add, as
-// their compute efficiencies do in GemmEfficiency.
+// A GEMM pass's streaming efficiency; the backward's dA and dB stream their
+// own bytes, about half the pass's each.
 double GemmStreamingEfficiency(const DeviceSpec& d, const KernelShape& kernel) {
   if (d.gemm_memory_efficiency <= 0 || d.compute_units <= 0) return d.memory_efficiency;
   const GemmShape& g = kernel.gemm;
   const int64_t batch = std::max<int64_t>(1, g.batch);
   if (!kernel.backward) return StreamingEfficiency(d, SmallTiles(d, batch, g.m, g.n));
-  const double a = StreamingEfficiency(d, SmallTiles(d, batch, g.m, g.k));
-  const double b = StreamingEfficiency(d, SmallTiles(d, batch, g.k, g.n));
-  if (kernel.gradient == GemmGradient::kFirst) return a;
-  if (kernel.gradient == GemmGradient::kSecond) return b;
-  return 2 / (1 / a + 1 / b);
+  return BackwardEfficiency(kernel.gradient, StreamingEfficiency(d, SmallTiles(d, batch, g.m, g.k)),
+                            StreamingEfficiency(d, SmallTiles(d, batch, g.k, g.n)));
 }
 
 }  // namespace
@@ -112,11 +117,9 @@ double GemmEfficiency(const DeviceSpec& d, const GemmShape& g, DType dtype, bool
   if (g.empty()) return efficiency;
   const int64_t batch = std::max<int64_t>(1, g.batch);
   if (backward) {
-    // dA[m,k] = dC B^T (depth n) and dB[k,n] = A^T dC (depth m) take half
-    // the FLOPs each: their times add.
-    const double a = ProductEfficiency(d, efficiency, batch, g.m, g.k, g.n);
-    const double b = ProductEfficiency(d, efficiency, batch, g.k, g.n, g.m);
-    efficiency = gradient == GemmGradient::kFirst ? a : gradient == GemmGradient::kSecond ? b : 2 / (1 / a + 1 / b);
+    // dA[m,k] = dC B^T runs at depth n, dB[k,n] = A^T dC at depth m.
+    efficiency = BackwardEfficiency(gradient, ProductEfficiency(d, efficiency, batch, g.m, g.k, g.n),
+                                    ProductEfficiency(d, efficiency, batch, g.k, g.n, g.m));
   } else {
     efficiency = ProductEfficiency(d, efficiency, batch, g.m, g.n, g.k);
   }
