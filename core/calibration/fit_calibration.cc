@@ -42,25 +42,6 @@ FitQuality QualityOf(const RobustFit& f) {
   return {static_cast<int>(f.relative_residuals.size()), f.rms_relative, f.max_relative, f.outliers};
 }
 
-// The closed forms' step count and bandwidth factor for `op` over n ranks on
-// one link class (ring algorithms; see core/cost/collective_cost.cc).
-void RingTerms(Collective op, int n, double* steps, double* factor) {
-  const double nn = n;
-  if (op == Collective::kAllReduce) {
-    *steps = 2 * (nn - 1);
-    *factor = 2 * (nn - 1) / nn;
-  } else if (op == Collective::kAllGather) {
-    *steps = nn - 1;
-    *factor = nn - 1;  // the simulator's size is a rank's input
-  } else if (op == Collective::kBroadcast) {
-    *steps = nn - 1;
-    *factor = 1;
-  } else {
-    *steps = nn - 1;
-    *factor = (nn - 1) / nn;
-  }
-}
-
 double Predict(const CollectiveFit& f, double bytes) {
   return std::max(f.link.floor, f.latency + f.seconds_per_byte * bytes);
 }
@@ -88,8 +69,11 @@ CollectiveFit FitOneCollective(std::vector<std::pair<double, double>> samples) {
   const RobustFit f = FitRobustLine(fitted);
   fit.latency = f.coefficients(0);
   fit.seconds_per_byte = f.coefficients(1);
-  // A floor well above the line at the smallest size is the machine's; else there is none.
-  if (fit.link.floor < 1.5 * (fit.latency + fit.seconds_per_byte * samples.front().first)) fit.link.floor = 0;
+  // A floor well above the line at the smallest size, where the smallest
+  // size's own time lies too, is the machine's; else there is none (a sweep
+  // whose small sizes are bandwidth-bound still has a median there).
+  const double line = fit.latency + fit.seconds_per_byte * samples.front().first;
+  if (fit.link.floor < 1.5 * line || samples.front().second < 1.5 * line) fit.link.floor = 0;
   fit.quality = QualityOver(samples, fit, 0);
   return fit;
 }
@@ -122,12 +106,7 @@ void FitCollectives(const JsonNode& file, Calibration* c) {
     fit.scope = scope;
     fit.ranks = ranks;
     fit.large = QualityOver(samples, fit, op == Collective::kAllGather ? ranks : 1);
-    if (ranks > 1 && fit.seconds_per_byte > 0) {
-      double steps = 1, factor = 1;
-      RingTerms(op, ranks, &steps, &factor);
-      fit.link.bandwidth = factor / fit.seconds_per_byte;
-      fit.link.latency = fit.latency / steps;
-    }
+    fit.link = LinkOfFit(fit, algorithm == "full_mesh");
     c->collectives.push_back(fit);
   }
 }

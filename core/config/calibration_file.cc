@@ -46,6 +46,16 @@ double ReadFitted(const JsonNode& node, Quantity kind, bool zero_allowed = true)
   return v;
 }
 
+// Whether a fit measured HCCL's full mesh: named so, or HCCL's own choice
+// ("auto") inside one HCCS mesh group, where HCCL runs nothing else (its
+// HCCL_ALGO accepts no intra-server algorithm).
+bool MeasuredFullMesh(const CollectiveFit& f, const ClusterSpec& cluster) {
+  if (f.algorithm == "full_mesh") return true;
+  const IntraServerFabric& intra = cluster.intra_server;
+  return f.algorithm == "auto" && f.scope == NetworkScope::kIntraServer && cluster.device.kind == "npu" &&
+         intra.kind == IntraServerFabric::Kind::kHccsMesh && f.ranks <= intra.group_size;
+}
+
 }  // namespace
 
 std::vector<std::string> CalibratedCollectiveNames() {
@@ -141,6 +151,33 @@ Calibration LoadCalibrationFile(const std::string& path) {
   return ReadCalibration(JsonNode(j, path));
 }
 
+CalibratedLink LinkOfFit(const CollectiveFit& f, bool full_mesh) {
+  CalibratedLink link{0, 0, f.link.floor};
+  if (f.ranks < 2 || f.seconds_per_byte <= 0) return link;
+  const double n = f.ranks;
+  double steps = n - 1, factor = (n - 1) / n;  // ReduceScatter, AllToAll
+  switch (f.op) {
+    case Collective::kAllReduce:
+      steps = full_mesh ? 2 : 2 * (n - 1);
+      factor = full_mesh ? 2 / n : 2 * (n - 1) / n;
+      break;
+    case Collective::kAllGather:  // the size is a rank's input
+      steps = full_mesh ? 1 : n - 1;
+      factor = full_mesh ? 1 : n - 1;
+      break;
+    case Collective::kBroadcast:
+      steps = full_mesh ? 2 : n - 1;
+      factor = full_mesh ? 2 / (n - 1) : 1;
+      break;
+    default:
+      if (full_mesh) steps = 1, factor = 1 / n;
+      break;
+  }
+  link.bandwidth = factor / f.seconds_per_byte;
+  link.latency = f.latency / steps;
+  return link;
+}
+
 void ApplyCalibration(const Calibration& c, const std::string& source, ClusterSpec* cluster) {
   cluster->calibration_file = source;
   DeviceSpec& d = cluster->device;
@@ -176,17 +213,21 @@ void ApplyCalibration(const Calibration& c, const std::string& source, ClusterSp
     if (!best || f.ranks > best->ranks) best = &f;
   }
   for (const auto& [key, f] : chosen) {
-    cluster->calibrated_links[key] = f->link;
+    const CalibratedLink link = LinkOfFit(*f, MeasuredFullMesh(*f, *cluster));
+    cluster->calibrated_links[key] = link;
     if (f->op != Collective::kAllReduce) continue;
     if (f->scope == NetworkScope::kIntraServer) {
-      cluster->intra_server.link_bandwidth = f->link.bandwidth;
-      cluster->intra_server.cross_group_bandwidth = f->link.bandwidth;
-      cluster->intra_server.latency = f->link.latency;
+      IntraServerFabric& intra = cluster->intra_server;
+      // On HCCS meshes a group inside one mesh measured its links; one
+      // spanning meshes, the path between them.
+      const bool across_meshes = intra.kind == IntraServerFabric::Kind::kHccsMesh && f->ranks > intra.group_size;
+      (across_meshes ? intra.cross_group_bandwidth : intra.link_bandwidth) = link.bandwidth;
+      intra.latency = link.latency;
     } else {
       InterServerNetwork& n = cluster->inter_server;
       n.nic_bandwidth =
-          f->link.bandwidth * static_cast<double>(cluster->devices_per_server) / static_cast<double>(n.nics_per_server);
-      n.link_latency = f->link.latency / 2;
+          link.bandwidth * static_cast<double>(cluster->devices_per_server) / static_cast<double>(n.nics_per_server);
+      n.link_latency = link.latency / 2;
       n.switch_latency = 0;
     }
   }

@@ -74,6 +74,14 @@ nlohmann::json ToJson(const Calibration& c);
 Calibration ReadCalibration(const JsonNode& node);
 Calibration LoadCalibrationFile(const std::string& path);
 
+// The link figures under which a closed form reproduces a fit's line:
+// bandwidth = factor / seconds_per_byte and per-step latency = latency /
+// steps, with the ring's factor and steps (AllReduce 2(n-1)/n and 2(n-1)),
+// or the full mesh's when `full_mesh` (every rank exchanging with each peer
+// over its own link: AllReduce 2/n and 2; the bandwidth is one link's). The
+// fit's floor is kept.
+CalibratedLink LinkOfFit(const CollectiveFit& f, bool full_mesh);
+
 // The cluster with the calibrated figures: the device's peak FLOP/s for the
 // fitted dtype, efficiency 1, shape model and kernel overhead; its memory
 // bandwidth; every collective's link; the fabric's own link figures from the
