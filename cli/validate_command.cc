@@ -20,9 +20,11 @@
 #include "core/flow/prepared_run.h"
 #include "core/report/run_summary.h"
 #include "core/util/child_jobs.h"
+#include "core/util/engine_limit_error.h"
 #include "core/util/json_reader.h"
 #include "core/util/paths.h"
 #include "core/util/statistics.h"
+#include "core/util/warning.h"
 #include "sim/simulate.h"
 
 namespace shardlab::cli {
@@ -43,6 +45,7 @@ struct Row {
   double step_seconds = 0;  // runs: the simulated step
   bool out_of_memory = false;
   std::string file;
+  std::string not_simulated;  // why the engine declined the run (EngineLimitError), else ""
 
   double error() const { return 100 * (predicted - published) / published; }
 };
@@ -133,10 +136,14 @@ std::vector<Row> RunCase(const std::string& file, const std::string& engine, boo
     if (!value) published.Fail("a run case publishes one \"value\"");
     base.published = value->AsNumber(1e-9, 1e15);
     if (predict) {
-      const RunFigures f = SimulateRun(*run, engine);
-      base.predicted = f.metrics.at(base.metric);
-      base.step_seconds = f.step_seconds;
-      base.out_of_memory = f.out_of_memory;
+      try {
+        const RunFigures f = SimulateRun(*run, engine);
+        base.predicted = f.metrics.at(base.metric);
+        base.step_seconds = f.step_seconds;
+        base.out_of_memory = f.out_of_memory;
+      } catch (const EngineLimitError& e) {
+        base.not_simulated = e.what();
+      }
     }
     return {base};
   }
@@ -170,8 +177,10 @@ Row PredictInChild(const std::string& file, const std::string& engine) {
       {0},
       [&](size_t) {
         const Row row = RunCase(file, engine, true).front();
-        return nlohmann::json{
-            {"predicted", row.predicted}, {"step_seconds", row.step_seconds}, {"out_of_memory", row.out_of_memory}}
+        return nlohmann::json{{"predicted", row.predicted},
+                              {"step_seconds", row.step_seconds},
+                              {"out_of_memory", row.out_of_memory},
+                              {"not_simulated", row.not_simulated}}
             .dump();
       },
       ChildJobOptions{});
@@ -181,6 +190,7 @@ Row PredictInChild(const std::string& file, const std::string& engine) {
   row.predicted = j.at("predicted");
   row.step_seconds = j.at("step_seconds");
   row.out_of_memory = j.at("out_of_memory");
+  row.not_simulated = j.at("not_simulated");
   return row;
 }
 
@@ -223,7 +233,7 @@ nlohmann::json ToJson(const Summary& s) {
           {"out_of_memory", s.out_of_memory}};
 }
 
-void PrintText(const ValidateArgs& args, size_t cases, const std::vector<Row>& rows,
+void PrintText(const ValidateArgs& args, size_t cases, const std::vector<Row>& rows, const std::vector<Row>& declined,
                const std::vector<Summary>& sources, const std::vector<Summary>& metrics,
                const std::vector<Summary>& kinds) {
   std::cout << fmt::format("# {} cases ({} figures), engine {} (collectives in closed form), worst first\n", cases,
@@ -243,9 +253,11 @@ void PrintText(const ValidateArgs& args, size_t cases, const std::vector<Row>& r
   table("source", sources);
   table("metric", metrics);
   table("kind", kinds);
+  for (const Row& row : declined)
+    std::cout << fmt::format("# not simulated by {}: {}: {}\n", args.engine, row.name, row.not_simulated);
 }
 
-void PrintMarkdown(const std::vector<Row>& rows, const std::vector<Summary>& sources,
+void PrintMarkdown(const std::vector<Row>& rows, const std::vector<Row>& declined, const std::vector<Summary>& sources,
                    const std::vector<Summary>& metrics, const std::vector<Summary>& kinds) {
   std::cout << "| Source | Figures | Median abs. error | Max abs. error | Reported out of memory |\n"
                "| --- | ---: | ---: | ---: | ---: |\n";
@@ -266,6 +278,9 @@ void PrintMarkdown(const std::vector<Row>& rows, const std::vector<Summary>& sou
     std::cout << fmt::format("| {}{} | {} | {} | {:.4g} | {:.4g} | {:+.1f}% |\n", row.name,
                              row.out_of_memory ? " (out of memory)" : "", row.source, row.metric, row.published,
                              row.predicted, row.error());
+  if (declined.empty()) return;
+  std::cout << "\nNot simulated (the engine declined their size):\n\n";
+  for (const Row& row : declined) std::cout << fmt::format("- {}: {}\n", row.name, row.not_simulated);
 }
 
 }  // namespace
@@ -291,6 +306,16 @@ int Validate(const ValidateArgs& args) {
     progress.Done(std::filesystem::path(file).stem().string(), "");
   }
   progress.Finish();
+  // Runs the engine declined for their size are listed apart, outside the summaries.
+  std::vector<Row> declined;
+  for (const Row& row : rows)
+    if (!row.not_simulated.empty()) {
+      Warn(fmt::format("{}: not simulated: {}", row.file, row.not_simulated));
+      declined.push_back(row);
+    }
+  std::erase_if(rows, [](const Row& row) { return !row.not_simulated.empty(); });
+  if (rows.empty())
+    throw std::runtime_error(fmt::format("{}: the {} engine simulated no case", args.folder, args.engine));
   std::vector<Summary> sources = Summarize(rows, &SourceOf), metrics = Summarize(rows, &MetricOf),
                        kinds = Summarize(rows, &KindOf);
   const Summary overall = Summarize(rows, [](const Row&) { return std::string("all"); }).front();
@@ -310,18 +335,23 @@ int Validate(const ValidateArgs& args) {
       }
       cases.push_back(j);
     }
+    nlohmann::json not_simulated = nlohmann::json::array();
+    for (const Row& row : declined)
+      not_simulated.push_back({{"name", row.name},
+                               {"source", row.source},
+                               {"file", row.file},
+                               {"metric", row.metric},
+                               {"published", row.published},
+                               {"reason", row.not_simulated}});
     nlohmann::json by_source = nlohmann::json::array(), by_metric = nlohmann::json::array(),
                    by_kind = nlohmann::json::array();
     for (const Summary& s : sources) by_source.push_back(ToJson(s));
     for (const Summary& s : metrics) by_metric.push_back(ToJson(s));
     for (const Summary& s : kinds) by_kind.push_back(ToJson(s));
-    std::cout << nlohmann::json{{"engine", args.engine},
-                                {"cases", cases},
-                                {"by_source", by_source},
-                                {"by_metric", by_metric},
-                                {"by_kind", by_kind},
-                                {"all", ToJson(overall)},
-                                {"median_absolute_error_percent", overall.median}}
+    std::cout << nlohmann::json{{"engine", args.engine},          {"cases", cases},
+                                {"not_simulated", not_simulated}, {"by_source", by_source},
+                                {"by_metric", by_metric},         {"by_kind", by_kind},
+                                {"all", ToJson(overall)},         {"median_absolute_error_percent", overall.median}}
                      .dump(2)
               << "\n";
     return 0;
@@ -331,10 +361,10 @@ int Validate(const ValidateArgs& args) {
   std::stable_sort(rows.begin(), rows.end(),
                    [](const Row& a, const Row& b) { return std::fabs(a.error()) > std::fabs(b.error()); });
   if (args.markdown) {
-    PrintMarkdown(rows, sources, metrics, kinds);
+    PrintMarkdown(rows, declined, sources, metrics, kinds);
     return 0;
   }
-  PrintText(args, files.size(), rows, sources, metrics, kinds);
+  PrintText(args, files.size(), rows, declined, sources, metrics, kinds);
   std::cout << fmt::format("# median absolute error {:.1f}% over {} figures\n", overall.median, rows.size());
   return 0;
 }

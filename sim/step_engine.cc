@@ -20,6 +20,7 @@
 #include "core/plan/pass_steps.h"
 #include "core/plan/pipeline_schedule.h"
 #include "core/plan/stage_passes.h"
+#include "core/util/engine_limit_error.h"
 #include "core/util/progress_report.h"
 #include "sim/cluster_platform.h"
 #include "sim/flow_runner.h"
@@ -214,7 +215,7 @@ class Engine {
     }
     const double seconds = EstimateSimGridSeconds(transfers, alltoall_flows, steps, devices);
     if (seconds <= kMaxSimGridSeconds) return;
-    throw std::runtime_error(fmt::format(
+    throw EngineLimitError(fmt::format(
         "this step would take about {:.0f} s on SimGrid ({} of {} devices simulated, the others symmetric to them: "
         "{} pipeline transfers, {} AlltoAll flows, {} pass steps), more than its limit of {:.0f} s: use fewer "
         "devices or micro-batches, a layout whose devices are symmetric, or --engine analytical",

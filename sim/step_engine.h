@@ -32,8 +32,8 @@ inline constexpr double kMaxSimGridSeconds = 60;
 // Within about a factor of two of measured runs.
 double EstimateSimGridSeconds(int64_t transfers, int64_t alltoall_flows, int64_t steps, int64_t devices);
 
-// One SimGrid engine per process: call once per process. Throws when the plan
-// asks for more than kMaxSimGridTaskRuns, or, once the symmetry is known,
+// One SimGrid engine per process: call once per process. Throws
+// EngineLimitError when the plan asks for more than kMaxSimGridTaskRuns, or, once the symmetry is known,
 // for more than kMaxSimGridSeconds of simulation. With Symmetry::kFold only one
 // device per orbit of symmetric devices is simulated (sim/step_symmetry.h);
 // the trace's detail says how many and why not fewer.

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/util/engine_limit_error.h"
+
 namespace shardlab {
 double StageProgram::FirstForwardStart() const {
   double end = 0, start = 0;
@@ -135,7 +137,7 @@ void CheckTaskRuns(const Plan& plan, int64_t limit, const std::string& engine, c
     largest = std::max(
         largest, static_cast<int64_t>(stage.forward.size() + stage.backward.size() + stage.weight_gradient.size()) /
                      plan.model_copies());
-  throw std::runtime_error(fmt::format(
+  throw EngineLimitError(fmt::format(
       "this step would run {} tasks ({} stage{} x {} x up to {} tasks each), more than the {} engine's limit of {} "
       "({}): lower micro_batch_num{} or the model's size",
       runs, plan.stages.size(), plan.stages.size() == 1 ? "" : "s",

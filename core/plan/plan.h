@@ -270,7 +270,7 @@ nlohmann::json ToJson(const MemoryBreakdown& m);
 // passes their limit (CheckTaskRuns) before they allocate anything.
 int64_t TaskRunsPerStep(const Plan& plan);
 
-// Throws std::runtime_error saying how much work the plan asks for and how to
+// Throws EngineLimitError saying how much work the plan asks for and how to
 // lower it when TaskRunsPerStep(plan) > limit; `engine` and `cost` name the
 // engine and what the limit stands for in its messages.
 void CheckTaskRuns(const Plan& plan, int64_t limit, const std::string& engine, const std::string& cost);

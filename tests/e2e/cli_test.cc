@@ -543,7 +543,7 @@ TEST_CASE("docs/validation.md is validate's Markdown output verbatim") {
   CHECK(doc.substr(at + marker.size()) == r.out);
 }
 
-TEST_CASE("validate with SimGrid children prints its header once into a file") {
+TEST_CASE("validate with SimGrid children prints its header once into a file and lists the runs it declines") {
   // Output to a file is fully buffered: a child forked with the header still
   // in the buffer would print it again.
   const fs::path folder = ScratchDir() / "validate-simgrid";
@@ -564,14 +564,30 @@ TEST_CASE("validate with SimGrid children prints its header once into a file") {
       absolute(doc["collective"], "cluster");
     }
     std::ofstream(folder / (std::string(name) + ".json")) << doc.dump(2);
+    if (!doc.contains("run")) continue;
+    // The same run with 4096 micro-batches: more tasks than SimGrid takes.
+    doc["name"] = "many-micro-batches";
+    doc["run"]["parallel"]["micro_batch_num"] = 4096;
+    doc["run"]["parallel"]["global_batch_size"] = 4096 * 32;
+    std::ofstream(folder / "many-micro-batches.json") << doc.dump(2);
   }
   const CliResult r = Run("validate '" + folder.string() + "' --engine simgrid");
   REQUIRE(r.rc == 0);
   size_t headers = 0;
-  for (size_t at = r.out.find("# 2 cases"); at != std::string::npos; at = r.out.find("# 2 cases", at + 1)) ++headers;
+  for (size_t at = r.out.find("# 3 cases"); at != std::string::npos; at = r.out.find("# 3 cases", at + 1)) ++headers;
   CHECK(headers == 1);
   CHECK_THAT(r.out, Catch::Contains("megatron-gpt-1.7b") && Catch::Contains("nccl-allreduce-dgx-a100-8"));
   CHECK_THAT(r.out, Catch::Contains("# median absolute error"));
+  // A run SimGrid declines for its size is listed apart, not counted, and the others still run.
+  CHECK_THAT(r.out, Catch::Contains("# not simulated by simgrid: many-micro-batches: this step would run"));
+  CHECK_THAT(r.err, Catch::Contains("many-micro-batches.json: not simulated"));
+  const CliResult j = Run("validate '" + folder.string() + "' --engine simgrid --json");
+  REQUIRE(j.rc == 0);
+  const nlohmann::json doc = nlohmann::json::parse(j.out);
+  CHECK(doc["cases"].size() == 2);
+  REQUIRE(doc["not_simulated"].size() == 1);
+  CHECK(doc["not_simulated"][0]["name"] == "many-micro-batches");
+  CHECK(doc["all"]["cases"] == 2);
 }
 
 TEST_CASE("an oversubscribed spine slows what crosses pods in flows and in closed form alike") {
