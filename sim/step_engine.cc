@@ -291,6 +291,7 @@ class Engine {
     int final_tasks_end = 0;      // the end of its chunk's tasks: the gradients after it came before
     // dualpipe's exchange with the mirror stage: started, its own transfers
     // still running, the mirror lane's received.
+    int64_t sends_running = 0;  // blocking pipeline sends (StageProgram::blocking_sends) not yet ended
     bool mirror_started = false;
     int64_t mirror_sends_running = 0, mirror_received = 0;
     double mirror_begin = 0;
@@ -700,7 +701,7 @@ class Engine {
     d.item = d.unit_end;
     items_done_ += static_cast<double>(count);
     ReportProgress(items_done_, items_total_);
-    Next(d);
+    if (d.sends_running == 0) Next(d);  // else the last blocking send to end goes on
   }
 
   // Hands an item's activation (or its gradient) to the neighbouring virtual stage.
@@ -722,8 +723,10 @@ class Engine {
       Phase phase;
       phase.flows.push_back({rank, peer, bytes});
       const bool traced = d.traced && rank == d.rank;
+      const bool blocking = StageOf(d).blocking_sends;
+      d.sends_running += blocking;
       const double begin = Now();
-      runner_.Run({phase}, [this, key, traced, &d, item, begin] {
+      runner_.Run({phase}, [this, key, traced, blocking, &d, item, begin] {
         if (traced) {
           TraceEvent e = Event(d, Lane::kPipeline, EventKind::kSend, "send " + PassName(item, 1, plan_.seq_chunks),
                                begin, Now() - begin);
@@ -733,6 +736,7 @@ class Engine {
           events_.push_back(std::move(e));
         }
         Deliver(key);
+        if (blocking && --d.sends_running == 0) Next(d);
       });
     }
   }

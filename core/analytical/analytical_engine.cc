@@ -98,9 +98,10 @@ Trace RunAnalytical(const Plan& plan) {
     const int64_t from = StageOfVirtual(plan.schedule, v, S);
     return from == StageOfVirtual(plan.schedule, v + 1, S) ? 0.0 : plan.stages[from].send_seconds;
   };
-  // An item's pass on the timeline, over [begin, begin + duration), and its output leaving at `end`.
+  // An item's pass on the timeline, over [begin, begin + duration), and its
+  // output leaving at `end`; returns how long its send takes (0: none).
   auto run_item = [&](int64_t s, const ScheduleItem& item, double begin, double duration, double compute,
-                      double communication, double end) {
+                      double communication, double end) -> double {
     const int64_t vs = VirtualStage(plan.schedule, item.chunk, s, S);
     if (item.Exchanges()) done[{item.forward, vs, item.micro_batch}] = end;
     TraceEvent pass = MakeEvent(s, Lane::kCompute, PassKind(item), PassName(item, V, plan.seq_chunks), begin, duration);
@@ -121,7 +122,9 @@ Trace RunAnalytical(const Plan& plan) {
       send.seq_chunk = plan.SeqChunkOf(item);
       send.chunk = item.chunk;
       events.push_back(send);
+      return seconds;
     }
+    return 0.0;
   };
   size_t remaining = 0;
   for (const auto& o : order) remaining += o.size();
@@ -152,6 +155,7 @@ Trace RunAnalytical(const Plan& plan) {
         }
         if (!ok) break;
         double end = ready;
+        double sends = 0;  // the sends the pass (or unit) starts as it ends
         // The compute the collectives beside the pass hold back: the step-start
         // gathers beside the first forward, the buckets beside a final backward.
         double contention = 0;
@@ -162,7 +166,8 @@ Trace RunAnalytical(const Plan& plan) {
           if (plan.training && finals[s].is_final[first])
             contention += first == finals[s].last ? last_contention[s] : other_contention[s];
           end = ready + pass.duration + contention;
-          run_item(s, item, ready, pass.duration + contention, pass.compute + contention, pass.communication, end);
+          sends =
+              run_item(s, item, ready, pass.duration + contention, pass.compute + contention, pass.communication, end);
         } else {
           const std::vector<ScheduleItem> items(order[s].begin() + static_cast<std::ptrdiff_t>(first),
                                                 order[s].begin() + static_cast<std::ptrdiff_t>(last));
@@ -171,11 +176,13 @@ Trace RunAnalytical(const Plan& plan) {
           const std::vector<double> spans = UnitSpans(unit.compute, unit.communication, unit.seconds);
           double at = ready;
           for (size_t k = 0; k < items.size(); ++k) {
-            run_item(s, items[k], at, spans[k], unit.compute[k], unit.communication[k], end);
+            sends = std::max(sends, run_item(s, items[k], at, spans[k], unit.compute[k], unit.communication[k], end));
             at += spans[k];
           }
         }
-        free_at[s] = last_end[s] = end;
+        // Blocking sends hold the stage until they end (a unit's together, as
+        // one batch of isend/irecv).
+        free_at[s] = last_end[s] = end + (plan.stages[s].blocking_sends ? sends : 0.0);
         for (size_t k = first; k < last; ++k) {
           const ScheduleItem& item = order[s][k];
           // The micro-batch's last gradient pass says how its buckets become ready.

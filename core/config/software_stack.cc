@@ -57,6 +57,7 @@ SoftwareStack PresetStack(StackPreset preset) {
   stack.split_views = preset == StackPreset::kMegatron;
   stack.flat_optimizer_sharding = preset == StackPreset::kMegatron;
   stack.master_weights = preset == StackPreset::kMegatron;
+  stack.overlap_pipeline_sends = preset != StackPreset::kMegatron;
   stack.gradient_buffer = preset == StackPreset::kMegatron ? GradientBuffer::kReduce : GradientBuffer::kParameter;
   stack.weight_gather = preset == StackPreset::kMegatron ? WeightGather::kLayer : WeightGather::kOperator;
   return stack;
@@ -81,6 +82,7 @@ SoftwareStack ReadSoftwareStack(const JsonNode& node) {
   stack.flat_optimizer_sharding = r.Bool("flat_optimizer_sharding", stack.flat_optimizer_sharding);
   stack.overlap_grad_reduce = r.Bool("overlap_grad_reduce", stack.overlap_grad_reduce);
   stack.overlap_param_gather = r.Bool("overlap_param_gather", stack.overlap_param_gather);
+  stack.overlap_pipeline_sends = r.Bool("overlap_pipeline_sends", stack.overlap_pipeline_sends);
   stack.master_weights = r.Bool("master_weights", stack.master_weights);
   stack.gradient_buffer = kGradientBuffers.Parse(
       r.Enum("gradient_buffer", ToString(stack.gradient_buffer), kGradientBuffers.All()), "gradient_buffer");
@@ -105,6 +107,7 @@ nlohmann::json ToJson(const SoftwareStack& stack) {
           {"flat_optimizer_sharding", stack.flat_optimizer_sharding},
           {"overlap_grad_reduce", stack.overlap_grad_reduce},
           {"overlap_param_gather", stack.overlap_param_gather},
+          {"overlap_pipeline_sends", stack.overlap_pipeline_sends},
           {"master_weights", stack.master_weights},
           {"gradient_buffer", ToString(stack.gradient_buffer)},
           {"weight_gather", ToString(stack.weight_gather)},

@@ -114,6 +114,14 @@ struct SoftwareStack {
   // rest of the backward (Megatron's --overlap-grad-reduce and its DDP bucket
   // size), where the run configures no comm_fusion of its own.
   bool overlap_grad_reduce = false;
+  // A stage's compute goes on while its activations (or their gradients)
+  // travel to the neighbouring stage (MindSpore's Send on the communication
+  // stream; Megatron's --overlap-p2p-communication, interleaved schedules
+  // only). Off, the stage waits for each send to end before its next pass:
+  // Megatron's batched isend/irecv, waited for and followed by a device
+  // synchronize (p2p_communication.py: wait_on_reqs, batch_p2p_sync), its
+  // default and its only way under 1F1B; DeepSpeed's pipeline engine alike.
+  bool overlap_pipeline_sends = true;
   // The parallel optimizer's weight gathers at the step's start run beside
   // the first forward, in the order it uses the weights, each waited for
   // only where its weights are first used (Megatron's

@@ -1191,6 +1191,7 @@ class Lowering {
       }
     }
     for (auto& stage : plan.stages) {
+      stage.blocking_sends = !run_.stack.overlap_pipeline_sends;
       if (stage.stage + 1 >= static_cast<int64_t>(plan.stages.size())) continue;
       const GroupPlacement pair = PlaceGroup({plan.Rank(stage.stage, 0), plan.Rank(stage.stage + 1, 0)}, run_.cluster);
       stage.send_seconds = CollectiveSeconds(shardlab::Collective::kSendRecv, CollectiveAlgorithm::kDirect,

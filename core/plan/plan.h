@@ -159,6 +159,9 @@ struct StageProgram {
   double send_forward_bytes = 0;   // activations to the next stage per micro-batch, per device
   double send_backward_bytes = 0;  // their gradients back
   double send_seconds = 0;         // one such transfer
+  // The stage waits for each of its sends to end before its next pass
+  // (SoftwareStack::overlap_pipeline_sends off).
+  bool blocking_sends = false;
   // dualpipe: the gradients of both model copies this stage holds, as each
   // device updates them (its optimizer shard), sent to the device in the
   // same place on the mirror stage (MirrorStage) while that one's come

@@ -46,6 +46,22 @@ TEST_CASE("GPipe and 1F1B take (M + S - 1)(F + B) with a (S-1)/(M+S-1) bubble") 
   }
 }
 
+TEST_CASE("a blocking send holds its stage until the transfer ends") {
+  // Two stages, 4 micro-batches, F = 1, B = 2, a 0.5 s transfer each way.
+  // Overlapped, stage 0 waits 2 x 0.5 for each backward's gradient round
+  // trip (its last backward starts at 15); blocking, each forward stage 0
+  // sends and each backward stage 1 sends also hold their own stage for 0.5,
+  // which pushes stage 0's last backward to 15.5.
+  Plan plan = Uniform(2, 4, "1f1b", 1, 1.0, 2.0);
+  for (StageProgram& stage : plan.stages) stage.send_seconds = 0.5;
+  CHECK(Analytical(plan).step_seconds == Approx(17.0));
+  for (StageProgram& stage : plan.stages) stage.blocking_sends = true;
+  const StepResult blocking = Analytical(plan);
+  CHECK(blocking.step_seconds == Approx(17.5));
+  // The stage's wait is idle time on its timeline, not compute.
+  CHECK(blocking.stages[0].compute_seconds == Approx(4 * 3.0));
+}
+
 TEST_CASE("interleaving over v chunks divides the bubble by v") {
   const StepResult r = Analytical(Uniform(4, 8, "interleaved", 2, 1.0, 2.0));
   CHECK(r.step_seconds == Approx(8 * 3.0 + 3 * 3.0 / 2));
