@@ -315,7 +315,8 @@ int Validate(const ValidateArgs& args) {
     }
   std::erase_if(rows, [](const Row& row) { return !row.not_simulated.empty(); });
   if (rows.empty())
-    throw std::runtime_error(fmt::format("{}: the {} engine simulated no case", args.folder, args.engine));
+    throw std::runtime_error(fmt::format("{}: the {} engine simulated no case; {}: {}", args.folder, args.engine,
+                                         declined.front().name, declined.front().not_simulated));
   std::vector<Summary> sources = Summarize(rows, &SourceOf), metrics = Summarize(rows, &MetricOf),
                        kinds = Summarize(rows, &KindOf);
   const Summary overall = Summarize(rows, [](const Row&) { return std::string("all"); }).front();

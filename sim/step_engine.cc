@@ -697,11 +697,13 @@ class Engine {
       d.in_final_backward = false;  // its gradients are all complete
       MaybeStartBucket(d);
     }
-    for (size_t k = 0; k < count; ++k) HandOn(d, p.order[first + k]);
     d.item = d.unit_end;
+    // Held while the sends start, so that none ending at once runs the next pass early.
+    ++d.sends_running;
+    for (size_t k = 0; k < count; ++k) HandOn(d, p.order[first + k]);
     items_done_ += static_cast<double>(count);
     ReportProgress(items_done_, items_total_);
-    if (d.sends_running == 0) Next(d);  // else the last blocking send to end goes on
+    if (--d.sends_running == 0) Next(d);  // else the last blocking send to end goes on
   }
 
   // Hands an item's activation (or its gradient) to the neighbouring virtual stage.

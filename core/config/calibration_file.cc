@@ -46,14 +46,20 @@ double ReadFitted(const JsonNode& node, Quantity kind, bool zero_allowed = true)
   return v;
 }
 
+// Whether a fit spans a server's HCCS meshes (measured the path between them).
+bool SpansMeshes(const CollectiveFit& f, const ClusterSpec& cluster) {
+  return f.scope == NetworkScope::kIntraServer && cluster.intra_server.kind == IntraServerFabric::Kind::kHccsMesh &&
+         f.ranks > cluster.intra_server.group_size;
+}
+
 // Whether a fit measured HCCL's full mesh: named so, or HCCL's own choice
-// ("auto") inside one HCCS mesh group, where HCCL runs nothing else (its
-// HCCL_ALGO accepts no intra-server algorithm).
+// ("auto") of more than 2 ranks inside one HCCS mesh group, where HCCL runs
+// nothing else (its HCCL_ALGO accepts no intra-server algorithm; the rule
+// of MeshServerLevel in core/cost/collective_cost.h).
 bool MeasuredFullMesh(const CollectiveFit& f, const ClusterSpec& cluster) {
   if (f.algorithm == "full_mesh") return true;
-  const IntraServerFabric& intra = cluster.intra_server;
   return f.algorithm == "auto" && f.scope == NetworkScope::kIntraServer && cluster.device.kind == "npu" &&
-         intra.kind == IntraServerFabric::Kind::kHccsMesh && f.ranks <= intra.group_size;
+         cluster.intra_server.kind == IntraServerFabric::Kind::kHccsMesh && f.ranks > 2 && !SpansMeshes(f, cluster);
 }
 
 }  // namespace
@@ -205,23 +211,29 @@ void ApplyCalibration(const Calibration& c, const std::string& source, ClusterSp
     d.memory_bandwidth = c.copy->bandwidth;
     d.memory_efficiency = 1;
   }
-  // The largest group measured for each collective and scope.
-  std::map<std::pair<Collective, NetworkScope>, const CollectiveFit*> chosen;
+  // The largest group measured for each collective and scope; on HCCS
+  // meshes, inside a server, the largest inside one mesh where one was
+  // measured (its links time the closed forms), and apart the largest
+  // across meshes (the path between them).
+  using Key = std::pair<Collective, NetworkScope>;
+  std::map<Key, std::pair<const CollectiveFit*, CalibratedLink>> chosen, across;
   for (const CollectiveFit& f : c.collectives) {
-    if (f.ranks < 2 || f.link.bandwidth <= 0) continue;
-    const CollectiveFit*& best = chosen[{f.op, f.scope}];
-    if (!best || f.ranks > best->ranks) best = &f;
+    const CalibratedLink link = LinkOfFit(f, MeasuredFullMesh(f, *cluster));
+    if (link.bandwidth <= 0) continue;
+    auto& best = (SpansMeshes(f, *cluster) ? across : chosen)[{f.op, f.scope}];
+    if (!best.first || f.ranks > best.first->ranks) best = {&f, link};
   }
-  for (const auto& [key, f] : chosen) {
-    const CalibratedLink link = LinkOfFit(*f, MeasuredFullMesh(*f, *cluster));
+  for (const auto& [key, fit] : across) {
+    if (!chosen.count(key)) chosen[key] = fit;
+    if (key.first == Collective::kAllReduce) cluster->intra_server.cross_group_bandwidth = fit.second.bandwidth;
+  }
+  for (const auto& [key, fit] : chosen) {
+    const auto& [f, link] = fit;
     cluster->calibrated_links[key] = link;
     if (f->op != Collective::kAllReduce) continue;
     if (f->scope == NetworkScope::kIntraServer) {
       IntraServerFabric& intra = cluster->intra_server;
-      // On HCCS meshes a group inside one mesh measured its links; one
-      // spanning meshes, the path between them.
-      const bool across_meshes = intra.kind == IntraServerFabric::Kind::kHccsMesh && f->ranks > intra.group_size;
-      (across_meshes ? intra.cross_group_bandwidth : intra.link_bandwidth) = link.bandwidth;
+      if (!SpansMeshes(*f, *cluster)) intra.link_bandwidth = link.bandwidth;
       intra.latency = link.latency;
     } else {
       InterServerNetwork& n = cluster->inter_server;

@@ -202,6 +202,48 @@ TEST_CASE("an HCCL measurement inside an HCCS mesh calibrates one link of the me
   }
 }
 
+TEST_CASE("on two HCCS meshes per server, a fit inside one mesh sets its links and one across them the path") {
+  const std::string path = SourcePath("configs/clusters/ascend910-atlas900.json");
+  const ClusterSpec a910 = ReadClusterSpec(JsonNode(ReadJsonFile(path), path));
+  REQUIRE(a910.intra_server.group_size == 4);
+  // HCCL's choice inside a mesh of 4 (the full mesh, 20 GB/s links), and a
+  // ring over the server's 8 NPUs limited by a 10 GB/s path between meshes.
+  ClusterSpec truth = a910;
+  truth.intra_server.link_bandwidth = 20e9;
+  truth.intra_server.cross_group_bandwidth = 10e9;
+  truth.intra_server.latency = 5e-6;
+  nlohmann::json samples = nlohmann::json::array();
+  for (int ranks : {4, 8}) {
+    const GroupPlacement p = PlaceStridedGroup(0, ranks, 1, truth);
+    const CollectiveAlgorithm a = ranks == 4 ? CollectiveAlgorithm::kFullMesh : CollectiveAlgorithm::kRing;
+    for (double size = 1 << 20; size <= 1 << 30; size *= 4)
+      samples.push_back({{"op", "allreduce"},
+                         {"algorithm", "auto"},
+                         {"scope", "intra_server"},
+                         {"ranks", ranks},
+                         {"size", size},
+                         {"seconds", CollectiveSeconds(Collective::kAllReduce, a, size, p, truth)}});
+  }
+  const nlohmann::json measured = {{"format", "shardlab-measurements"},
+                                   {"version", 1},
+                                   {"kind", "collectives"},
+                                   {"backend", "hccl"},
+                                   {"runtime", "npu"},
+                                   {"device", "Ascend 910"},
+                                   {"ranks", 8},
+                                   {"samples", samples}};
+  ClusterSpec cluster = a910;
+  ApplyCalibration(FitCalibration({JsonNode(measured, "hccl.json")}), "hccl.json", &cluster);
+  CHECK(cluster.intra_server.link_bandwidth == Approx(20e9).epsilon(1e-3));
+  CHECK(cluster.intra_server.cross_group_bandwidth == Approx(10e9).epsilon(1e-3));
+  // The closed forms take the mesh's fit: a group of 4 as measured.
+  const GroupPlacement four = PlaceStridedGroup(0, 4, 1, cluster);
+  CHECK(CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kFullMesh, 1 << 28, four, cluster) ==
+        Approx(CollectiveSeconds(Collective::kAllReduce, CollectiveAlgorithm::kFullMesh, 1 << 28,
+                                 PlaceStridedGroup(0, 4, 1, truth), truth))
+            .epsilon(1e-3));
+}
+
 TEST_CASE("calibration files with errors name the file and the place") {
   nlohmann::json coll = SyntheticCollectives();
   coll["format"] = "something-else";

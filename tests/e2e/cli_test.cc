@@ -149,6 +149,21 @@ TEST_CASE("blocking pipeline sends hold their stage alike on both engines") {
   CHECK(step["falsesimgrid"] == Approx(step["falseanalytical"]).epsilon(0.005));
   CHECK(step["falsesimgrid"] - step["truesimgrid"] ==
         Approx(step["falseanalytical"] - step["trueanalytical"]).epsilon(0.1));
+  // DualPipe's overlapped units send both ways at a unit's end: held for both, alike on both engines.
+  const std::string dual =
+      "simulate configs/runs/llama2-70b-h100-1024.json --set stack.preset=megatron --set "
+      "simulation.pipeline_schedule=dualpipe --set simulation.virtual_pipeline_chunks=2 --set "
+      "'simulation.overlap_forward_backward=[\"tensor\"]' --json --set stack.overlap_pipeline_sends=";
+  for (const char* overlap : {"true", "false"})
+    for (const char* engine : {"analytical", "simgrid"}) {
+      const CliResult r = Run(dual + overlap + " --engine " + engine);
+      REQUIRE(r.rc == 0);
+      step[std::string("dual") + overlap + engine] =
+          nlohmann::json::parse(r.out)["result"]["step_seconds"].get<double>();
+    }
+  CHECK(step["dualfalseanalytical"] > step["dualtrueanalytical"]);
+  CHECK(step["dualfalsesimgrid"] > step["dualtruesimgrid"]);
+  CHECK(step["dualfalsesimgrid"] == Approx(step["dualfalseanalytical"]).epsilon(0.005));
 }
 
 TEST_CASE("activation offloading steps alike on both engines and is refused beside recompute") {
