@@ -113,6 +113,27 @@ TEST_CASE("fused attention efficiency rises with the keys each query sees and th
   CHECK(AttentionEfficiency(d, {4096, 64, false}, false) < AttentionEfficiency(d, {4096, 128, false}, false));
 }
 
+TEST_CASE("the A100 profile's large GEMMs run at the A100 SXM's published maximum achievable matmul rate") {
+  // S. Bekman's MAMF table (stas00/ml-engineering, compute/accelerator/README.md): 271.2 TFLOP/s
+  // BF16 on an A100 SXM, the best of a PyTorch shape search; NVIDIA's short cuBLAS runs reach
+  // about 290 at 8192^3, which the validation set's A100 training runs do not bear out.
+  const ClusterSpec a100 = testing::ShippedCluster("dgx-a100-hdr");
+  const double peak = a100.device.peak_flops.at(DType::kBFloat16);
+  const auto tflops = [&](int64_t m, int64_t n, int64_t k) {
+    return GemmEfficiency(a100.device, {m, n, k}, DType::kBFloat16, false) * peak / 1e12;
+  };
+  CHECK(tflops(8192, 8192, 8192) == Approx(271.2).epsilon(0.01));
+  // Smaller products fall below it with the H100's shape and wave factors.
+  CHECK(tflops(4096, 4096, 4096) < tflops(8192, 8192, 8192));
+  CHECK(tflops(2048, 2048, 2048) < 0.7 * 271.2);
+  // A GEMM's time on the profile: the 8192^3 product's 1.1 TFLOP at that rate, plus the launch.
+  const double flops = 2.0 * 8192 * 8192 * 8192;
+  KernelShape product;
+  product.gemm = {8192, 8192, 8192};
+  const ComputeCost c = ComputeSeconds(flops, 3.0 * 8192 * 8192 * 2, DType::kBFloat16, a100, false, product);
+  CHECK(c.seconds == Approx(flops / (tflops(8192, 8192, 8192) * 1e12) + a100.device.kernel_overhead).epsilon(1e-6));
+}
+
 TEST_CASE("the Ascend 910B's fused attention follows the published torch_npu sweep once core occupancy is divided out") {
   // hw-native-sys/pto-isa, flash_atten README, '910B2 Multi-Core Comparison': one head, fp16,
   // head_dim 128, non-causal; TFLOP/s by sequence length. One head's 128-row query blocks fill
