@@ -40,13 +40,15 @@ struct StagePrograms {
       : order(StageOrder(plan, stage.stage)), passes(stage, chunks, plan.seq_chunks, plan.overlap_forward_backward) {}
   std::vector<ScheduleItem> order;
   StagePasses passes;  // each pass's steps per chunk; units of overlapped passes
-  // Per order item: the micro-batch's last item of the pass that completes
-  // its gradients (its backward, or its weight-gradient pass when split),
-  // after which they are complete; and the last of those (the step's last).
+  // Per order item: the last item of its micro-batch and chunk of the pass
+  // that completes gradients (its backward, or its weight-gradient pass when
+  // split), after which the chunk's are complete; and each chunk's last.
   FinalGradientPasses finals;
-  // How much longer a final backward computes beside the buckets it readies
-  // (BucketContentionSeconds): the step's last, and the other micro-batches'.
-  double last_contention = 0, other_contention = 0;
+  // How much longer a chunk's final backward computes beside the buckets it
+  // readies (BucketContentionSeconds), per chunk: its last of the step, its
+  // other micro-batches'.
+  std::vector<double> last_contention, other_contention;
+  std::vector<int64_t> bucket_chunk;  // per gradient bucket (BucketChunk)
   std::vector<bool> bucket_breaks;  // per task of the gradient pass: a gradient bucket is ready after it
 
   // Per group spec: the representatives in each instance, whose arrivals
@@ -122,10 +124,11 @@ class Engine {
       StagePrograms p(plan, stage, V_);
       p.bucket_breaks = BucketBreaks(stage);
       p.finals = FindFinalGradientPasses(plan, stage, p.order);
-      if (plan.training) {
-        p.last_contention = BucketContentionSeconds(stage, V_, true, p.finals.last_chunk);
-        p.other_contention = BucketContentionSeconds(stage, V_, false, p.finals.last_chunk);
+      for (int64_t c = 0; plan.training && c < V_; ++c) {
+        p.last_contention.push_back(BucketContentionSeconds(stage, V_, true, c));
+        p.other_contention.push_back(BucketContentionSeconds(stage, V_, false, c));
       }
+      for (const GradientBucket& b : stage.buckets) p.bucket_chunk.push_back(BucketChunk(stage, V_, b));
       programs_.push_back(std::move(p));
       shape_.groups.push_back(StageGroupInstances(plan, stage));
       lanes.push_back(Lanes(plan, stage, shape_.groups.back(), cluster.devices_per_server));
@@ -432,8 +435,9 @@ class Engine {
     // gathers beside the first forward, the buckets beside a final backward.
     d.contention = d.item == 0 && !d.unit ? StageOf(d).GatherContentionSeconds() : 0.0;
     if (plan_.training && !d.unit && p.finals.is_final[d.item]) {
-      QueueBuckets(d, item, d.item == p.finals.last);
-      d.contention += d.item == p.finals.last ? p.last_contention : p.other_contention;
+      const bool last = p.finals.is_chunk_last[d.item];
+      QueueBuckets(d, item, last);
+      d.contention += (last ? p.last_contention : p.other_contention)[static_cast<size_t>(item.chunk)];
     }
     RunStep(d);
   }
@@ -571,8 +575,9 @@ class Engine {
     });
   }
 
-  // A micro-batch's final backward item queues its gradient buckets: every
-  // bucket after the step's last, the every-micro-batch ones after the others.
+  // A chunk's final backward item of a micro-batch queues the chunk's
+  // gradient buckets: every one after the chunk's last, the
+  // every-micro-batch ones after the others.
   void QueueBuckets(Device& d, const ScheduleItem& item, bool last) {
     ++d.final_backwards;
     d.in_final_backward = true;
@@ -581,8 +586,9 @@ class Engine {
     d.backward_task_done = static_cast<int>(begin) - 1;
     d.final_tasks_end = static_cast<int>(end);
     const auto& buckets = StageOf(d).buckets;
+    const std::vector<int64_t>& chunk_of = programs_[d.stage].bucket_chunk;
     for (size_t b = 0; b < buckets.size(); ++b)
-      if (last || buckets[b].every_micro_batch)
+      if (chunk_of[b] == item.chunk && (last || buckets[b].every_micro_batch))
         d.bucket_runs.push_back({plan_.MicroBatchOf(item), b, d.final_backwards - 1, last});
     MaybeStartBucket(d);  // a split backward's buckets whose gradients all came with its input-gradient pass
   }
@@ -689,7 +695,7 @@ class Engine {
       at += spans[k];
       // A unit completes a micro-batch's gradients only at its end.
       if (d.unit && plan_.training && p.finals.is_final[first + k]) {
-        QueueBuckets(d, item, first + k == p.finals.last);
+        QueueBuckets(d, item, p.finals.is_chunk_last[first + k]);
         d.in_final_backward = false;
       }
     }

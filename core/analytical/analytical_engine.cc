@@ -76,22 +76,25 @@ Trace RunAnalytical(const Plan& plan) {
   std::map<std::tuple<bool, int64_t, int64_t>, double> done;
   std::vector<std::vector<ScheduleItem>> order(S);
   std::vector<FinalGradientPasses> finals(S);
-  // How much longer a final backward computes beside the buckets it readies: the step's last, the other micro-batches'.
-  std::vector<double> last_contention(S, 0), other_contention(S, 0);
+  // How much longer a chunk's final backward computes beside the buckets it
+  // readies, per chunk: its last of the step, its other micro-batches'.
+  std::vector<std::vector<double>> last_contention(S, std::vector<double>(V, 0)), other_contention = last_contention;
   for (int64_t s = 0; s < S; ++s) {
     order[s] = StageOrder(plan, s);
     finals[s] = FindFinalGradientPasses(plan, plan.stages[s], order[s]);
-    if (plan.training) {
-      last_contention[s] = BucketContentionSeconds(plan.stages[s], V, true, finals[s].last_chunk);
-      other_contention[s] = BucketContentionSeconds(plan.stages[s], V, false, finals[s].last_chunk);
+    for (int64_t c = 0; plan.training && c < V; ++c) {
+      last_contention[s][c] = BucketContentionSeconds(plan.stages[s], V, true, c);
+      other_contention[s][c] = BucketContentionSeconds(plan.stages[s], V, false, c);
     }
   }
   std::vector<size_t> next(S, 0);
   std::vector<double> free_at = start, last_end(S, 0);
-  // Per micro-batch: when its last pass that completes gradients (the first
-  // chunk's) ends, and whether it ran in a unit (its buckets then ready at the end).
-  std::vector<std::vector<double>> gradients_end(S, std::vector<double>(plan.micro_batch_num(), 0));
-  std::vector<std::vector<char>> gradients_in_unit(S, std::vector<char>(plan.micro_batch_num(), 0));
+  // Per micro-batch and chunk (m x V + c): when the chunk's last pass that
+  // completes the micro-batch's gradients ends, and whether it ran in a unit
+  // (its buckets then ready at the end).
+  const auto key = [V](int64_t m, int64_t c) { return static_cast<size_t>(m * V + c); };
+  std::vector<std::vector<double>> gradients_end(S, std::vector<double>(key(plan.micro_batch_num(), 0), -1));
+  std::vector<std::vector<char>> gradients_in_unit(S, std::vector<char>(key(plan.micro_batch_num(), 0), 0));
   // The transfer between virtual stages v and v + 1: the activation v's stage
   // sends (or its gradient back); none where both run on one stage (the V's turn).
   auto boundary_seconds = [&](int64_t v) {
@@ -164,7 +167,7 @@ Trace RunAnalytical(const Plan& plan) {
           const PassTime& pass = times[s].Of(plan.stages[s], item);
           if (first == 0) contention += plan.stages[s].GatherContentionSeconds();
           if (plan.training && finals[s].is_final[first])
-            contention += first == finals[s].last ? last_contention[s] : other_contention[s];
+            contention += (finals[s].is_chunk_last[first] ? last_contention : other_contention)[s][item.chunk];
           end = ready + pass.duration + contention;
           sends =
               run_item(s, item, ready, pass.duration + contention, pass.compute + contention, pass.communication, end);
@@ -187,9 +190,9 @@ Trace RunAnalytical(const Plan& plan) {
           const ScheduleItem& item = order[s][k];
           // The micro-batch's last gradient pass says how its buckets become ready.
           const int64_t m = plan.MicroBatchOf(item);
-          if (plan.stages[s].CompletesGradients(item) && end - contention >= gradients_end[s][m]) {
-            gradients_end[s][m] = end - contention;
-            gradients_in_unit[s][m] = last - first > 1;
+          if (plan.stages[s].CompletesGradients(item) && end - contention >= gradients_end[s][key(m, item.chunk)]) {
+            gradients_end[s][key(m, item.chunk)] = end - contention;
+            gradients_in_unit[s][key(m, item.chunk)] = last - first > 1;
           }
         }
         remaining -= last - first;
@@ -203,24 +206,37 @@ Trace RunAnalytical(const Plan& plan) {
   std::vector<double> gradients_done(S, 0);  // per stage: when its buckets are done
   for (int64_t s = 0; s < S; ++s) {
     const StageProgram& stage = plan.stages[s];
-    // Gradient buckets on the communication stream, as each micro-batch's
-    // backward produces their gradients: every bucket after the last
-    // micro-batch, the every-micro-batch ones after the others too.
+    // Gradient buckets on the communication stream, as each chunk's pass of
+    // a micro-batch produces their gradients (BucketChunk): every bucket
+    // after its chunk's last micro-batch, the every-micro-batch ones after
+    // the others too; in the order the passes end, one after another.
     double comm_free = last_end[s];
     if (plan.training && !stage.buckets.empty()) {
-      const std::vector<double> lead = BucketLeadSeconds(stage, V, nullptr, finals[s].last_chunk);
-      std::vector<int64_t> micro_batches(plan.micro_batch_num());
-      for (size_t m = 0; m < micro_batches.size(); ++m) micro_batches[m] = static_cast<int64_t>(m);
-      std::stable_sort(micro_batches.begin(), micro_batches.end(),
-                       [&](int64_t a, int64_t b) { return gradients_end[s][a] < gradients_end[s][b]; });
+      std::vector<int64_t> chunk_of(stage.buckets.size());
+      std::vector<std::vector<double>> lead(static_cast<size_t>(V));  // per chunk, for its final pass
+      for (size_t b = 0; b < stage.buckets.size(); ++b) {
+        chunk_of[b] = BucketChunk(stage, V, stage.buckets[b]);
+        std::vector<double>& of_chunk = lead[static_cast<size_t>(chunk_of[b])];
+        if (of_chunk.empty()) of_chunk = BucketLeadSeconds(stage, V, nullptr, chunk_of[b]);
+      }
+      std::vector<size_t> passes;  // (micro-batch, chunk) keys that completed gradients
+      std::vector<size_t> chunk_last(static_cast<size_t>(V), gradients_end[s].size());  // none yet
+      for (size_t k = 0; k < gradients_end[s].size(); ++k) {
+        if (gradients_end[s][k] < 0) continue;
+        passes.push_back(k);
+        size_t& last = chunk_last[k % static_cast<size_t>(V)];
+        if (last == gradients_end[s].size() || gradients_end[s][k] >= gradients_end[s][last]) last = k;
+      }
+      std::stable_sort(passes.begin(), passes.end(),
+                       [&](size_t a, size_t b) { return gradients_end[s][a] < gradients_end[s][b]; });
       comm_free = 0;
-      for (size_t i = 0; i < micro_batches.size(); ++i) {
-        const int64_t m = micro_batches[i];
-        const bool last = i + 1 == micro_batches.size();
+      for (const size_t k : passes) {
+        const int64_t m = static_cast<int64_t>(k) / V, c = static_cast<int64_t>(k) % V;
+        const bool last = chunk_last[static_cast<size_t>(c)] == k;
         for (size_t b = 0; b < stage.buckets.size(); ++b) {
           const GradientBucket& bucket = stage.buckets[b];
-          if (!last && !bucket.every_micro_batch) continue;
-          const double ready = gradients_end[s][m] - (gradients_in_unit[s][m] ? 0.0 : lead[b]);
+          if (chunk_of[b] != c || (!last && !bucket.every_micro_batch)) continue;
+          const double ready = gradients_end[s][k] - (gradients_in_unit[s][k] ? 0.0 : lead[static_cast<size_t>(c)][b]);
           const double begin = std::max(ready, comm_free);
           comm_free = begin + bucket.seconds;
           TraceEvent e = MakeEvent(s, Lane::kCommunication, EventKind::kGradient, "gradients " + std::to_string(b),

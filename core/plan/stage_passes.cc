@@ -100,12 +100,23 @@ double ContentionOfBuckets(double duration, double compute, const std::vector<Bu
   return held * std::min(1.0, compute / duration);
 }
 
+int64_t BucketChunk(const StageProgram& stage, int64_t chunks, const GradientBucket& bucket) {
+  const std::vector<Task>& tasks = stage.GradientTasks();
+  if (bucket.ready_after < 0) return 0;
+  const auto task = static_cast<size_t>(bucket.ready_after);
+  for (int64_t c = 0; c < chunks; ++c) {
+    const auto [begin, end] = ChunkTaskRange(tasks, chunks, c, true);
+    if (task >= begin && task < end) return c;
+  }
+  return 0;
+}
+
 double BucketContentionSeconds(const StageProgram& stage, int64_t chunks, bool last, int64_t final_chunk) {
   double duration = 0;
   const std::vector<double> lead = BucketLeadSeconds(stage, chunks, &duration, final_chunk);
   std::vector<BucketBesidePass> buckets;
   for (size_t b = 0; b < stage.buckets.size(); ++b)
-    if (last || stage.buckets[b].every_micro_batch)
+    if ((last || stage.buckets[b].every_micro_batch) && BucketChunk(stage, chunks, stage.buckets[b]) == final_chunk)
       buckets.push_back({lead[b], stage.buckets[b].seconds, stage.buckets[b].compute_share});
   return ContentionOfBuckets(duration, FinalGradientComputeSeconds(stage, chunks, final_chunk), buckets);
 }
@@ -114,13 +125,18 @@ FinalGradientPasses FindFinalGradientPasses(const Plan& plan, const StageProgram
                                             const std::vector<ScheduleItem>& order) {
   FinalGradientPasses out;
   out.is_final.assign(order.size(), false);
-  std::map<int64_t, size_t> last_of;
+  out.is_chunk_last.assign(order.size(), false);
+  std::map<std::pair<int64_t, int64_t>, size_t> last_of;  // (micro-batch, chunk) -> item
   for (size_t i = 0; i < order.size(); ++i)
-    if (stage.CompletesGradients(order[i])) last_of[plan.MicroBatchOf(order[i])] = i;
-  for (const auto& [micro_batch, i] : last_of) {
+    if (stage.CompletesGradients(order[i])) last_of[{plan.MicroBatchOf(order[i]), order[i].chunk}] = i;
+  std::map<int64_t, size_t> chunk_last;
+  for (const auto& [key, i] : last_of) {
     out.is_final[i] = true;
     out.last = std::max(out.last, i);
+    size_t& last = chunk_last[key.second];
+    last = std::max(last, i);
   }
+  for (const auto& [chunk, i] : chunk_last) out.is_chunk_last[i] = true;
   if (!last_of.empty()) out.last_chunk = order[out.last].chunk;
   return out;
 }

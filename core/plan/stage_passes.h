@@ -58,14 +58,23 @@ std::vector<Task> SequenceChunkTasks(const std::vector<Task>& tasks, int64_t j);
 std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks, double* pass_seconds,
                                       int64_t final_chunk = 0);
 
-// How much longer that pass computes because the gradient buckets it readies
+// The chunk whose gradient pass completes a bucket's gradients: the one
+// whose share of the gradient tasks (ChunkTaskRange, reversed) holds its
+// GradientBucket::ready_after. Under an interleaved schedule each chunk's
+// buckets are reduced once that chunk's pass of a micro-batch ends, as
+// Megatron's DDP does per model chunk and MindSpore per pipeline chunk, not
+// when the micro-batch's last chunk does.
+int64_t BucketChunk(const StageProgram& stage, int64_t chunks, const GradientBucket& bucket);
+
+// How much longer the final gradient pass of chunk `final_chunk` computes
+// because the gradient buckets it readies (those of its chunk, BucketChunk)
 // reduce beside it: from when each is ready (BucketLeadSeconds), one after
 // another on the communication stream, a bucket holds its compute share
 // (GradientBucket::compute_share) for as long as it overlaps the pass, which
-// computes for its compute's part of that time. `last`: the step's last
-// micro-batch, which runs every bucket; the others run the every-micro-batch
-// ones. Both engines lengthen the pass by it (not a unit's: its buckets are
-// ready at its end).
+// computes for its compute's part of that time. `last`: the chunk's last
+// pass of the step, which runs every bucket; the others run the
+// every-micro-batch ones. Both engines lengthen the pass by it (not a
+// unit's: its buckets are ready at its end).
 double BucketContentionSeconds(const StageProgram& stage, int64_t chunks, bool last, int64_t final_chunk = 0);
 
 // That rule for a pass of `duration` that computes for `compute` of it and
@@ -81,13 +90,15 @@ double ContentionOfBuckets(double duration, double compute, const std::vector<Bu
 // its steps' ComputeEndSeconds.
 double FinalGradientComputeSeconds(const StageProgram& stage, int64_t chunks, int64_t final_chunk = 0);
 
-// The items of a stage's order that are their micro-batch's last pass to
-// complete gradients (its final backward, which queues its gradient buckets),
-// and the step's last of them.
+// The items of a stage's order that are the last pass of their micro-batch
+// and chunk to complete gradients (that chunk's final backward, which queues
+// the chunk's gradient buckets, BucketChunk), the last of them on each
+// chunk, and the step's last of all.
 struct FinalGradientPasses {
-  std::vector<bool> is_final;  // per item of the order
-  size_t last = 0;             // meaningless when none is final (inference)
-  int64_t last_chunk = 0;      // the chunk that one runs
+  std::vector<bool> is_final;       // per item of the order
+  std::vector<bool> is_chunk_last;  // per item: the last final item of its chunk
+  size_t last = 0;                  // meaningless when none is final (inference)
+  int64_t last_chunk = 0;           // the chunk that one runs
 };
 FinalGradientPasses FindFinalGradientPasses(const Plan& plan, const StageProgram& stage,
                                             const std::vector<ScheduleItem>& order);

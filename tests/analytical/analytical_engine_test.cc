@@ -1,7 +1,11 @@
 #include "core/analytical/analytical_engine.h"
-#include "core/report/step_result.h"
+
+#include <algorithm>
 
 #include <catch2/catch.hpp>
+
+#include "core/plan/stage_passes.h"
+#include "core/report/step_result.h"
 
 namespace shardlab {
 namespace {
@@ -248,6 +252,40 @@ TEST_CASE("gradient buckets overlap the rest of the backward pass") {
   CHECK(r.step_seconds == Approx(5.5));
   CHECK(r.exposed_communication_seconds == Approx(0.5));
   CHECK(r.communication_seconds == Approx(1.0));
+}
+
+TEST_CASE("under interleaving a chunk's gradient buckets reduce once that chunk's last backward ends") {
+  // Two stages, 4 micro-batches over 2 chunks; each chunk's backward is one
+  // task (the first of the backward list is chunk 1's, the layers run last
+  // to first). Bucket 0 holds chunk 1's gradients, bucket 1 chunk 0's: the
+  // first reduces as soon as the step's last chunk-1 backward ends, beside
+  // the chunk-0 backwards still to come, not after the last of them.
+  Plan plan = Uniform(2, 4, "interleaved", 2, 1.0, 2.0);
+  StageProgram& stage = plan.stages[0];
+  GradientBucket of_chunk_1, of_chunk_0;
+  of_chunk_1.ready_after = 0;
+  of_chunk_1.seconds = 2.0;
+  of_chunk_0.ready_after = 1;
+  of_chunk_0.seconds = 0.1;
+  stage.buckets = {of_chunk_1, of_chunk_0};
+  CHECK(BucketChunk(stage, 2, of_chunk_1) == 1);
+  CHECK(BucketChunk(stage, 2, of_chunk_0) == 0);
+  const Trace trace = RunAnalytical(plan);
+  double last_backward_end[2] = {0, 0}, gradients_start[2] = {-1, -1}, gradients_end[2] = {0, 0};
+  for (const TraceEvent& e : trace.events) {
+    if (e.stage != 0) continue;
+    if (e.kind == EventKind::kBackward) last_backward_end[e.chunk] = std::max(last_backward_end[e.chunk], e.end());
+    if (e.kind == EventKind::kGradient) {
+      const int b = e.name == "gradients 0" ? 0 : 1;
+      gradients_start[b] = e.start;
+      gradients_end[b] = e.end();
+    }
+  }
+  REQUIRE(last_backward_end[1] < last_backward_end[0]);
+  CHECK(gradients_start[0] == Approx(last_backward_end[1]));
+  CHECK(gradients_start[1] == Approx(std::max(last_backward_end[0], gradients_end[0])));
+  // Both run beside the remaining chunk-0 backward of stage 0: the step ends with bucket 1.
+  CHECK(Analytical(plan).step_seconds == Approx(gradients_end[1]).epsilon(1e-9));
 }
 
 TEST_CASE("throughput and MFU follow from the step time") {
