@@ -102,8 +102,10 @@ double ContentionOfBuckets(double duration, double compute, const std::vector<Bu
 
 int64_t BucketChunk(const StageProgram& stage, int64_t chunks, const GradientBucket& bucket) {
   const std::vector<Task>& tasks = stage.GradientTasks();
-  if (bucket.ready_after < 0) return 0;
-  const auto task = static_cast<size_t>(bucket.ready_after);
+  // A split backward's bucket whose gradients all came with the
+  // input-gradient pass (ready_after -1) holds the gradients that list
+  // reaches first: the chunk whose share starts it.
+  const size_t task = bucket.ready_after < 0 ? 0 : static_cast<size_t>(bucket.ready_after);
   for (int64_t c = 0; c < chunks; ++c) {
     const auto [begin, end] = ChunkTaskRange(tasks, chunks, c, true);
     if (task >= begin && task < end) return c;
