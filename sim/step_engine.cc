@@ -48,7 +48,7 @@ struct StagePrograms {
   // readies (BucketContentionSeconds), per chunk: its last of the step, its
   // other micro-batches'.
   std::vector<double> last_contention, other_contention;
-  std::vector<int64_t> bucket_chunk;  // per gradient bucket (BucketChunk)
+  std::vector<int64_t> bucket_chunk;  // per gradient bucket (BucketChunks)
   std::vector<bool> bucket_breaks;  // per task of the gradient pass: a gradient bucket is ready after it
 
   // Per group spec: the representatives in each instance, whose arrivals
@@ -128,7 +128,7 @@ class Engine {
         p.last_contention.push_back(BucketContentionSeconds(stage, V_, true, c));
         p.other_contention.push_back(BucketContentionSeconds(stage, V_, false, c));
       }
-      for (const GradientBucket& b : stage.buckets) p.bucket_chunk.push_back(BucketChunk(stage, V_, b));
+      p.bucket_chunk = BucketChunks(stage, V_);
       programs_.push_back(std::move(p));
       shape_.groups.push_back(StageGroupInstances(plan, stage));
       lanes.push_back(Lanes(plan, stage, shape_.groups.back(), cluster.devices_per_server));

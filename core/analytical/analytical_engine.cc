@@ -207,15 +207,14 @@ Trace RunAnalytical(const Plan& plan) {
   for (int64_t s = 0; s < S; ++s) {
     const StageProgram& stage = plan.stages[s];
     // Gradient buckets on the communication stream, as each chunk's pass of
-    // a micro-batch produces their gradients (BucketChunk): every bucket
+    // a micro-batch produces their gradients (BucketChunks): every bucket
     // after its chunk's last micro-batch, the every-micro-batch ones after
     // the others too; in the order the passes end, one after another.
     double comm_free = last_end[s];
     if (plan.training && !stage.buckets.empty()) {
-      std::vector<int64_t> chunk_of(stage.buckets.size());
+      const std::vector<int64_t> chunk_of = BucketChunks(stage, V);
       std::vector<std::vector<double>> lead(static_cast<size_t>(V));  // per chunk, for its final pass
       for (size_t b = 0; b < stage.buckets.size(); ++b) {
-        chunk_of[b] = BucketChunk(stage, V, stage.buckets[b]);
         std::vector<double>& of_chunk = lead[static_cast<size_t>(chunk_of[b])];
         if (of_chunk.empty()) of_chunk = BucketLeadSeconds(stage, V, nullptr, chunk_of[b]);
       }

@@ -100,25 +100,30 @@ double ContentionOfBuckets(double duration, double compute, const std::vector<Bu
   return held * std::min(1.0, compute / duration);
 }
 
-int64_t BucketChunk(const StageProgram& stage, int64_t chunks, const GradientBucket& bucket) {
+std::vector<int64_t> BucketChunks(const StageProgram& stage, int64_t chunks) {
   const std::vector<Task>& tasks = stage.GradientTasks();
-  // A split backward's bucket whose gradients all came with the
-  // input-gradient pass (ready_after -1) holds the gradients that list
-  // reaches first: the chunk whose share starts it.
-  const size_t task = bucket.ready_after < 0 ? 0 : static_cast<size_t>(bucket.ready_after);
-  for (int64_t c = 0; c < chunks; ++c) {
-    const auto [begin, end] = ChunkTaskRange(tasks, chunks, c, true);
-    if (task >= begin && task < end) return c;
+  std::vector<std::pair<size_t, size_t>> ranges;
+  for (int64_t c = 0; c < chunks; ++c) ranges.push_back(ChunkTaskRange(tasks, chunks, c, true));
+  std::vector<int64_t> out(stage.buckets.size(), 0);
+  for (size_t b = 0; b < stage.buckets.size(); ++b) {
+    // A split backward's bucket whose gradients all came with the
+    // input-gradient pass (ready_after -1) holds the gradients that list
+    // reaches first: the chunk whose share starts it.
+    const int ready_after = stage.buckets[b].ready_after;
+    const size_t task = ready_after < 0 ? 0 : static_cast<size_t>(ready_after);
+    for (int64_t c = 0; c < chunks; ++c)
+      if (task >= ranges[static_cast<size_t>(c)].first && task < ranges[static_cast<size_t>(c)].second) out[b] = c;
   }
-  return 0;
+  return out;
 }
 
 double BucketContentionSeconds(const StageProgram& stage, int64_t chunks, bool last, int64_t final_chunk) {
   double duration = 0;
   const std::vector<double> lead = BucketLeadSeconds(stage, chunks, &duration, final_chunk);
+  const std::vector<int64_t> chunk_of = BucketChunks(stage, chunks);
   std::vector<BucketBesidePass> buckets;
   for (size_t b = 0; b < stage.buckets.size(); ++b)
-    if ((last || stage.buckets[b].every_micro_batch) && BucketChunk(stage, chunks, stage.buckets[b]) == final_chunk)
+    if ((last || stage.buckets[b].every_micro_batch) && chunk_of[b] == final_chunk)
       buckets.push_back({lead[b], stage.buckets[b].seconds, stage.buckets[b].compute_share});
   return ContentionOfBuckets(duration, FinalGradientComputeSeconds(stage, chunks, final_chunk), buckets);
 }

@@ -58,16 +58,16 @@ std::vector<Task> SequenceChunkTasks(const std::vector<Task>& tasks, int64_t j);
 std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks, double* pass_seconds,
                                       int64_t final_chunk = 0);
 
-// The chunk whose gradient pass completes a bucket's gradients: the one
-// whose share of the gradient tasks (ChunkTaskRange, reversed) holds its
-// GradientBucket::ready_after. Under an interleaved schedule each chunk's
-// buckets are reduced once that chunk's pass of a micro-batch ends, as
-// Megatron's DDP does per model chunk and MindSpore per pipeline chunk, not
-// when the micro-batch's last chunk does.
-int64_t BucketChunk(const StageProgram& stage, int64_t chunks, const GradientBucket& bucket);
+// Per gradient bucket of the stage, the chunk whose gradient pass completes
+// its gradients: the one whose share of the gradient tasks (ChunkTaskRange,
+// reversed) holds its GradientBucket::ready_after. Under an interleaved
+// schedule each chunk's buckets are reduced once that chunk's pass of a
+// micro-batch ends, as Megatron's DDP does per model chunk and MindSpore per
+// pipeline chunk, not when the micro-batch's last chunk does.
+std::vector<int64_t> BucketChunks(const StageProgram& stage, int64_t chunks);
 
 // How much longer the final gradient pass of chunk `final_chunk` computes
-// because the gradient buckets it readies (those of its chunk, BucketChunk)
+// because the gradient buckets it readies (those of its chunk, BucketChunks)
 // reduce beside it: from when each is ready (BucketLeadSeconds), one after
 // another on the communication stream, a bucket holds its compute share
 // (GradientBucket::compute_share) for as long as it overlaps the pass, which
@@ -92,7 +92,7 @@ double FinalGradientComputeSeconds(const StageProgram& stage, int64_t chunks, in
 
 // The items of a stage's order that are the last pass of their micro-batch
 // and chunk to complete gradients (that chunk's final backward, which queues
-// the chunk's gradient buckets, BucketChunk), the last of them on each
+// the chunk's gradient buckets, BucketChunks), the last of them on each
 // chunk, and the step's last of all.
 struct FinalGradientPasses {
   std::vector<bool> is_final;       // per item of the order

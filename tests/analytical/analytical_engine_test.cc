@@ -268,8 +268,7 @@ TEST_CASE("under interleaving a chunk's gradient buckets reduce once that chunk'
   of_chunk_0.ready_after = 1;
   of_chunk_0.seconds = 0.1;
   stage.buckets = {of_chunk_1, of_chunk_0};
-  CHECK(BucketChunk(stage, 2, of_chunk_1) == 1);
-  CHECK(BucketChunk(stage, 2, of_chunk_0) == 0);
+  CHECK(BucketChunks(stage, 2) == std::vector<int64_t>{1, 0});
   const Trace trace = RunAnalytical(plan);
   double last_backward_end[2] = {0, 0}, gradients_start[2] = {-1, -1}, gradients_end[2] = {0, 0};
   for (const TraceEvent& e : trace.events) {
