@@ -40,16 +40,16 @@ std::string TimelineChart(const FusionProblem& problem, const FusionEstimate& es
   for (const auto& s : problem.stages)
     if (s.stage == estimate.critical_stage) stage = &s;
   if (!stage || estimate.buckets.empty()) return "";
-  double end = stage->passes_end;
+  double end = stage->last().end;
   for (const auto& b : estimate.buckets) end = std::max(end, b.finish);
-  const double begin = std::min(stage->backward_start, estimate.buckets.front().ready);
+  const double begin = std::min(stage->last().start, estimate.buckets.front().ready);
   const int width = 64;
   auto col = [&](double t) {
     return std::clamp(static_cast<int>(std::lround((t - begin) / (end - begin) * width)), 0, width);
   };
   // Buckets alternate '#' and '=' so that neighbours stay apart; wide ones carry their number.
   std::string backward(width + 1, ' '), stream(width + 1, ' '), ready(width + 1, ' ');
-  for (int c = col(stage->backward_start); c < col(stage->passes_end); ++c) backward[c] = '=';
+  for (int c = col(stage->last().start); c < col(stage->last().end); ++c) backward[c] = '=';
   for (size_t i = 0; i < estimate.buckets.size(); ++i) {
     const auto& b = estimate.buckets[i];
     const int a = col(b.start), z = std::min(std::max(col(b.finish), a + 1), width + 1);
@@ -201,8 +201,8 @@ int TuneFusion(const TuneFusionArgs& args) {
                                           {"finish", b.finish}});
   for (const auto& stage : problem.stages)
     if (stage.stage == winner_estimate.critical_stage) {
-      out["timeline"]["backward_start"] = stage.backward_start;
-      out["timeline"]["backward_end"] = stage.passes_end;
+      out["timeline"]["backward_start"] = stage.last().start;
+      out["timeline"]["backward_end"] = stage.last().end;
     }
   if (args.json) {
     std::cout << out.dump(2) << "\n";

@@ -913,20 +913,9 @@ class Lowering {
         }
         if (run_.stack.overlap_grad_reduce && setting.mode == FusionSetting::Mode::kDefault &&
             p_.comm_fusion.openstate) {
-          // Megatron's DDP buckets: filled from the last parameter (whose
-          // gradient the backward produces first), each closed once it holds
-          // max(40M, 1M x d) elements, and reduced in that order.
-          const double bucket = std::max(40e6, 1e6 * static_cast<double>(group_size));
-          double elements = 0;
-          size_t end = list.size();
-          for (size_t i = list.size(); i-- > 0;) {
-            elements += list[i].slice_elements;
-            if (elements < bucket && i > 0) continue;
-            ranges.emplace_back(i, end);
-            end = i;
-            elements = 0;
-          }
-          return ranges;
+          std::vector<double> elements;
+          for (const ParamShare& share : list) elements.push_back(share.slice_elements);
+          return MegatronDdpBuckets(elements, group_size);
         }
         return SplitIntoBuckets(sizes, setting, p_.comm_fusion.openstate, data_parallel, p_.enable_parallel_optimizer);
       };
@@ -941,6 +930,7 @@ class Lowering {
         for (size_t i = begin; i < end; ++i) {
           bucket.parameters.push_back(list[i].tensor);
           bucket.bytes += bytes[i];
+          bucket.elements += list[i].slice_elements;
           // A gradient is complete after the backward of its first user, which runs last.
           bucket.ready_after = std::max(bucket.ready_after, backward_task_of_op_.at(list[i].first_user));
         }
@@ -1600,6 +1590,21 @@ class Lowering {
 };
 
 }  // namespace
+
+std::vector<std::pair<size_t, size_t>> MegatronDdpBuckets(const std::vector<double>& elements, int64_t group_size) {
+  const double bucket = std::max(40e6, 1e6 * static_cast<double>(group_size));
+  std::vector<std::pair<size_t, size_t>> ranges;
+  double filled = 0;
+  size_t end = elements.size();
+  for (size_t i = elements.size(); i-- > 0;) {
+    filled += elements[i];
+    if (filled < bucket && i > 0) continue;
+    ranges.emplace_back(i, end);
+    end = i;
+    filled = 0;
+  }
+  return ranges;
+}
 
 std::vector<std::pair<size_t, size_t>> SplitIntoBuckets(const std::vector<double>& bytes, const FusionSetting& f,
                                                         bool openstate, bool data_parallel, bool parallel_optimizer) {

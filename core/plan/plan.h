@@ -100,6 +100,7 @@ struct Task {
 struct GradientBucket {
   std::vector<int> parameters;  // graph tensor indices, in fusion order
   double bytes = 0;             // on the wire, per device
+  double elements = 0;          // gradient elements per device
   int group = -1;
   Collective collective = Collective::kAllReduce;  // ReduceScatter for optimizer-sharded weights
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;

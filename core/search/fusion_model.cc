@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <numeric>
 
 #include "core/analytical/analytical_engine.h"
 #include "core/plan/lowering.h"
@@ -35,8 +36,12 @@ FusionBucket MakeBucket(const FusionList& list, int index, size_t begin, size_t 
   b.begin = begin;
   b.end = end;
   for (size_t i = begin; i < end; ++i) {
-    b.bytes += list.gradients[i].bytes;
-    b.ready = std::max(b.ready, list.gradients[i].ready);
+    const FusionGradient& g = list.gradients[i];
+    b.bytes += g.bytes;
+    if (i == begin || g.ready > b.ready) {
+      b.ready = g.ready;
+      b.pass = g.pass;
+    }
   }
   return b;
 }
@@ -45,6 +50,12 @@ std::vector<double> BytesOf(const FusionList& list) {
   std::vector<double> bytes;
   for (const FusionGradient& g : list.gradients) bytes.push_back(g.bytes);
   return bytes;
+}
+
+std::vector<double> ElementsOf(const FusionList& list) {
+  std::vector<double> elements;
+  for (const FusionGradient& g : list.gradients) elements.push_back(g.elements);
+  return elements;
 }
 
 }  // namespace
@@ -70,6 +81,7 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
   problem.data_parallel = run.parallel.parallel_mode == ParallelMode::kDataParallel;
   problem.parallel_optimizer = run.parallel.enable_parallel_optimizer;
   problem.openstate = run.parallel.comm_fusion.openstate;
+  problem.megatron_ddp = run.stack.overlap_grad_reduce;
   problem.allreduce = run.parallel.comm_fusion.allreduce;
   problem.reducescatter = run.parallel.comm_fusion.reducescatter;
   const int64_t chunks = RunsChunks(plan.schedule) ? plan.chunks : 1;
@@ -79,25 +91,45 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
     const StageProgram& stage = plan.stages[s];
     FusionStage fs;
     fs.stage = stage.stage;
-    // The engines lengthen each micro-batch's final backward by what its
-    // buckets held back (BucketContentionSeconds); the buckets were ready before.
-    const int64_t final_chunk =
-        plan.training ? FindFinalGradientPasses(plan, stage, StageOrder(plan, static_cast<int64_t>(s))).last_chunk : 0;
-    const double last_held = plan.training ? BucketContentionSeconds(stage, chunks, true, final_chunk) : 0.0;
-    const double other_held = plan.training ? BucketContentionSeconds(stage, chunks, false, final_chunk) : 0.0;
-    fs.passes_end = timeline.stages[s].passes_end_seconds - last_held;
     for (const Task& t : stage.optimizer) fs.optimizer += t.seconds;
-    double backward = 0;  // the last gradient pass (as the engines run it)
-    const std::vector<double> lead = BucketLeadSeconds(stage, chunks, &backward, final_chunk);
-    fs.backward_compute = FinalGradientComputeSeconds(stage, chunks, final_chunk);
-    fs.backward_start = fs.passes_end - backward;
+    // Each chunk's gradient passes as the timeline ran them, per micro-batch.
     const EventKind gradient_pass = stage.splits_backward ? EventKind::kWeightGradient : EventKind::kBackward;
-    std::map<int64_t, double> backward_end;  // per micro-batch, all chunks
+    std::map<int64_t, std::map<int64_t, double>> pass_end;  // per chunk, per micro-batch
     for (const TraceEvent& e : timeline.events)
-      if (e.stage == stage.stage && e.kind == gradient_pass)
-        backward_end[e.micro_batch] = std::max(backward_end[e.micro_batch], e.end());
-    for (const auto& [micro_batch, end] : backward_end)
-      if (end < fs.passes_end) fs.earlier_backward_offsets.push_back(fs.passes_end - (end - other_held));
+      if (e.stage == stage.stage && e.kind == gradient_pass) {
+        double& end = pass_end[e.chunk][e.micro_batch];
+        end = std::max(end, e.end());
+      }
+    // Each chunk's last pass, in the order they end. The engines lengthen
+    // each by what its buckets hold back (BucketContentionSeconds), which
+    // delays the passes after it; the buckets were ready before.
+    std::vector<std::pair<double, int64_t>> last_ends;  // (end, chunk)
+    for (const auto& [chunk, ends] : pass_end) {
+      double end = 0;
+      for (const auto& [micro_batch, e] : ends) end = std::max(end, e);
+      last_ends.emplace_back(end, chunk);
+    }
+    std::sort(last_ends.begin(), last_ends.end());
+    if (!plan.training || stage.buckets.empty()) last_ends = {{timeline.stages[s].passes_end_seconds, 0}};
+    std::vector<std::vector<double>> lead(static_cast<size_t>(chunks));  // per chunk, per unfused bucket
+    std::map<int64_t, size_t> pass_of_chunk;
+    double held = 0;  // by the passes so far
+    for (const auto& [raw_end, chunk] : last_ends) {
+      FusionPass pass;
+      pass.chunk = chunk;
+      held += plan.training ? BucketContentionSeconds(stage, chunks, true, chunk) : 0.0;
+      pass.end = raw_end - held;
+      double duration = 0;
+      lead[static_cast<size_t>(chunk)] = BucketLeadSeconds(stage, chunks, &duration, chunk);
+      pass.start = pass.end - duration;
+      pass.compute = FinalGradientComputeSeconds(stage, chunks, chunk);
+      pass.other_held = plan.training ? BucketContentionSeconds(stage, chunks, false, chunk) : 0.0;
+      for (const auto& [micro_batch, end] : pass_end[chunk])
+        if (end < raw_end) pass.earlier_offsets.push_back(pass.end - (end - pass.other_held));
+      pass_of_chunk[chunk] = fs.passes.size();
+      fs.passes.push_back(std::move(pass));
+    }
+    const std::vector<int64_t> chunk_of = BucketChunks(stage, chunks);
     std::map<int, std::vector<std::pair<size_t, FusionGradient>>> by_list;
     std::map<int, const GradientBucket*> first_of_list;
     for (const GradientBucket& bucket : stage.buckets) {
@@ -105,7 +137,10 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
       g.tensor = bucket.parameters.front();
       g.name = graph.tensor(g.tensor).name;
       g.bytes = bucket.bytes;
-      g.ready = fs.passes_end - lead[static_cast<size_t>(&bucket - stage.buckets.data())];
+      g.elements = bucket.elements;
+      const size_t b = static_cast<size_t>(&bucket - stage.buckets.data());
+      g.pass = pass_of_chunk.at(chunk_of[b]);
+      g.ready = fs.passes[g.pass].end - lead[static_cast<size_t>(chunk_of[b])][b];
       by_list[bucket.list].emplace_back(bucket.position, g);
       first_of_list.emplace(bucket.list, &bucket);
     }
@@ -116,6 +151,7 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
       list.collective = first.collective;
       list.fusion_id = graph.tensor(first.parameters.front()).comm_fusion;
       list.every_micro_batch = first.every_micro_batch;
+      list.group_size = stage.groups[first.group].size;
       for (auto& [position, g] : gradients) list.gradients.push_back(std::move(g));
       const GroupPlacement placement = stage.groups[first.group].placement;
       const Collective c = first.collective;
@@ -138,7 +174,7 @@ FusionEstimate Estimate(const FusionProblem& problem, Collective op, const Fusio
   FusionEstimate estimate;
   estimate.step_seconds = -1;
   for (const FusionStage& stage : problem.stages) {
-    std::vector<FusionBucket> buckets, finals;  // finals: the last micro-batch's
+    std::vector<FusionBucket> buckets;  // the last micro-batch's, then the others'
     std::vector<const FusionList*> lists;
     for (size_t l = 0; l < stage.lists.size(); ++l) {
       const FusionList& list = stage.lists[l];
@@ -151,30 +187,62 @@ FusionEstimate Estimate(const FusionProblem& problem, Collective op, const Fusio
             list.collective == op
                 ? setting
                 : (list.collective == Collective::kReduceScatter ? problem.reducescatter : problem.allreduce);
-        ranges =
-            SplitIntoBuckets(BytesOf(list), own, problem.openstate, problem.data_parallel, problem.parallel_optimizer);
+        ranges = problem.megatron_ddp && problem.openstate && own.mode == FusionSetting::Mode::kDefault
+                     ? MegatronDdpBuckets(ElementsOf(list), list.group_size)
+                     : SplitIntoBuckets(BytesOf(list), own, problem.openstate, problem.data_parallel,
+                                        problem.parallel_optimizer);
       }
-      for (auto [begin, end] : ranges) {
-        const FusionBucket last = MakeBucket(list, static_cast<int>(l), begin, end);
-        if (list.every_micro_batch)
-          for (double offset : stage.earlier_backward_offsets) {
-            FusionBucket earlier = last;
-            earlier.ready -= offset;
-            buckets.push_back(earlier);
-          }
-        buckets.push_back(last);
-        finals.push_back(last);
-      }
+      for (auto [begin, end] : ranges) buckets.push_back(MakeBucket(list, static_cast<int>(l), begin, end));
     }
-    // The last micro-batch's buckets beside its backward, in the stream's order.
+    // The last micro-batch's buckets, in the stream's order.
+    std::vector<size_t> finals(buckets.size());
+    std::iota(finals.begin(), finals.end(), 0);
     std::stable_sort(finals.begin(), finals.end(),
-                     [](const FusionBucket& a, const FusionBucket& b) { return a.ready < b.ready; });
-    std::vector<BucketBesidePass> beside;
-    for (const FusionBucket& b : finals)
-      beside.push_back(
-          {stage.passes_end - b.ready, lists[b.list]->seconds(b.bytes), lists[b.list]->compute_share(b.bytes)});
-    const double passes_end =
-        stage.passes_end + ContentionOfBuckets(stage.passes_end - stage.backward_start, stage.backward_compute, beside);
+                     [&](size_t a, size_t b) { return buckets[a].ready < buckets[b].ready; });
+    // What a pass holds back from its compute beside its buckets (the
+    // every-micro-batch ones alone for the other micro-batches' passes).
+    auto contention = [&](size_t p, bool last) {
+      const FusionPass& pass = stage.passes[p];
+      std::vector<BucketBesidePass> beside;
+      for (size_t i : finals) {
+        const FusionBucket& b = buckets[i];
+        const FusionList& list = *lists[b.list];
+        if (b.pass == p && (last || list.every_micro_batch))
+          beside.push_back({pass.end - b.ready, list.seconds(b.bytes), list.compute_share(b.bytes)});
+      }
+      return ContentionOfBuckets(pass.end - pass.start, pass.compute, beside);
+    };
+    // The other micro-batches' passes, in the order they end: each is
+    // lengthened by its buckets' contention instead of the timeline's, which
+    // moves every pass after it; the every-micro-batch buckets run after each.
+    std::vector<std::pair<double, size_t>> earlier;  // (end in the timeline, pass)
+    std::vector<double> change(stage.passes.size(), 0);
+    for (size_t p = 0; p < stage.passes.size(); ++p) {
+      for (double offset : stage.passes[p].earlier_offsets) earlier.emplace_back(stage.passes[p].end - offset, p);
+      if (!stage.passes[p].earlier_offsets.empty()) change[p] = contention(p, false) - stage.passes[p].other_held;
+    }
+    std::sort(earlier.begin(), earlier.end());
+    double delay = 0;
+    const size_t last_micro_batch = buckets.size();
+    for (const auto& [end, p] : earlier) {
+      for (size_t i : finals) {
+        const FusionBucket& b = buckets[i];
+        if (b.pass != p || !lists[b.list]->every_micro_batch) continue;
+        FusionBucket copy = b;
+        copy.ready = end - (stage.passes[p].end - b.ready) + delay;
+        buckets.push_back(copy);
+      }
+      delay += change[p];
+    }
+    // Each chunk's last pass, lengthened by its buckets' contention, delays
+    // the passes after it (and their buckets, ready before their pass ends).
+    for (size_t p = 0; p < stage.passes.size(); ++p) {
+      const double held = contention(p, true);
+      for (size_t i = 0; i < last_micro_batch; ++i)
+        if (buckets[i].pass == p) buckets[i].ready += delay;
+      delay += held;
+    }
+    const double passes_end = stage.last().end + delay;
     const double stream_end = std::max(RunStream(buckets, lists), passes_end);
     const double end = stream_end + stage.optimizer;
     if (end > estimate.step_seconds) {

@@ -4,11 +4,13 @@
 // fusion setting cuts each list into buckets. A bucket's collective starts
 // when its last gradient is ready and the previous bucket is done, so the
 // time the stream runs past the last backward pass is computable from the
-// backward timeline in closed form, as the analytical engine runs it. The
-// compute the buckets hold back from the last backward (BucketContentionSeconds)
-// is added for the setting weighed; what they hold back elsewhere (earlier
-// micro-batches, other stages) stays the unfused timeline's, and the tuner
-// verifies its best candidates with the engine.
+// backward timeline in closed form, as the analytical engine runs it. Under
+// several chunks per stage each chunk's buckets wait for that chunk's last
+// pass, as the engines run them (BucketChunks). The compute the buckets hold
+// back from each chunk's last pass (BucketContentionSeconds) is added for the
+// setting weighed, delaying the passes after it; what they hold back
+// elsewhere (earlier micro-batches, other stages) stays the unfused
+// timeline's, and the tuner verifies its best candidates with the engine.
 // Dynamic programming over split points finds the best split of a list.
 #pragma once
 
@@ -27,7 +29,9 @@ struct FusionGradient {
   int tensor = -1;
   std::string name;
   double bytes = 0;  // on the wire, per device
+  double elements = 0;  // per device
   double ready = 0;  // step time at which the gradient is complete (last micro-batch)
+  size_t pass = 0;   // the FusionStage::passes entry whose pass completes it
 };
 
 // Gradients fused together: one group, one collective, one fusion id.
@@ -35,28 +39,44 @@ struct FusionList {
   Collective collective = Collective::kAllReduce;
   int64_t fusion_id = 1;                  // 0: never fused
   bool every_micro_batch = false;         // gradient_accumulation_shard: after every micro-batch's backward
+  int64_t group_size = 1;                 // devices of its group
   std::vector<FusionGradient> gradients;  // fusion order
   std::function<double(double)> seconds;  // one bucket of these bytes
   std::function<double(double)> compute_share;  // of one bucket of these bytes (CollectiveTiming's)
   double Bytes() const;
 };
 
+// A chunk's last gradient pass of the step (FinalGradientPasses::is_chunk_last),
+// which runs the buckets its gradients fill; under one chunk the step's last.
+struct FusionPass {
+  int64_t chunk = 0;
+  double start = 0;    // the pass as the engines run it,
+  double end = 0;      // before its buckets slow it
+  double compute = 0;  // FinalGradientComputeSeconds
+  // What the every-micro-batch buckets held back from each of the chunk's
+  // other passes in the timeline the problem was built from.
+  double other_held = 0;
+  // The chunk's passes of other micro-batches end this much before this
+  // one: every-micro-batch lists run after each of them too.
+  std::vector<double> earlier_offsets;
+};
+
 struct FusionStage {
   int64_t stage = 0;
-  double backward_start = 0;  // the last backward pass starts here
-  double passes_end = 0;      // and ends here, before its buckets slow it
-  double backward_compute = 0;  // of the last backward pass (FinalGradientComputeSeconds)
-  // The other micro-batches' backward passes end this much before the last's:
-  // every-micro-batch lists run after each of them too.
-  std::vector<double> earlier_backward_offsets;
+  // Per chunk, in the order the stage runs them: a pass lengthened by its
+  // buckets (BucketContentionSeconds) delays the ones after it. The last is
+  // the step's last gradient pass.
+  std::vector<FusionPass> passes;
   double optimizer = 0;       // after the last bucket
   std::vector<FusionList> lists;
+  const FusionPass& last() const { return passes.back(); }
 };
 
 struct FusionProblem {
   bool data_parallel = false;
   bool parallel_optimizer = false;
   bool openstate = true;
+  bool megatron_ddp = false;               // the stack's overlap_grad_reduce: default fusion is Megatron's buckets
   FusionSetting allreduce, reducescatter;  // the run's settings
   std::vector<FusionStage> stages;
 };
@@ -67,6 +87,7 @@ struct FusionBucket {
   size_t begin = 0, end = 0;  // gradients [begin, end) of the list
   double bytes = 0;
   double ready = 0, start = 0, finish = 0;
+  size_t pass = 0;  // of its last gradient (FusionGradient::pass)
 };
 
 struct FusionEstimate {

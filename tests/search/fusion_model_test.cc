@@ -40,6 +40,24 @@ TEST_CASE("the fast fusion model reproduces the analytical engine's step for the
   }
 }
 
+TEST_CASE("under several chunks per stage the fast fusion model reduces each chunk's buckets after its own pass") {
+  // Interleaved 1F1B (LLaMA-2 70B, 2 chunks per stage) and zero_bubble_v
+  // (DeepSeek-V3): each chunk's buckets are ready with that chunk's last
+  // pass, long before the step's last pass, and lengthen that pass.
+  for (const std::string name : {"llama2-70b-h100-1024-interleaved", "deepseek-v3-h800-2048"}) {
+    INFO(name);
+    RunSpec run = Shipped(name);
+    const FusionProblem problem = ProblemOf(run);
+    REQUIRE(problem.stages.front().passes.size() == 2);
+    CHECK(problem.stages.front().passes[0].end < problem.stages.front().passes[1].end);
+    FusionSetting& setting = run.parallel.comm_fusion.reducescatter;
+    setting.mode = FusionSetting::Mode::kSize;
+    setting.size_mb = 64;
+    CHECK(Estimate(problem, Collective::kReduceScatter, setting).step_seconds ==
+          Approx(AnalyticalStep(run)).epsilon(1e-4));
+  }
+}
+
 // A list of n gradients becoming ready one after another, in forward order
 // (the last is ready first), on a stream of latency 1 ms and 10 GB/s.
 FusionList RandomList(size_t n, std::mt19937& rng) {
