@@ -62,11 +62,11 @@ namespace {
 // The tasks of one pass with their shares: compute runs in order, blocking
 // collectives after them; an overlapped collective adds no time of its own
 // unless it outlasts the compute beside it.
-std::vector<PassTask> TasksOf(const Plan& plan, const std::vector<Task>& tasks, const std::vector<bool>& breaks) {
+std::vector<PassTask> TasksOf(const Plan& plan, const std::vector<Task>& tasks) {
   std::vector<PassTask> out;
   double at = 0;
   PrefetchStream prefetches;  // weight gathers ahead of use: only the waits for them take the pass's time
-  for (const PassStep& step : PassSteps(tasks, 0, tasks.size(), breaks)) {
+  for (const PassStep& step : PassSteps(tasks, 0, tasks.size())) {
     prefetches.Issue(step, tasks, at);
     at += prefetches.Wait(step, at);
     const double begin = at;
@@ -98,11 +98,9 @@ void AttachPassTasks(const Plan& plan, PipelineTimeline* timeline) {
     row.backward_tasks.clear();
     row.weight_gradient_tasks.clear();
     for (int64_t j = 0; j < std::max<int64_t>(plan.seq_chunks, 1); ++j) {
-      row.forward_tasks.push_back(TasksOf(plan, SequenceChunkTasks(stage.forward, j), {}));
-      row.backward_tasks.push_back(
-          TasksOf(plan, SequenceChunkTasks(stage.backward, j), BackwardPassBreaks(stage, false)));
-      row.weight_gradient_tasks.push_back(
-          TasksOf(plan, SequenceChunkTasks(stage.weight_gradient, j), BackwardPassBreaks(stage, true)));
+      row.forward_tasks.push_back(TasksOf(plan, SequenceChunkTasks(stage.forward, j)));
+      row.backward_tasks.push_back(TasksOf(plan, SequenceChunkTasks(stage.backward, j)));
+      row.weight_gradient_tasks.push_back(TasksOf(plan, SequenceChunkTasks(stage.weight_gradient, j)));
     }
     row.chunks = std::max<int64_t>(plan.chunks, 1);
   }

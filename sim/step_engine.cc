@@ -49,7 +49,7 @@ struct StagePrograms {
   // other micro-batches'.
   std::vector<double> last_contention, other_contention;
   std::vector<int64_t> bucket_chunk;  // per gradient bucket (BucketChunks)
-  std::vector<bool> bucket_breaks;  // per task of the gradient pass: a gradient bucket is ready after it
+  std::vector<bool> bucket_breaks;  // per task of the gradient pass: a gradient bucket is ready after it (BucketBreaks)
 
   // Per group spec: the representatives in each instance, whose arrivals
   // start it (every member when nothing is folded).
@@ -505,6 +505,7 @@ class Engine {
       const double compute = step.ComputeEndSeconds(tasks);
       d.pass_compute += compute;
       runner_.After(compute, done);
+      MarkReadyGradients(d, item, step, tasks, 0, true);
     }
     if (!step.collectives.empty()) RunCollectives(d, tasks, step.collectives, 0, Now(), done);
   }
@@ -515,7 +516,6 @@ class Engine {
   // can change how long they take.
   void RunClosedSteps(Device& d, const ScheduleItem& item, const std::vector<PassStep>& steps,
                       const std::vector<Task>& tasks) {
-    const std::vector<bool>& breaks = programs_[d.stage].bucket_breaks;
     double seconds = 0;
     size_t end = d.step;
     while (end < steps.size()) {
@@ -524,10 +524,10 @@ class Engine {
       seconds += d.closed_prefetches.Wait(step, Now() + seconds);
       d.pass_communication += step.PrefetchSeconds(tasks);
       seconds += d.copies.Start(step, Now() + seconds);
+      MarkReadyGradients(d, item, step, tasks, seconds, false);
       seconds += step.ClosedFormSeconds(tasks);
       d.pass_compute += step.ComputeEndSeconds(tasks);
       d.pass_communication += step.CommunicationSeconds(tasks);
-      if (!d.unit && !item.forward && d.in_final_backward && breaks[step.end_task - 1]) break;
     }
     ++timers_;
     runner_.After(seconds, [this, &d, item, &step = steps[end - 1], end] {
@@ -591,6 +591,29 @@ class Engine {
       if (chunk_of[b] == item.chunk && (last || buckets[b].every_micro_batch))
         d.bucket_runs.push_back({plan_.MicroBatchOf(item), b, d.final_backwards - 1, last});
     MaybeStartBucket(d);  // a split backward's buckets whose gradients all came with its input-gradient pass
+  }
+
+  // In a final backward, a compute task that completes a gradient bucket's
+  // gradients may end before its step does (PassStep::TaskDoneSeconds): the
+  // bucket may start then, `after` seconds from now plus that. `ends_alone`:
+  // the step's own end marks its tasks done (AfterStep), not only a closed
+  // run's last.
+  void MarkReadyGradients(Device& d, const ScheduleItem& item, const PassStep& step, const std::vector<Task>& tasks,
+                          double after, bool ends_alone) {
+    if (d.unit || item.forward || !d.in_final_backward) return;
+    const std::vector<bool>& ready = programs_[d.stage].bucket_breaks;
+    const double step_seconds = step.ClosedFormSeconds(tasks);
+    for (int t = step.first_task; t < step.end_task; ++t) {
+      if (static_cast<size_t>(t) >= ready.size() || !ready[static_cast<size_t>(t)]) continue;
+      const double at = step.TaskDoneSeconds(tasks, t);
+      if (ends_alone && at >= step_seconds) continue;  // with the step (AfterStep)
+      ++timers_;
+      runner_.After(after + at, [this, &d, t, pass = d.final_backwards] {
+        if (d.final_backwards != pass || !d.in_final_backward) return;
+        d.backward_task_done = std::max(d.backward_task_done, t);
+        MaybeStartBucket(d);
+      });
+    }
   }
 
   // Tracks how far a final backward item has come, for the gradient buckets.

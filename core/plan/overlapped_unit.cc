@@ -98,13 +98,13 @@ UnitPass OverlapUnit(const StageProgram& stage, const std::vector<ScheduleItem>&
   for (const ScheduleItem& item : items) {
     std::vector<PassStep> steps;
     if (item.forward) {
-      steps = Shifted(ChunkSteps(stage.forward, chunks, item.chunk, {}, false), forward_offset);
+      steps = Shifted(ChunkSteps(stage.forward, chunks, item.chunk, false), forward_offset);
       forward.insert(forward.end(), steps.begin(), steps.end());
     } else if (item.weight_gradient) {
-      steps = Shifted(ChunkSteps(stage.weight_gradient, chunks, item.chunk, {}, true), backward_size);
+      steps = Shifted(ChunkSteps(stage.weight_gradient, chunks, item.chunk, true), backward_size);
       backward.insert(backward.end(), steps.begin(), steps.end());
     } else {
-      steps = ChunkSteps(stage.backward, chunks, item.chunk, {}, true);
+      steps = ChunkSteps(stage.backward, chunks, item.chunk, true);
       backward.insert(backward.end(), steps.begin(), steps.end());
     }
     unit.compute.push_back(Compute(steps, tasks));

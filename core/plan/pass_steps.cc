@@ -21,8 +21,8 @@ double PassStep::ClosedFormSeconds(const std::vector<Task>& tasks) const {
   return std::max(ComputeEndSeconds(tasks), CommunicationSeconds(tasks));
 }
 
-double PassStep::ComputeEndSeconds(const std::vector<Task>& tasks) const {
-  if (compute_seconds <= 0) return 0;
+double PassStep::ComputeDoneSeconds(const std::vector<Task>& tasks, double work) const {
+  if (work <= 0) return 0;
   // The two side streams as (end, share) runs from the step's start.
   struct Stream {
     const std::vector<int>& list;
@@ -32,7 +32,7 @@ double PassStep::ComputeEndSeconds(const std::vector<Task>& tasks) const {
   Stream streams[2] = {{collectives}, {prefetches}};
   for (Stream& s : streams)
     if (!s.list.empty()) s.end = tasks[s.list[0]].seconds;
-  double t = 0, work = compute_seconds;
+  double t = 0;
   while (true) {
     double share = 0, until = std::numeric_limits<double>::infinity();
     for (const Stream& s : streams)
@@ -47,6 +47,14 @@ double PassStep::ComputeEndSeconds(const std::vector<Task>& tasks) const {
     for (Stream& s : streams)
       if (s.next < s.list.size() && s.end <= t && ++s.next < s.list.size()) s.end = t + tasks[s.list[s.next]].seconds;
   }
+}
+
+double PassStep::TaskDoneSeconds(const std::vector<Task>& tasks, int task) const {
+  if (tasks[task].kind != Task::Kind::kCompute) return ClosedFormSeconds(tasks);
+  double work = 0;
+  for (int i = first_task; i <= task; ++i)
+    if (tasks[i].kind == Task::Kind::kCompute) work += tasks[i].seconds;
+  return ComputeDoneSeconds(tasks, work);
 }
 
 double CopyStream::Start(const PassStep& step, double now) {
@@ -145,10 +153,9 @@ std::pair<size_t, size_t> ChunkTaskRange(const std::vector<Task>& tasks, int64_t
   return {static_cast<size_t>(n * share / chunks), static_cast<size_t>(n * (share + 1) / chunks)};
 }
 
-std::vector<PassStep> ChunkSteps(const std::vector<Task>& tasks, int64_t chunks, int64_t chunk,
-                                 const std::vector<bool>& break_after, bool reversed) {
+std::vector<PassStep> ChunkSteps(const std::vector<Task>& tasks, int64_t chunks, int64_t chunk, bool reversed) {
   const auto [begin, end] = ChunkTaskRange(tasks, chunks, chunk, reversed);
-  return PassSteps(tasks, begin, end, break_after);
+  return PassSteps(tasks, begin, end);
 }
 
 int64_t ChunkOfTask(int64_t tasks, int64_t chunks, int64_t task) {
@@ -162,10 +169,6 @@ std::vector<bool> BucketBreaks(const StageProgram& stage) {
   for (const GradientBucket& b : stage.buckets)
     if (b.ready_after >= 0) breaks[b.ready_after] = true;
   return breaks;
-}
-
-std::vector<bool> BackwardPassBreaks(const StageProgram& stage, bool weight_gradient) {
-  return weight_gradient == stage.splits_backward ? BucketBreaks(stage) : std::vector<bool>{};
 }
 
 }  // namespace shardlab

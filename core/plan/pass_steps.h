@@ -39,7 +39,14 @@ struct PassStep {
   // it, taken at their closed-form times from the step's start: its own
   // collectives one after another, and the prefetches it issues one after
   // another on their stream. Both engines time a step's compute by this.
-  double ComputeEndSeconds(const std::vector<Task>& tasks) const;
+  double ComputeEndSeconds(const std::vector<Task>& tasks) const { return ComputeDoneSeconds(tasks, compute_seconds); }
+  // When `work` seconds of its compute are done, from the step's start, by that rule.
+  double ComputeDoneSeconds(const std::vector<Task>& tasks, double work) const;
+  // When task `task` of its range is done, from the step's start: a compute
+  // task as the compute through it is (a gradient complete inside the step,
+  // whose bucket may start before the step's collectives end), any other
+  // with the step.
+  double TaskDoneSeconds(const std::vector<Task>& tasks, int task) const;
   double CommunicationSeconds(const std::vector<Task>& tasks) const;  // the communication stream's
   double PrefetchSeconds(const std::vector<Task>& tasks) const;       // the prefetches it issues
 };
@@ -54,8 +61,10 @@ struct CopyStream {
 };
 
 // The steps of tasks [begin, end). A compute run also ends after each task t
-// with break_after[t] (where a gradient bucket becomes ready), so that the
-// engines see the moment.
+// with break_after[t]: the real executor starts a gradient bucket there. The
+// engines break nothing (a gradient ready inside a step does not stop the
+// compute beside the step's collectives): they time the moment by
+// PassStep::TaskDoneSeconds.
 std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, size_t end,
                                 const std::vector<bool>& break_after = {});
 
@@ -66,8 +75,7 @@ std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, si
 // (Task::mirror_copy), chunk 0's the others.
 std::pair<size_t, size_t> ChunkTaskRange(const std::vector<Task>& tasks, int64_t chunks, int64_t chunk, bool reversed);
 // The steps of that chunk's tasks.
-std::vector<PassStep> ChunkSteps(const std::vector<Task>& tasks, int64_t chunks, int64_t chunk,
-                                 const std::vector<bool>& break_after, bool reversed);
+std::vector<PassStep> ChunkSteps(const std::vector<Task>& tasks, int64_t chunks, int64_t chunk, bool reversed);
 // The chunk whose share (as ChunkSteps splits a forward) holds task `task` of `tasks`.
 int64_t ChunkOfTask(int64_t tasks, int64_t chunks, int64_t task);
 
@@ -105,14 +113,10 @@ double ClosedFormPass(const std::vector<PassStep>& steps, const std::vector<Task
   return t + drain;
 }
 
-// break_after for a stage's GradientTasks() (its backward, or its
-// weight-gradient pass when the backward is split): where its gradient
-// buckets become ready.
+// Per task of a stage's GradientTasks() (its backward, or its
+// weight-gradient pass when the backward is split): whether a gradient
+// bucket is ready after it.
 std::vector<bool> BucketBreaks(const StageProgram& stage);
-// break_after for a stage's backward (`weight_gradient` false) or
-// weight-gradient pass: the bucket breaks on the one that completes the
-// gradients, none on the other.
-std::vector<bool> BackwardPassBreaks(const StageProgram& stage, bool weight_gradient);
 
 // Splits a pass into `slices` interleaved copies of 1/slices of the batch
 // each (MindSpore's MicroBatchInterleaved): segment i of slice j (its compute

@@ -8,14 +8,13 @@ namespace {
 
 // Each chunk's steps, each sequence chunk's in turn.
 std::vector<std::vector<PassStep>> PerChunk(const std::vector<Task>& tasks, int64_t chunks, int64_t seq_chunks,
-                                            const std::vector<bool>& breaks, bool reversed) {
+                                            bool reversed) {
   std::vector<std::vector<Task>> per_seq_chunk;  // empty without sequence chunks: `tasks` themselves
   for (int64_t j = 0; seq_chunks > 1 && j < seq_chunks; ++j) per_seq_chunk.push_back(SequenceChunkTasks(tasks, j));
   std::vector<std::vector<PassStep>> out;
   for (int64_t c = 0; c < chunks; ++c)
     for (int64_t j = 0; j < seq_chunks; ++j)
-      out.push_back(
-          ChunkSteps(seq_chunks > 1 ? per_seq_chunk[static_cast<size_t>(j)] : tasks, chunks, c, breaks, reversed));
+      out.push_back(ChunkSteps(seq_chunks > 1 ? per_seq_chunk[static_cast<size_t>(j)] : tasks, chunks, c, reversed));
   return out;
 }
 
@@ -33,9 +32,9 @@ StagePasses::StagePasses(const StageProgram& stage, int64_t chunks, int64_t seq_
       chunks_(chunks),
       seq_chunks_(seq_chunks),
       overlapped_(std::move(overlapped)),
-      forward_(PerChunk(stage.forward, chunks, seq_chunks, {}, false)),
-      backward_(PerChunk(stage.backward, chunks, seq_chunks, BackwardPassBreaks(stage, false), true)),
-      weight_gradient_(PerChunk(stage.weight_gradient, chunks, seq_chunks, BackwardPassBreaks(stage, true), true)) {
+      forward_(PerChunk(stage.forward, chunks, seq_chunks, false)),
+      backward_(PerChunk(stage.backward, chunks, seq_chunks, true)),
+      weight_gradient_(PerChunk(stage.weight_gradient, chunks, seq_chunks, true)) {
   if (!overlapped_.empty()) unit_tasks_ = shardlab::UnitTasks(stage);
 }
 
@@ -57,9 +56,8 @@ namespace {
 // Under sequence pipelining a micro-batch's last gradient pass is its sequence's first chunk.
 std::vector<Task> FinalGradientTasks(const StageProgram& stage) { return SequenceChunkTasks(stage.GradientTasks(), 0); }
 
-std::vector<PassStep> FinalGradientSteps(const StageProgram& stage, const std::vector<Task>& tasks, int64_t chunks,
-                                         int64_t final_chunk) {
-  return ChunkSteps(tasks, chunks, final_chunk, BucketBreaks(stage), true);
+std::vector<PassStep> FinalGradientSteps(const std::vector<Task>& tasks, int64_t chunks, int64_t final_chunk) {
+  return ChunkSteps(tasks, chunks, final_chunk, true);
 }
 
 }  // namespace
@@ -68,9 +66,11 @@ std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks,
                                       int64_t final_chunk) {
   const std::vector<Task> tasks = FinalGradientTasks(stage);
   std::vector<double> ends(tasks.size(), 0);
-  const double duration = ClosedFormPass(FinalGradientSteps(stage, tasks, chunks, final_chunk), tasks,
+  const double duration = ClosedFormPass(FinalGradientSteps(tasks, chunks, final_chunk), tasks,
                                          [&](const PassStep& step, double end, double) {
-                                           for (int i = step.first_task; i < step.end_task; ++i) ends[i] = end;
+                                           const double start = end - step.ClosedFormSeconds(tasks);
+                                           for (int i = step.first_task; i < step.end_task; ++i)
+                                             ends[i] = start + step.TaskDoneSeconds(tasks, i);
                                          });
   // Tasks of other chunks keep end 0: their gradients existed when this pass began.
   std::vector<double> lead;
@@ -83,8 +83,7 @@ std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks,
 double FinalGradientComputeSeconds(const StageProgram& stage, int64_t chunks, int64_t final_chunk) {
   const std::vector<Task> tasks = FinalGradientTasks(stage);
   double compute = 0;
-  for (const PassStep& step : FinalGradientSteps(stage, tasks, chunks, final_chunk))
-    compute += step.ComputeEndSeconds(tasks);
+  for (const PassStep& step : FinalGradientSteps(tasks, chunks, final_chunk)) compute += step.ComputeEndSeconds(tasks);
   return compute;
 }
 

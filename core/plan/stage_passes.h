@@ -1,6 +1,6 @@
 // A stage's passes as both engines walk them: each pass kind's steps per
-// virtual pipeline chunk (ChunkSteps; the pass that completes the gradients
-// with a step break wherever a gradient bucket becomes ready), and the units
+// virtual pipeline chunk (ChunkSteps; a gradient bucket becomes ready inside
+// a step, PassStep::TaskDoneSeconds, without breaking it), and the units
 // of overlapped passes (overlap_forward_backward), each kind built the first
 // time a stage's order reaches it. The analytical engine times these steps
 // in closed form, SimGrid runs them, the report reads their collectives.

@@ -34,6 +34,21 @@ TEST_CASE("a pass merges compute runs and blocks on its collectives") {
   CHECK(broken[0].end_task == 1);
 }
 
+TEST_CASE("a gradient completed inside a step is done as the compute through it is, before the step's collective") {
+  // An overlapped collective holding half the compute for 3 s, then the
+  // compute of a (1 s) and b (2 s) beside it on one step.
+  Task x = CollectiveTask("x", 3);
+  x.overlapped = true;
+  x.compute_share = 0.5;
+  const std::vector<Task> tasks = {x, ComputeTask("a", 1), ComputeTask("b", 2)};
+  const auto steps = PassSteps(tasks, 0, tasks.size());
+  REQUIRE(steps.size() == 1);
+  CHECK(steps[0].TaskDoneSeconds(tasks, 1) == Approx(2));    // 1 s of work at half rate
+  CHECK(steps[0].TaskDoneSeconds(tasks, 2) == Approx(4.5));  // 1.5 s at half rate to 3 s, then 1.5 s alone
+  CHECK(steps[0].ComputeEndSeconds(tasks) == Approx(4.5));
+  CHECK(steps[0].TaskDoneSeconds(tasks, 0) == Approx(4.5));  // the collective: with the step
+}
+
 Task CopyTask(const std::string& name, double seconds) {
   Task t = ComputeTask(name, seconds);
   t.pcie_copy = true;
@@ -227,7 +242,7 @@ TEST_CASE("ChunkOfTask names the chunk whose forward share ChunkSteps gives each
       std::vector<Task> tasks;
       for (int64_t i = 0; i < n; ++i) tasks.push_back(ComputeTask("t" + std::to_string(i), 1));
       for (int64_t c = 0; c < chunks; ++c)
-        for (const PassStep& step : ChunkSteps(tasks, chunks, c, {}, false))
+        for (const PassStep& step : ChunkSteps(tasks, chunks, c, false))
           for (int i = step.first_task; i < step.end_task; ++i) CHECK(ChunkOfTask(n, chunks, i) == c);
     }
 }
