@@ -157,6 +157,20 @@ class Lowering {
  private:
   StageProgram& StageOf(Plan& plan, int op) { return plan.stages[graph_.op(op).pipeline_stage]; }
 
+  // The virtual pipeline chunk whose backward completes the gradient of a
+  // parameter whose first user is `first_user`: the one whose share of the
+  // stage's backward tasks (ChunkTaskRange, reversed) holds that operator's
+  // backward, as BucketChunks finds a bucket's.
+  int64_t ChunkOfGradient(const StageProgram& stage, int first_user) const {
+    const int64_t chunks = Chunks();
+    const auto task = static_cast<size_t>(backward_task_of_op_.at(first_user));
+    for (int64_t c = 0; c < chunks; ++c) {
+      const auto [begin, end] = ChunkTaskRange(stage.backward, chunks, c, true);
+      if (task >= begin && task < end) return c;
+    }
+    return 0;
+  }
+
   // The chunks each stage's passes run as: zero_bubble_v's V has two arms,
   // dualpipe two directions, whatever the options say; the interleaved
   // schedule the options' count.
@@ -914,8 +928,12 @@ class Lowering {
         if (run_.stack.overlap_grad_reduce && setting.mode == FusionSetting::Mode::kDefault &&
             p_.comm_fusion.openstate) {
           std::vector<double> elements;
-          for (const ParamShare& share : list) elements.push_back(share.slice_elements);
-          return MegatronDdpBuckets(elements, group_size);
+          std::vector<int64_t> chunk;
+          for (const ParamShare& share : list) {
+            elements.push_back(share.slice_elements);
+            chunk.push_back(ChunkOfGradient(stage, share.first_user));
+          }
+          return MegatronDdpBuckets(elements, chunk, group_size);
         }
         return SplitIntoBuckets(sizes, setting, p_.comm_fusion.openstate, data_parallel, p_.enable_parallel_optimizer);
       };
@@ -1591,14 +1609,15 @@ class Lowering {
 
 }  // namespace
 
-std::vector<std::pair<size_t, size_t>> MegatronDdpBuckets(const std::vector<double>& elements, int64_t group_size) {
+std::vector<std::pair<size_t, size_t>> MegatronDdpBuckets(const std::vector<double>& elements,
+                                                          const std::vector<int64_t>& chunk, int64_t group_size) {
   const double bucket = std::max(40e6, 1e6 * static_cast<double>(group_size));
   std::vector<std::pair<size_t, size_t>> ranges;
   double filled = 0;
   size_t end = elements.size();
   for (size_t i = elements.size(); i-- > 0;) {
     filled += elements[i];
-    if (filled < bucket && i > 0) continue;
+    if (filled < bucket && i > 0 && chunk[i - 1] == chunk[i]) continue;
     ranges.emplace_back(i, end);
     end = i;
     filled = 0;

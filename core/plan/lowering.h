@@ -24,10 +24,13 @@ Plan LowerToPlan(const RunSpec& run, const ShardedGraph& sharded);
 bool AccumulatesShardedGradients(const ParallelConfig& parallel);
 
 // Megatron's DDP buckets (overlap_grad_reduce) over the gradients of one
-// group in fusion order, `elements` each: filled from the last (whose
-// gradient the backward produces first), each closed once it holds
-// max(40M, 1M x group_size) elements, and reduced in that order.
-std::vector<std::pair<size_t, size_t>> MegatronDdpBuckets(const std::vector<double>& elements, int64_t group_size);
+// group in fusion order, `elements` each, of model chunk `chunk` each:
+// Megatron wraps each virtual pipeline chunk in its own DDP, so a bucket
+// never holds two chunks' gradients. Within each run of one chunk, filled
+// from the last (whose gradient the backward produces first), each closed
+// once it holds max(40M, 1M x group_size) elements, and reduced in that order.
+std::vector<std::pair<size_t, size_t>> MegatronDdpBuckets(const std::vector<double>& elements,
+                                                          const std::vector<int64_t>& chunk, int64_t group_size);
 
 // The gradients of one communication group in MindSpore's fusion order, split
 // into buckets by one collective's fusion setting (`openstate` false: no

@@ -52,6 +52,13 @@ std::vector<double> BytesOf(const FusionList& list) {
   return bytes;
 }
 
+// Each gradient's chunk: its pass's.
+std::vector<int64_t> ChunksOf(const FusionList& list, const FusionStage& stage) {
+  std::vector<int64_t> chunks;
+  for (const FusionGradient& g : list.gradients) chunks.push_back(stage.passes[g.pass].chunk);
+  return chunks;
+}
+
 std::vector<double> ElementsOf(const FusionList& list) {
   std::vector<double> elements;
   for (const FusionGradient& g : list.gradients) elements.push_back(g.elements);
@@ -188,7 +195,7 @@ FusionEstimate Estimate(const FusionProblem& problem, Collective op, const Fusio
                 ? setting
                 : (list.collective == Collective::kReduceScatter ? problem.reducescatter : problem.allreduce);
         ranges = problem.megatron_ddp && problem.openstate && own.mode == FusionSetting::Mode::kDefault
-                     ? MegatronDdpBuckets(ElementsOf(list), list.group_size)
+                     ? MegatronDdpBuckets(ElementsOf(list), ChunksOf(list, stage), list.group_size)
                      : SplitIntoBuckets(BytesOf(list), own, problem.openstate, problem.data_parallel,
                                         problem.parallel_optimizer);
       }

@@ -47,6 +47,16 @@ TEST_CASE("by default everything is one bucket and openstate false fuses nothing
   CHECK(SplitIntoBuckets(bytes, FusionSetting{}, false, true, false).size() == 5);
 }
 
+TEST_CASE("Megatron's DDP buckets fill from the last gradient and never hold two model chunks") {
+  // max(40M, 1M x 8) elements a bucket: 30M + 30M close one.
+  CHECK(MegatronDdpBuckets({30e6, 30e6, 30e6, 30e6}, {0, 0, 0, 0}, 8) == Ranges{{2, 4}, {0, 2}});
+  // Four of 10M fit in one, unless a chunk boundary lies between them.
+  CHECK(MegatronDdpBuckets({10e6, 10e6, 10e6, 10e6}, {0, 0, 0, 0}, 8) == Ranges{{0, 4}});
+  CHECK(MegatronDdpBuckets({10e6, 10e6, 10e6, 10e6}, {0, 0, 1, 1}, 8) == Ranges{{2, 4}, {0, 2}});
+  // Data parallel 64: 64M elements a bucket.
+  CHECK(MegatronDdpBuckets({30e6, 30e6, 30e6}, {0, 0, 0}, 64) == Ranges{{0, 3}});
+}
+
 TEST_CASE("size mode follows MindSpore's two thresholds") {
   // data_parallel: MB x 262144 bytes; 1 MB -> 262144 bytes, gradients of 100000 bytes: the third
   // overflows the bucket, joins it and closes it.
