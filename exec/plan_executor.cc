@@ -310,9 +310,9 @@ class RankProgram {
   // Prefetched weight gathers run on the communication stream as their step
   // starts; a step that needs them makes the compute stream wait for the
   // event recorded after the last one it needs.
-  void Pass(const std::vector<Task>& tasks, const std::vector<bool>& breaks, bool completes_gradients) {
+  void Pass(const std::vector<Task>& tasks, bool completes_gradients) {
     std::vector<Runtime::Event> prefetched;
-    for (const PassStep& step : PassSteps(tasks, 0, tasks.size(), breaks)) {
+    for (const PassStep& step : PassSteps(tasks, 0, tasks.size())) {
       for (int p : step.prefetches) {
         Collective(kComm, tasks[p], tasks[p].seconds, "prefetch " + std::string(ToString(tasks[p].collective)),
                    nullptr);
@@ -391,7 +391,7 @@ class RankProgram {
     const StageProgram& stage = Stage();
     if (stage_ > 0) Receive(from_prev_.get(), plan_.stages[stage_ - 1].send_forward_bytes, micro_batch, "F");
     TraceEvent e = Event(stage_, Lane::kCompute, EventKind::kForward, "F" + std::to_string(micro_batch), micro_batch);
-    Timed(kCompute, "", 0, false, &e, [&] { Pass(stage.forward, {}, false); });
+    Timed(kCompute, "", 0, false, &e, [&] { Pass(stage.forward, false); });
     if (stage_ + 1 < S_) SendTo(to_next_.get(), stage.send_forward_bytes, micro_batch, "F");
   }
 
@@ -401,7 +401,7 @@ class RankProgram {
     if (stage_ + 1 < S_) Receive(grad_from_next_.get(), plan_.stages[stage_ + 1].send_backward_bytes, micro_batch, "B");
     TraceEvent e = Event(stage_, Lane::kCompute, EventKind::kBackward, "B" + std::to_string(micro_batch), micro_batch);
     if (stage.splits_backward)
-      Timed(kCompute, "", 0, false, &e, [&] { Pass(stage.backward, {}, false); });
+      Timed(kCompute, "", 0, false, &e, [&] { Pass(stage.backward, false); });
     else
       GradientPass(stage.backward, micro_batch, last, &e);
     if (stage_ > 0) SendTo(grad_to_prev_.get(), stage.send_backward_bytes, micro_batch, "B");
@@ -419,7 +419,7 @@ class RankProgram {
     last_backward_ = last;
     backward_micro_batch_ = micro_batch;
     StartBuckets(-1);
-    Timed(kCompute, "", 0, false, e, [&] { Pass(tasks, BucketBreaks(Stage()), true); });
+    Timed(kCompute, "", 0, false, e, [&] { Pass(tasks, true); });
     if (!last) StartBuckets(static_cast<int>(tasks.size()));
   }
 

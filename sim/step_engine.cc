@@ -49,7 +49,8 @@ struct StagePrograms {
   // other micro-batches'.
   std::vector<double> last_contention, other_contention;
   std::vector<int64_t> bucket_chunk;  // per gradient bucket (BucketChunks)
-  std::vector<bool> bucket_breaks;  // per task of the gradient pass: a gradient bucket is ready after it (BucketBreaks)
+  std::vector<bool>
+      bucket_ready;  // per task of the gradient pass: a gradient bucket is ready after it (BucketReadyTasks)
 
   // Per group spec: the representatives in each instance, whose arrivals
   // start it (every member when nothing is folded).
@@ -122,7 +123,7 @@ class Engine {
     std::vector<std::vector<std::vector<int64_t>>> lanes;  // per stage, local indices
     for (const StageProgram& stage : plan.stages) {
       StagePrograms p(plan, stage, V_);
-      p.bucket_breaks = BucketBreaks(stage);
+      p.bucket_ready = BucketReadyTasks(stage);
       p.finals = FindFinalGradientPasses(plan, stage, p.order);
       for (int64_t c = 0; plan.training && c < V_; ++c) {
         p.last_contention.push_back(BucketContentionSeconds(stage, V_, true, c));
@@ -505,15 +506,15 @@ class Engine {
       const double compute = step.ComputeEndSeconds(tasks);
       d.pass_compute += compute;
       runner_.After(compute, done);
-      MarkReadyGradients(d, item, step, tasks, 0, true);
+      MarkReadyGradients(d, item, step, tasks, 0);
     }
     if (!step.collectives.empty()) RunCollectives(d, tasks, step.collectives, 0, Now(), done);
   }
 
   // A lane whose passes only meet inside the lane runs them in closed form:
-  // the steps up to the next one that readies a gradient bucket (in a final
-  // backward) or to the pass's end, as one timer. Nothing outside the lane
-  // can change how long they take.
+  // the steps to the pass's end as one timer, and a timer for each moment a
+  // gradient bucket becomes ready in a final backward. Nothing outside the
+  // lane can change how long they take.
   void RunClosedSteps(Device& d, const ScheduleItem& item, const std::vector<PassStep>& steps,
                       const std::vector<Task>& tasks) {
     double seconds = 0;
@@ -524,7 +525,7 @@ class Engine {
       seconds += d.closed_prefetches.Wait(step, Now() + seconds);
       d.pass_communication += step.PrefetchSeconds(tasks);
       seconds += d.copies.Start(step, Now() + seconds);
-      MarkReadyGradients(d, item, step, tasks, seconds, false);
+      MarkReadyGradients(d, item, step, tasks, seconds);
       seconds += step.ClosedFormSeconds(tasks);
       d.pass_compute += step.ComputeEndSeconds(tasks);
       d.pass_communication += step.CommunicationSeconds(tasks);
@@ -595,20 +596,16 @@ class Engine {
 
   // In a final backward, a compute task that completes a gradient bucket's
   // gradients may end before its step does (PassStep::TaskDoneSeconds): the
-  // bucket may start then, `after` seconds from now plus that. `ends_alone`:
-  // the step's own end marks its tasks done (AfterStep), not only a closed
-  // run's last.
+  // bucket may start then, `after` seconds from now plus that (a moment
+  // at the step's end repeats AfterStep's, harmlessly).
   void MarkReadyGradients(Device& d, const ScheduleItem& item, const PassStep& step, const std::vector<Task>& tasks,
-                          double after, bool ends_alone) {
+                          double after) {
     if (d.unit || item.forward || !d.in_final_backward) return;
-    const std::vector<bool>& ready = programs_[d.stage].bucket_breaks;
-    const double step_seconds = step.ClosedFormSeconds(tasks);
+    const std::vector<bool>& ready = programs_[d.stage].bucket_ready;
     for (int t = step.first_task; t < step.end_task; ++t) {
       if (static_cast<size_t>(t) >= ready.size() || !ready[static_cast<size_t>(t)]) continue;
-      const double at = step.TaskDoneSeconds(tasks, t);
-      if (ends_alone && at >= step_seconds) continue;  // with the step (AfterStep)
       ++timers_;
-      runner_.After(after + at, [this, &d, t, pass = d.final_backwards] {
+      runner_.After(after + step.TaskDoneSeconds(tasks, t), [this, &d, t, pass = d.final_backwards] {
         if (d.final_backwards != pass || !d.in_final_backward) return;
         d.backward_task_done = std::max(d.backward_task_done, t);
         MaybeStartBucket(d);

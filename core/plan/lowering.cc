@@ -145,7 +145,7 @@ class Lowering {
     if (plan.training) {
       for (auto& stage : plan.stages) GradientsAndOptimizer(stage);
       if (SplitsBackward(plan.schedule))
-        for (auto& stage : plan.stages) SplitWeightGradients(stage, run_.cluster);
+        for (auto& stage : plan.stages) SplitWeightGradients(stage, run_.cluster, Chunks());
     }
     Sends(plan);
     if (!plan.overlap_forward_backward.empty())
@@ -160,7 +160,9 @@ class Lowering {
   // The virtual pipeline chunk whose backward completes the gradient of a
   // parameter whose first user is `first_user`: the one whose share of the
   // stage's backward tasks (ChunkTaskRange, reversed) holds that operator's
-  // backward, as BucketChunks finds a bucket's.
+  // backward, as BucketChunks finds a bucket's (under a split backward,
+  // BucketChunks reads the weight-gradient pass's shares, whose boundaries
+  // may fall a task apart).
   int64_t ChunkOfGradient(const StageProgram& stage, int first_user) const {
     const int64_t chunks = Chunks();
     const auto task = static_cast<size_t>(backward_task_of_op_.at(first_user));

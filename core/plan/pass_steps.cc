@@ -50,11 +50,9 @@ double PassStep::ComputeDoneSeconds(const std::vector<Task>& tasks, double work)
 }
 
 double PassStep::TaskDoneSeconds(const std::vector<Task>& tasks, int task) const {
-  if (tasks[task].kind != Task::Kind::kCompute) return ClosedFormSeconds(tasks);
-  double work = 0;
-  for (int i = first_task; i <= task; ++i)
-    if (tasks[i].kind == Task::Kind::kCompute) work += tasks[i].seconds;
-  return ComputeDoneSeconds(tasks, work);
+  for (const auto& [t, work] : compute_through)
+    if (t == task) return ComputeDoneSeconds(tasks, work);
+  return ClosedFormSeconds(tasks);
 }
 
 double CopyStream::Start(const PassStep& step, double now) {
@@ -72,8 +70,7 @@ double PrefetchStream::Wait(const PassStep& step, double now) const {
   return std::max(0.0, ends.at(static_cast<size_t>(step.prefetches_needed) - 1) - now);
 }
 
-std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, size_t end,
-                                const std::vector<bool>& break_after) {
+std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, size_t end) {
   std::vector<PassStep> steps;
   // Whether the last step still takes compute tasks: a compute run, or an
   // overlapped collective (or host copy) waiting for the compute beside it.
@@ -121,9 +118,10 @@ std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, si
     if (t.kind == Task::Kind::kCompute) {
       if (!open_for_compute) steps.push_back({index, index, 0, {}});
       steps.back().compute_seconds += t.seconds;
+      steps.back().compute_through.emplace_back(index, steps.back().compute_seconds);
       steps.back().end_task = index + 1;
       steps.back().waits_for_copies |= t.after_host_copies;
-      open_for_compute = i >= break_after.size() || !break_after[i];
+      open_for_compute = true;
       continue;
     }
     // A collective after an overlapped one (with no compute between) joins it on the communication stream.
@@ -164,11 +162,11 @@ int64_t ChunkOfTask(int64_t tasks, int64_t chunks, int64_t task) {
   return chunk;
 }
 
-std::vector<bool> BucketBreaks(const StageProgram& stage) {
-  std::vector<bool> breaks(stage.GradientTasks().size(), false);
+std::vector<bool> BucketReadyTasks(const StageProgram& stage) {
+  std::vector<bool> ready(stage.GradientTasks().size(), false);
   for (const GradientBucket& b : stage.buckets)
-    if (b.ready_after >= 0) breaks[b.ready_after] = true;
-  return breaks;
+    if (b.ready_after >= 0) ready[b.ready_after] = true;
+  return ready;
 }
 
 }  // namespace shardlab

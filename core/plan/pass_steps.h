@@ -32,6 +32,8 @@ struct PassStep {
   // stream, one after another across the pass's steps (Task::prefetch).
   std::vector<int> prefetches = {};
   int prefetches_needed = 0;  // starts once the first this many prefetches of its range have ended
+  // Each compute task merged into compute_seconds, with the compute seconds through it.
+  std::vector<std::pair<int, double>> compute_through = {};
   // Closed-form duration: both streams start together, the step ends when both are done.
   double ClosedFormSeconds(const std::vector<Task>& tasks) const;
   // When the step's compute ends, from its start: it runs at 1 minus the
@@ -60,13 +62,11 @@ struct CopyStream {
   double Drain(double now) const { return std::max(0.0, busy_until - now); }
 };
 
-// The steps of tasks [begin, end). A compute run also ends after each task t
-// with break_after[t]: the real executor starts a gradient bucket there. The
-// engines break nothing (a gradient ready inside a step does not stop the
-// compute beside the step's collectives): they time the moment by
-// PassStep::TaskDoneSeconds.
-std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, size_t end,
-                                const std::vector<bool>& break_after = {});
+// The steps of tasks [begin, end). A gradient that becomes ready inside a
+// step does not end it (nor the compute beside the step's collectives): the
+// engines time the moment by PassStep::TaskDoneSeconds, the real executor
+// starts the bucket after the kernel.
+std::vector<PassStep> PassSteps(const std::vector<Task>& tasks, size_t begin, size_t end);
 
 // The tasks [first, second) of chunk `chunk` of a pass run as `chunks`
 // virtual pipeline chunks: the chunk-th share of its tasks, or, `reversed`
@@ -116,7 +116,7 @@ double ClosedFormPass(const std::vector<PassStep>& steps, const std::vector<Task
 // Per task of a stage's GradientTasks() (its backward, or its
 // weight-gradient pass when the backward is split): whether a gradient
 // bucket is ready after it.
-std::vector<bool> BucketBreaks(const StageProgram& stage);
+std::vector<bool> BucketReadyTasks(const StageProgram& stage);
 
 // Splits a pass into `slices` interleaved copies of 1/slices of the batch
 // each (MindSpore's MicroBatchInterleaved): segment i of slice j (its compute

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/plan/pass_steps.h"
 #include "core/util/engine_limit_error.h"
 
 namespace shardlab {
@@ -34,11 +35,13 @@ bool StageProgram::GathersOverlapForward() const {
   return std::any_of(step_start.begin(), step_start.end(), [](const Task& t) { return t.lead_seconds > 0; });
 }
 
-void SplitWeightGradients(StageProgram& stage, const ClusterSpec& cluster) {
+void SplitWeightGradients(StageProgram& stage, const ClusterSpec& cluster, int64_t chunks) {
   stage.splits_backward = true;
   std::vector<Task> backward;
   // Per backward task: the weight-gradient tasks taken out of it and the ones before it.
   std::vector<int> split_through(stage.backward.size());
+  // Per backward task left whole in the input-gradient pass: its index there (-1: split).
+  std::vector<int> input_gradient_task(stage.backward.size(), -1);
   auto part = [&cluster](const Task& t, double fraction, GemmGradient gradient, const std::string& name) {
     Task p = t;
     p.name = name;
@@ -55,6 +58,7 @@ void SplitWeightGradients(StageProgram& stage, const ClusterSpec& cluster) {
   for (size_t i = 0; i < stage.backward.size(); ++i) {
     const Task& t = stage.backward[i];
     if (t.kind != Task::Kind::kCompute || t.weight_gradient_fraction <= 0) {
+      input_gradient_task[i] = static_cast<int>(backward.size());
       backward.push_back(t);
       backward.back().after_host_copies |= std::exchange(waits_for_copies, false);
     } else {
@@ -72,11 +76,28 @@ void SplitWeightGradients(StageProgram& stage, const ClusterSpec& cluster) {
     split_through[i] = static_cast<int>(stage.weight_gradient.size());
   }
   stage.backward = std::move(backward);
-  // A bucket is ready once the weight gradients up to its last one exist;
-  // the others (norm scales, biases, embeddings) came with the input-gradient
-  // pass, which runs first.
-  for (GradientBucket& b : stage.buckets)
-    b.ready_after = b.ready_after < 0 ? -1 : split_through[static_cast<size_t>(b.ready_after)] - 1;
+  // A bucket is ready once the weight gradients up to its last one exist.
+  // One whose last gradient came with the input-gradient pass (a norm scale,
+  // a bias, an embedding) is ready once that pass has run, before the
+  // weight-gradient pass of its chunk: after the weight-gradient task before
+  // its own, or where that one lies in another chunk's share of the pass,
+  // after the nearest task of its own chunk's share.
+  for (GradientBucket& b : stage.buckets) {
+    if (b.ready_after < 0) continue;
+    const auto task = static_cast<size_t>(b.ready_after);
+    int ready_after = split_through[task] - 1;
+    if (chunks > 1 && input_gradient_task[task] >= 0) {
+      for (int64_t c = 0; c < chunks; ++c) {
+        const auto [first, end] = ChunkTaskRange(stage.backward, chunks, c, true);
+        if (static_cast<size_t>(input_gradient_task[task]) < first ||
+            static_cast<size_t>(input_gradient_task[task]) >= end)
+          continue;
+        const auto [begin, stop] = ChunkTaskRange(stage.weight_gradient, chunks, c, true);
+        if (begin < stop) ready_after = std::clamp(ready_after, static_cast<int>(begin), static_cast<int>(stop) - 1);
+      }
+    }
+    b.ready_after = ready_after;
+  }
 }
 
 int64_t Plan::RepresentativeRank(int64_t stage) const {

@@ -198,8 +198,10 @@ struct StageProgram {
 
 // Moves the weight-gradient half of every product with a trained weight out
 // of the stage's backward into its weight-gradient pass (same kernel shape,
-// each half at its own efficiency) and re-points the buckets into that pass.
-void SplitWeightGradients(StageProgram& stage, const ClusterSpec& cluster);
+// each half at its own efficiency) and re-points the buckets into that pass,
+// each into the share of the `chunks` virtual pipeline chunks (ChunkTaskRange)
+// whose backward completed it.
+void SplitWeightGradients(StageProgram& stage, const ClusterSpec& cluster, int64_t chunks);
 
 struct Plan {
   bool training = true;

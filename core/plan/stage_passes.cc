@@ -56,17 +56,13 @@ namespace {
 // Under sequence pipelining a micro-batch's last gradient pass is its sequence's first chunk.
 std::vector<Task> FinalGradientTasks(const StageProgram& stage) { return SequenceChunkTasks(stage.GradientTasks(), 0); }
 
-std::vector<PassStep> FinalGradientSteps(const std::vector<Task>& tasks, int64_t chunks, int64_t final_chunk) {
-  return ChunkSteps(tasks, chunks, final_chunk, true);
-}
-
 }  // namespace
 
 std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks, double* pass_seconds,
                                       int64_t final_chunk) {
   const std::vector<Task> tasks = FinalGradientTasks(stage);
   std::vector<double> ends(tasks.size(), 0);
-  const double duration = ClosedFormPass(FinalGradientSteps(tasks, chunks, final_chunk), tasks,
+  const double duration = ClosedFormPass(ChunkSteps(tasks, chunks, final_chunk, true), tasks,
                                          [&](const PassStep& step, double end, double) {
                                            const double start = end - step.ClosedFormSeconds(tasks);
                                            for (int i = step.first_task; i < step.end_task; ++i)
@@ -83,7 +79,7 @@ std::vector<double> BucketLeadSeconds(const StageProgram& stage, int64_t chunks,
 double FinalGradientComputeSeconds(const StageProgram& stage, int64_t chunks, int64_t final_chunk) {
   const std::vector<Task> tasks = FinalGradientTasks(stage);
   double compute = 0;
-  for (const PassStep& step : FinalGradientSteps(tasks, chunks, final_chunk)) compute += step.ComputeEndSeconds(tasks);
+  for (const PassStep& step : ChunkSteps(tasks, chunks, final_chunk, true)) compute += step.ComputeEndSeconds(tasks);
   return compute;
 }
 

@@ -108,8 +108,8 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
         end = std::max(end, e.end());
       }
     // Each chunk's last pass, in the order they end. The engines lengthen
-    // each by what its buckets hold back (BucketContentionSeconds), which
-    // delays the passes after it; the buckets were ready before.
+    // each by what its buckets hold back (BucketContentionSeconds); the
+    // buckets were ready before.
     std::vector<std::pair<double, int64_t>> last_ends;  // (end, chunk)
     for (const auto& [chunk, ends] : pass_end) {
       double end = 0;
@@ -120,19 +120,18 @@ FusionProblem BuildFusionProblem(const RunSpec& run, const ShardedGraph& sharded
     if (!plan.training || stage.buckets.empty()) last_ends = {{timeline.stages[s].passes_end_seconds, 0}};
     std::vector<std::vector<double>> lead(static_cast<size_t>(chunks));  // per chunk, per unfused bucket
     std::map<int64_t, size_t> pass_of_chunk;
-    double held = 0;  // by the passes so far
     for (const auto& [raw_end, chunk] : last_ends) {
       FusionPass pass;
       pass.chunk = chunk;
-      held += plan.training ? BucketContentionSeconds(stage, chunks, true, chunk) : 0.0;
-      pass.end = raw_end - held;
+      pass.held = plan.training ? BucketContentionSeconds(stage, chunks, true, chunk) : 0.0;
+      pass.end = raw_end - pass.held;
       double duration = 0;
       lead[static_cast<size_t>(chunk)] = BucketLeadSeconds(stage, chunks, &duration, chunk);
       pass.start = pass.end - duration;
       pass.compute = FinalGradientComputeSeconds(stage, chunks, chunk);
       pass.other_held = plan.training ? BucketContentionSeconds(stage, chunks, false, chunk) : 0.0;
       for (const auto& [micro_batch, end] : pass_end[chunk])
-        if (end < raw_end) pass.earlier_offsets.push_back(pass.end - (end - pass.other_held));
+        if (end < raw_end) pass.earlier_ends.push_back(end - pass.other_held);
       pass_of_chunk[chunk] = fs.passes.size();
       fs.passes.push_back(std::move(pass));
     }
@@ -219,37 +218,44 @@ FusionEstimate Estimate(const FusionProblem& problem, Collective op, const Fusio
       }
       return ContentionOfBuckets(pass.end - pass.start, pass.compute, beside);
     };
-    // The other micro-batches' passes, in the order they end: each is
+    // Every pass that runs buckets, in the order they end: each is
     // lengthened by its buckets' contention instead of the timeline's, which
-    // moves every pass after it; the every-micro-batch buckets run after each.
-    std::vector<std::pair<double, size_t>> earlier;  // (end in the timeline, pass)
-    std::vector<double> change(stage.passes.size(), 0);
+    // moves every pass after it (and the buckets it readies). The
+    // every-micro-batch buckets run after the other micro-batches' passes too.
+    struct Moment {
+      double at = 0;  // the pass's end in the timeline, without its contention
+      size_t pass = 0;
+      bool last = false;  // the chunk's last pass of the step
+    };
+    std::vector<Moment> moments;
+    std::vector<double> change(stage.passes.size(), 0);  // per other micro-batch's pass of each chunk
     for (size_t p = 0; p < stage.passes.size(); ++p) {
-      for (double offset : stage.passes[p].earlier_offsets) earlier.emplace_back(stage.passes[p].end - offset, p);
-      if (!stage.passes[p].earlier_offsets.empty()) change[p] = contention(p, false) - stage.passes[p].other_held;
+      for (double end : stage.passes[p].earlier_ends) moments.push_back({end, p, false});
+      moments.push_back({stage.passes[p].end, p, true});
+      if (!stage.passes[p].earlier_ends.empty()) change[p] = contention(p, false) - stage.passes[p].other_held;
     }
-    std::sort(earlier.begin(), earlier.end());
+    std::stable_sort(moments.begin(), moments.end(), [](const Moment& a, const Moment& b) { return a.at < b.at; });
     double delay = 0;
     const size_t last_micro_batch = buckets.size();
-    for (const auto& [end, p] : earlier) {
-      for (size_t i : finals) {
-        const FusionBucket& b = buckets[i];
-        if (b.pass != p || !lists[b.list]->every_micro_batch) continue;
-        FusionBucket copy = b;
-        copy.ready = end - (stage.passes[p].end - b.ready) + delay;
-        buckets.push_back(copy);
+    for (const Moment& m : moments) {
+      const FusionPass& pass = stage.passes[m.pass];
+      if (!m.last) {
+        for (size_t i : finals) {
+          const FusionBucket& b = buckets[i];
+          if (b.pass != m.pass || !lists[b.list]->every_micro_batch) continue;
+          FusionBucket copy = b;
+          copy.ready = m.at - (pass.end - b.ready) + delay;
+          buckets.push_back(copy);
+        }
+        delay += change[m.pass];
+        continue;
       }
-      delay += change[p];
-    }
-    // Each chunk's last pass, lengthened by its buckets' contention, delays
-    // the passes after it (and their buckets, ready before their pass ends).
-    for (size_t p = 0; p < stage.passes.size(); ++p) {
-      const double held = contention(p, true);
+      const double held = contention(m.pass, true);
       for (size_t i = 0; i < last_micro_batch; ++i)
-        if (buckets[i].pass == p) buckets[i].ready += delay;
-      delay += held;
+        if (buckets[i].pass == m.pass) buckets[i].ready += delay;
+      delay += held - pass.held;
     }
-    const double passes_end = stage.last().end + delay;
+    const double passes_end = stage.last().end + stage.last().held + delay;
     const double stream_end = std::max(RunStream(buckets, lists), passes_end);
     const double end = stream_end + stage.optimizer;
     if (end > estimate.step_seconds) {

@@ -50,22 +50,22 @@ struct FusionList {
 // which runs the buckets its gradients fill; under one chunk the step's last.
 struct FusionPass {
   int64_t chunk = 0;
-  double start = 0;    // the pass as the engines run it,
-  double end = 0;      // before its buckets slow it
+  double start = 0;    // the pass in the timeline the problem was built from,
+  double end = 0;      // without what its buckets held back
   double compute = 0;  // FinalGradientComputeSeconds
-  // What the every-micro-batch buckets held back from each of the chunk's
-  // other passes in the timeline the problem was built from.
+  double held = 0;     // what its buckets held back there (BucketContentionSeconds)
+  // The chunk's passes of other micro-batches there, each without what its
+  // every-micro-batch buckets held back (other_held): those buckets run
+  // after each too.
+  std::vector<double> earlier_ends;
   double other_held = 0;
-  // The chunk's passes of other micro-batches end this much before this
-  // one: every-micro-batch lists run after each of them too.
-  std::vector<double> earlier_offsets;
 };
 
 struct FusionStage {
   int64_t stage = 0;
-  // Per chunk, in the order the stage runs them: a pass lengthened by its
-  // buckets (BucketContentionSeconds) delays the ones after it. The last is
-  // the step's last gradient pass.
+  // Per chunk, in the order the stage runs them; the last is the step's last
+  // gradient pass. A pass (this or another micro-batch's) whose buckets hold
+  // back more or less than in the timeline moves every pass after it.
   std::vector<FusionPass> passes;
   double optimizer = 0;       // after the last bucket
   std::vector<FusionList> lists;

@@ -28,10 +28,9 @@ TEST_CASE("a pass merges compute runs and blocks on its collectives") {
   CHECK(steps[1].collectives == std::vector<int>{2});
   CHECK(steps[1].ClosedFormSeconds(tasks) == 3);
   CHECK(steps[2].first_task == 3);
-  // A bucket that becomes ready after task a splits the first run there.
-  const auto broken = PassSteps(tasks, 0, tasks.size(), {true, false, false, false});
-  REQUIRE(broken.size() == 4);
-  CHECK(broken[0].end_task == 1);
+  // Each compute task is done as the compute through it is.
+  CHECK(steps[0].TaskDoneSeconds(tasks, 0) == Approx(1));
+  CHECK(steps[0].TaskDoneSeconds(tasks, 1) == Approx(3));
 }
 
 TEST_CASE("a gradient completed inside a step is done as the compute through it is, before the step's collective") {
@@ -65,6 +64,7 @@ TEST_CASE("host copies run on the copy stream beside whatever follows, and a wai
   CHECK(steps[1].copy_seconds == 3);
   CHECK(steps[1].compute_seconds == 1);  // layer 1 joins the step the copy starts
   CHECK(steps[1].first_task == 1);
+  CHECK(steps[1].TaskDoneSeconds(forward, 2) == Approx(1));  // layer 1's compute, not the copy's time
   std::vector<double> ends;
   const double pass = ClosedFormPass(steps, forward, [&](const PassStep&, double end, double) { ends.push_back(end); });
   CHECK(ends == std::vector<double>{2, 3, 4, 6});  // the copy, done at 5, never holds the compute up

@@ -56,6 +56,19 @@ TEST_CASE("under several chunks per stage the fast fusion model reduces each chu
     CHECK(Estimate(problem, Collective::kReduceScatter, setting).step_seconds ==
           Approx(AnalyticalStep(run)).epsilon(1e-4));
   }
+  SECTION("every micro-batch's buckets, and Megatron's buckets per model chunk") {
+    RunSpec run = Shipped("llama2-70b-h100-1024-interleaved");
+    run.parallel.parallel_optimizer_config.gradient_accumulation_shard = true;
+    FusionSetting& setting = run.parallel.comm_fusion.reducescatter;
+    setting.mode = FusionSetting::Mode::kSize;
+    setting.size_mb = 64;
+    CHECK(Estimate(ProblemOf(run), Collective::kReduceScatter, setting).step_seconds ==
+          Approx(AnalyticalStep(run)).epsilon(1e-4));
+    RunSpec megatron = Shipped("llama2-70b-h100-1024-interleaved");
+    megatron.stack.overlap_grad_reduce = true;
+    CHECK(Estimate(ProblemOf(megatron), Collective::kReduceScatter, megatron.parallel.comm_fusion.reducescatter)
+              .step_seconds == Approx(AnalyticalStep(megatron)).epsilon(1e-4));
+  }
 }
 
 // A list of n gradients becoming ready one after another, in forward order
