@@ -7,10 +7,13 @@
 // backward timeline in closed form, as the analytical engine runs it. Under
 // several chunks per stage each chunk's buckets wait for that chunk's last
 // pass, as the engines run them (BucketChunks). The compute the buckets hold
-// back from each chunk's last pass (BucketContentionSeconds) is added for the
-// setting weighed, delaying the passes after it; what they hold back
-// elsewhere (earlier micro-batches, other stages) stays the unfused
-// timeline's, and the tuner verifies its best candidates with the engine.
+// back from each pass beside them (BucketContentionSeconds: each chunk's last,
+// and the other micro-batches' for every-micro-batch buckets) is the setting
+// weighed's, delaying the passes after it; what they hold back on other
+// stages stays the unfused timeline's, and the tuner
+// verifies its best candidates with the engine. Not modelled: a final pass
+// run inside an overlapped forward-backward unit (overlap_forward_backward),
+// whose buckets the engines ready at the unit's end, without contention.
 // Dynamic programming over split points finds the best split of a list.
 #pragma once
 
