@@ -49,8 +49,7 @@ struct StagePrograms {
   // other micro-batches'.
   std::vector<double> last_contention, other_contention;
   std::vector<int64_t> bucket_chunk;  // per gradient bucket (BucketChunks)
-  std::vector<bool>
-      bucket_ready;  // per task of the gradient pass: a gradient bucket is ready after it (BucketReadyTasks)
+  std::vector<bool> bucket_ready;     // per task of the gradient pass (BucketReadyTasks)
 
   // Per group spec: the representatives in each instance, whose arrivals
   // start it (every member when nothing is folded).

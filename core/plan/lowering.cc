@@ -157,22 +157,6 @@ class Lowering {
  private:
   StageProgram& StageOf(Plan& plan, int op) { return plan.stages[graph_.op(op).pipeline_stage]; }
 
-  // The virtual pipeline chunk whose backward completes the gradient of a
-  // parameter whose first user is `first_user`: the one whose share of the
-  // stage's backward tasks (ChunkTaskRange, reversed) holds that operator's
-  // backward, as BucketChunks finds a bucket's (under a split backward,
-  // BucketChunks reads the weight-gradient pass's shares, whose boundaries
-  // may fall a task apart).
-  int64_t ChunkOfGradient(const StageProgram& stage, int first_user) const {
-    const int64_t chunks = Chunks();
-    const auto task = static_cast<size_t>(backward_task_of_op_.at(first_user));
-    for (int64_t c = 0; c < chunks; ++c) {
-      const auto [begin, end] = ChunkTaskRange(stage.backward, chunks, c, true);
-      if (task >= begin && task < end) return c;
-    }
-    return 0;
-  }
-
   // The chunks each stage's passes run as: zero_bubble_v's V has two arms,
   // dualpipe two directions, whatever the options say; the interleaved
   // schedule the options' count.
@@ -929,11 +913,16 @@ class Lowering {
         }
         if (run_.stack.overlap_grad_reduce && setting.mode == FusionSetting::Mode::kDefault &&
             p_.comm_fusion.openstate) {
+          // Each gradient's chunk: the one whose share of the backward holds
+          // its first user's backward, as BucketChunks finds a bucket's (under
+          // a split backward BucketChunks reads the weight-gradient pass's
+          // shares, whose boundaries may fall a task apart).
+          const std::vector<int64_t> chunk_of_task = ChunkOfEachTask(stage.backward, Chunks(), true);
           std::vector<double> elements;
           std::vector<int64_t> chunk;
           for (const ParamShare& share : list) {
             elements.push_back(share.slice_elements);
-            chunk.push_back(ChunkOfGradient(stage, share.first_user));
+            chunk.push_back(chunk_of_task[static_cast<size_t>(backward_task_of_op_.at(share.first_user))]);
           }
           return MegatronDdpBuckets(elements, chunk, group_size);
         }

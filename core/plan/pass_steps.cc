@@ -156,6 +156,15 @@ std::vector<PassStep> ChunkSteps(const std::vector<Task>& tasks, int64_t chunks,
   return PassSteps(tasks, begin, end);
 }
 
+std::vector<int64_t> ChunkOfEachTask(const std::vector<Task>& tasks, int64_t chunks, bool reversed) {
+  std::vector<int64_t> chunk(tasks.size(), 0);
+  for (int64_t c = 0; c < chunks; ++c) {
+    const auto [begin, end] = ChunkTaskRange(tasks, chunks, c, reversed);
+    for (size_t i = begin; i < end; ++i) chunk[i] = c;
+  }
+  return chunk;
+}
+
 int64_t ChunkOfTask(int64_t tasks, int64_t chunks, int64_t task) {
   int64_t chunk = 0;
   while (chunk + 1 < chunks && task >= tasks * (chunk + 1) / chunks) ++chunk;

@@ -78,6 +78,9 @@ std::pair<size_t, size_t> ChunkTaskRange(const std::vector<Task>& tasks, int64_t
 std::vector<PassStep> ChunkSteps(const std::vector<Task>& tasks, int64_t chunks, int64_t chunk, bool reversed);
 // The chunk whose share (as ChunkSteps splits a forward) holds task `task` of `tasks`.
 int64_t ChunkOfTask(int64_t tasks, int64_t chunks, int64_t task);
+// Per task of `tasks`: the chunk whose share (ChunkTaskRange, `reversed` for
+// a backward) holds it; 0 where none does.
+std::vector<int64_t> ChunkOfEachTask(const std::vector<Task>& tasks, int64_t chunks, bool reversed);
 
 // The prefetch stream's clock through a pass: `Issue` queues a step's
 // prefetches at `now`; `Wait` gives how long the step then waits for the

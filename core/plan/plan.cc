@@ -82,19 +82,15 @@ void SplitWeightGradients(StageProgram& stage, const ClusterSpec& cluster, int64
   // weight-gradient pass of its chunk: after the weight-gradient task before
   // its own, or where that one lies in another chunk's share of the pass,
   // after the nearest task of its own chunk's share.
+  const std::vector<int64_t> input_gradient_chunk = ChunkOfEachTask(stage.backward, chunks, true);
   for (GradientBucket& b : stage.buckets) {
     if (b.ready_after < 0) continue;
     const auto task = static_cast<size_t>(b.ready_after);
     int ready_after = split_through[task] - 1;
     if (chunks > 1 && input_gradient_task[task] >= 0) {
-      for (int64_t c = 0; c < chunks; ++c) {
-        const auto [first, end] = ChunkTaskRange(stage.backward, chunks, c, true);
-        if (static_cast<size_t>(input_gradient_task[task]) < first ||
-            static_cast<size_t>(input_gradient_task[task]) >= end)
-          continue;
-        const auto [begin, stop] = ChunkTaskRange(stage.weight_gradient, chunks, c, true);
-        if (begin < stop) ready_after = std::clamp(ready_after, static_cast<int>(begin), static_cast<int>(stop) - 1);
-      }
+      const int64_t chunk = input_gradient_chunk[static_cast<size_t>(input_gradient_task[task])];
+      const auto [begin, end] = ChunkTaskRange(stage.weight_gradient, chunks, chunk, true);
+      if (begin < end) ready_after = std::clamp(ready_after, static_cast<int>(begin), static_cast<int>(end) - 1);
     }
     b.ready_after = ready_after;
   }

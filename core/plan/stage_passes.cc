@@ -96,18 +96,14 @@ double ContentionOfBuckets(double duration, double compute, const std::vector<Bu
 }
 
 std::vector<int64_t> BucketChunks(const StageProgram& stage, int64_t chunks) {
-  const std::vector<Task>& tasks = stage.GradientTasks();
-  std::vector<std::pair<size_t, size_t>> ranges;
-  for (int64_t c = 0; c < chunks; ++c) ranges.push_back(ChunkTaskRange(tasks, chunks, c, true));
+  const std::vector<int64_t> chunk_of_task = ChunkOfEachTask(stage.GradientTasks(), chunks, true);
   std::vector<int64_t> out(stage.buckets.size(), 0);
   for (size_t b = 0; b < stage.buckets.size(); ++b) {
     // A split backward's bucket whose gradients all came with the
     // input-gradient pass (ready_after -1) holds the gradients that list
     // reaches first: the chunk whose share starts it.
     const int ready_after = stage.buckets[b].ready_after;
-    const size_t task = ready_after < 0 ? 0 : static_cast<size_t>(ready_after);
-    for (int64_t c = 0; c < chunks; ++c)
-      if (task >= ranges[static_cast<size_t>(c)].first && task < ranges[static_cast<size_t>(c)].second) out[b] = c;
+    if (!chunk_of_task.empty()) out[b] = chunk_of_task[ready_after < 0 ? 0 : static_cast<size_t>(ready_after)];
   }
   return out;
 }
